@@ -1,0 +1,52 @@
+# rocm-perf-lab: the two targets users type are `make demo` and `make test`.
+# The others (deps, build, bench, format, clean) are the steps those two are made of.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+BUILD_DIR  ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE      ?= cmake
+CTEST      ?= ctest
+export CCACHE_DIR ?= $(HOME)/.cache/ccache
+
+ROCM_PERF := $(BUILD_DIR)/bin/rocm-perf
+FORMAT_DIRS := $(wildcard messages stages workers engine tests bench examples)
+
+# The demo: autotune the tiled CPU matmul of examples/cpu over examples/cpu/space.json with the
+# timing backend (whole-process wall time). See examples/cpu/README.md.
+DEMO_BUILD := g++ -O2 -std=c++17 -march=native -DTILE_I={TILE_I} -DTILE_J={TILE_J} -DTILE_K={TILE_K} -DUNROLL={UNROLL} matmul.cpp -o {OUT}
+DEMO_CMD   := {BIN} --n 256
+
+.PHONY: all deps build demo test bench format clean
+
+all: build
+
+deps:
+	scripts/install-deps
+
+build: deps
+	$(CMAKE) -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+	$(CMAKE) --build $(BUILD_DIR) -j$(JOBS)
+
+demo: build
+	$(ROCM_PERF) autotune --space examples/cpu/space.json --source examples/cpu/matmul.cpp \
+	  --build-template "$(DEMO_BUILD)" \
+	  --cmd-template "$(DEMO_CMD)" \
+	  --runs 5 --warmup 1 --timeout 30 --db $(BUILD_DIR)/demo.db
+
+test: build
+	$(CTEST) --test-dir $(BUILD_DIR) --output-on-failure -j2 --timeout 300
+
+bench: build
+	$(BUILD_DIR)/bin/sweep
+	$(BUILD_DIR)/bin/overhead
+
+format:
+	@command -v clang-format >/dev/null || { echo "format: clang-format not found (apt-get install clang-format)" >&2; exit 1; }
+	find $(FORMAT_DIRS) -type f \( -name '*.hpp' -o -name '*.cpp' \) -print0 \
+	  | xargs -0 -r clang-format -i
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,101 @@
+#pragma once
+/// The autotune job: validates its inputs, then streams a space's candidates through the flow graph
+/// (strategy → compile gateway → lane router → lanes → model → acceptance → store → feedback) with
+/// compile workers as separate processes behind the broker.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/broker.hpp"
+#include "engine/candidate_state.hpp"
+#include "engine/results_store.hpp"
+
+namespace rpl::engine {
+
+/// Bad input found before anything runs: the message names the input, the problem and the fix.
+class config_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+struct autotune_options {
+  std::filesystem::path space_file;
+  std::string build_template;
+  std::string cmd_template;
+  std::vector<std::filesystem::path> sources;
+  std::string strategy = "exhaustive";
+  std::optional<std::size_t> budget;
+  std::uint64_t seed = 0;
+  std::optional<std::size_t> compile_workers;  ///< default: cores - lanes, at least 1
+  std::vector<std::string> listen;             ///< extra endpoints for remote workers
+  std::size_t lanes = 1;
+  std::uint32_t runs = 5;
+  std::uint32_t warmup = 1;
+  double timeout_s = 60.0;           ///< per measured run
+  double compile_timeout_s = 600.0;  ///< per compile job (the worker's deadline)
+  std::filesystem::path db = "rocm-perf.db";
+  bool resume = false;
+  std::chrono::milliseconds heartbeat{1000};
+  int liveness = 3;
+  std::vector<std::string> allowed_compilers;  ///< empty: the default allow-list
+  std::optional<std::size_t> max_in_flight;    ///< default: 2 × (workers + lanes)
+  std::filesystem::path worker_executable;     ///< default: this executable
+};
+
+struct autotune_counts {
+  std::size_t planned = 0;
+  std::size_t completed = 0;  ///< verdict final and stored, this session
+  std::size_t compiled = 0;   ///< compile ok, this session
+  std::size_t measured = 0;   ///< valid measurement, this session
+  std::size_t failed = 0;     ///< invalid verdicts, this session
+  std::size_t resumed = 0;    ///< skipped because a previous session completed them
+  std::size_t duplicates = 0; ///< configurations whose key was already in this run
+};
+
+/// Progress as the store sees it; called on the store node's thread, one call at a time.
+struct autotune_progress {
+  const candidate_state* candidate = nullptr;
+  autotune_counts counts;
+  std::optional<stored_candidate> best;
+  std::chrono::steady_clock::duration elapsed{};
+};
+
+struct autotune_result {
+  std::string run_id;
+  std::string run_status;  ///< finished | interrupted | failed
+  std::string error;       ///< why the run failed, if it did
+  std::filesystem::path db;
+  std::size_t space_size = 0;
+  std::size_t space_total = 0;
+  std::size_t cut_by_constraints = 0;
+  std::string strategy;
+  autotune_counts counts;
+  std::size_t compile_workers = 0;
+  std::size_t lanes = 0;
+  double wall_s = 0.0;
+  std::string winner_key;
+  std::vector<stored_candidate> candidates;  ///< every completed candidate of the run
+  broker_stats broker;
+  std::int64_t sum_compile_ns = 0;  ///< this session's compile times
+  std::int64_t sum_run_ns = 0;      ///< this session's measured run times (warm-up excluded)
+};
+
+/// Runs one autotune job. Throws config_error (bad input, nothing written) or store_error.
+/// `stop` may be set from a signal handler: no new candidate starts, in-flight ones finish.
+autotune_result run_autotune(const autotune_options& options,
+                             const std::function<void(const autotune_progress&)>& on_progress,
+                             const std::atomic<bool>& stop);
+
+/// The JSON document printed by `--json` (docs/schema/autotune.schema.json).
+nlohmann::json to_json(const autotune_result& result);
+
+}  // namespace rpl::engine

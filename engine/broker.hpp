@@ -1,0 +1,112 @@
+#pragma once
+/// The engine's ROUTER broker (Paranoid Pirate queue, docs/protocol.md): one thread owns the socket,
+/// tracks worker liveness, hands each queued compile job to an idle worker, re-queues the jobs of
+/// dead workers and drops duplicate replies. Other threads only call submit(); completions come back
+/// through each job's callback, on the broker thread.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "messages/wire.hpp"
+
+namespace rpl::engine {
+
+struct broker_config {
+  std::vector<std::string> bind_endpoints;  ///< ipc:// for local workers, tcp:// for --listen
+  std::chrono::milliseconds heartbeat{1000};
+  int liveness = 3;
+  int max_attempts = 3;  ///< a job is tried on this many workers before it fails with worker_lost
+  std::int64_t max_message_bytes = 256LL << 20;
+};
+
+struct broker_stats {
+  std::uint64_t workers_seen = 0;
+  std::uint64_t workers_expired = 0;
+  std::uint64_t jobs_requeued = 0;
+  std::uint64_t duplicate_replies = 0;
+  std::uint64_t malformed_messages = 0;
+};
+
+class broker {
+public:
+  using completion = std::function<void(const messages::compile_reply&)>;
+
+  explicit broker(broker_config config);
+  ~broker();
+  broker(const broker&) = delete;
+  broker& operator=(const broker&) = delete;
+
+  /// Binds the endpoints and starts the broker thread. Throws zmq::error_t on a bad endpoint.
+  void start();
+  /// Stops the thread; jobs still queued are answered with worker_lost ("engine stopping").
+  void stop();
+
+  /// Thread-safe. `done` runs exactly once, on the broker thread.
+  std::uint64_t submit(std::string run_id, messages::compile_request request, completion done);
+
+  /// Runs on the broker thread once per loop turn (the engine uses it to supervise local workers).
+  void set_tick(std::function<void()> tick);
+
+  std::size_t live_workers() const { return live_workers_.load(); }
+  broker_stats stats() const;
+
+private:
+  struct job {
+    std::uint64_t id = 0;
+    std::string run_id;
+    messages::compile_request request;
+    completion done;
+    int attempts = 0;
+  };
+  struct worker {
+    std::string identity;
+    std::string worker_id;
+    std::chrono::steady_clock::time_point expiry;
+    std::chrono::steady_clock::time_point last_sent;
+    bool busy = false;
+    job current;
+  };
+
+  void run();
+  void handle_message(std::vector<zmq::message_t>& frames);
+  void dispatch();
+  void purge(std::chrono::steady_clock::time_point now);
+  void send_heartbeats(std::chrono::steady_clock::time_point now);
+  void requeue(job j, const std::string& why);
+  void fail(job& j, messages::compile_status status, const std::string& why);
+  template <class T>
+  void send(worker& w, std::uint64_t job_id, const std::string& run_id, const T& body);
+  void send_disconnect(const std::string& identity, const std::string& reason);
+  worker* find(const std::string& identity);
+
+  broker_config config_;
+  zmq::context_t context_{1};
+  zmq::socket_t router_;
+  int wake_fd_ = -1;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::size_t> live_workers_{0};
+
+  std::mutex submit_mutex_;
+  std::deque<job> submitted_;  // guarded by submit_mutex_; drained by the broker thread
+  std::atomic<std::uint64_t> next_job_id_{1};
+  std::function<void()> tick_;
+
+  // Broker-thread state.
+  std::deque<job> queue_;
+  std::vector<worker> workers_;
+  std::uint64_t heartbeat_sequence_ = 0;
+  mutable std::mutex stats_mutex_;
+  broker_stats stats_;
+};
+
+}  // namespace rpl::engine

@@ -1,0 +1,50 @@
+#pragma once
+/// Starts the engine's local compile workers as separate processes (this same executable, run as
+/// `worker compile --connect ENDPOINT`), restarts one that exits, and stops them all at the end.
+/// Local workers get the parent-death signal, so a killed engine leaves no worker behind.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace rpl::engine {
+
+struct local_workers_config {
+  std::filesystem::path executable;  ///< usually /proc/self/exe, resolved
+  std::string endpoint;
+  std::size_t count = 1;
+  std::chrono::milliseconds heartbeat{1000};
+  int liveness = 3;
+  std::vector<std::string> allowed_compilers;  ///< empty: the worker's default list
+  std::size_t max_restarts = 0;                ///< 0: 2 × count
+};
+
+class local_workers {
+public:
+  explicit local_workers(local_workers_config config);
+  ~local_workers();
+  local_workers(const local_workers&) = delete;
+  local_workers& operator=(const local_workers&) = delete;
+
+  void start();
+  /// Reaps exited workers and starts replacements while the restart budget lasts.
+  /// Called from the broker thread.
+  void supervise();
+  /// SIGTERM, then SIGKILL after the grace period.
+  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
+
+  std::vector<pid_t> pids() const { return pids_; }
+  std::size_t restarts() const { return restarts_; }
+
+private:
+  pid_t spawn_one();
+
+  local_workers_config config_;
+  std::vector<pid_t> pids_;
+  std::size_t restarts_ = 0;
+};
+
+}  // namespace rpl::engine

@@ -1,0 +1,166 @@
+#pragma once
+/// Wire types shared by the engine, its broker and the worker processes.
+/// Every struct is encoded as a msgpack map keyed by field name, so a reader ignores fields it does
+/// not know and an old writer's missing fields keep their defaults. Enum values are explicit and are
+/// never reused; docs/protocol.md is the contract.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <msgpack.hpp>
+
+namespace rpl::messages {
+
+/// The first frame of every worker<->broker message; it names the protocol family and its major
+/// version, so a peer speaking anything else is refused before decoding.
+inline constexpr const char* protocol_header = "RPLW01";
+inline constexpr std::uint32_t protocol_version = 1;
+
+enum class message_kind : std::uint8_t {
+  ready = 1,
+  heartbeat = 2,
+  disconnect = 3,
+  compile_request = 4,
+  compile_reply = 5,
+  measure_request = 6,
+  measure_result = 7,
+  verdict = 8,
+};
+
+/// Outcome of one compile job. `ok` is the only status that carries a usable artifact.
+enum class compile_status : std::uint8_t {
+  ok = 0,
+  failed = 1,          ///< the compiler exited non-zero or was killed by a signal
+  timed_out = 2,       ///< the per-job deadline expired; the compiler's process group was killed
+  rejected = 3,        ///< the request was refused (compiler not allow-listed, bad file name)
+  worker_lost = 4,     ///< the job was re-queued too many times after worker deaths
+  internal_error = 5,  ///< the worker could not run the job (temp dir, fork, I/O)
+  no_artifact = 6,     ///< the compiler exited 0 but did not write {OUT}
+};
+
+/// Outcome of measuring one candidate on one lane.
+enum class measure_status : std::uint8_t {
+  ok = 0,
+  nonzero_exit = 1,
+  crashed = 2,        ///< killed by a signal it did not ask for
+  timed_out = 3,      ///< a run exceeded --timeout; its process group was killed
+  launch_failed = 4,  ///< fork/exec failed (missing binary, permissions)
+  not_run = 5,        ///< the candidate never reached a lane (its compile failed)
+};
+
+/// Acceptance decision. `invalid` covers every failure: build, crash, hang, wrong exit status.
+enum class verdict_kind : std::uint8_t {
+  faster = 1,
+  slower = 2,
+  same = 3,
+  ambiguous = 4,
+  invalid = 5,
+};
+
+struct envelope {
+  std::uint32_t version = protocol_version;
+  message_kind kind = message_kind::heartbeat;
+  std::uint64_t job_id = 0;  ///< 0 for messages that belong to no job
+  std::string run_id;
+  MSGPACK_DEFINE_MAP(version, kind, job_id, run_id)
+};
+
+struct ready {
+  static constexpr message_kind kind = message_kind::ready;
+  std::string service = "compile";
+  std::string worker_id;  ///< host:pid, for logs and the artifacts table
+  std::string host;
+  std::int64_t pid = 0;
+  std::vector<std::string> compilers;  ///< allow-listed compiler names this worker runs
+  std::uint32_t heartbeat_ms = 0;      ///< the worker's own interval, so mismatches are visible
+  MSGPACK_DEFINE_MAP(service, worker_id, host, pid, compilers, heartbeat_ms)
+};
+
+struct heartbeat {
+  static constexpr message_kind kind = message_kind::heartbeat;
+  std::uint64_t sequence = 0;  ///< numbered so that gaps are visible in traces
+  MSGPACK_DEFINE_MAP(sequence)
+};
+
+struct disconnect {
+  static constexpr message_kind kind = message_kind::disconnect;
+  std::string reason;
+  MSGPACK_DEFINE_MAP(reason)
+};
+
+struct source_file {
+  std::string name;     ///< relative path inside the job's private directory; no "..", not absolute
+  std::string content;  ///< file bytes
+  MSGPACK_DEFINE_MAP(name, content)
+};
+
+struct compile_request {
+  static constexpr message_kind kind = message_kind::compile_request;
+  std::vector<source_file> sources;
+  std::vector<std::string> argv;  ///< may contain {OUT}; the worker substitutes its artifact path
+  std::string toolchain_id;
+  std::uint32_t deadline_ms = 600000;  ///< kill the compiler after this long; separate from liveness
+  std::uint64_t max_output_bytes = 65536;
+  MSGPACK_DEFINE_MAP(sources, argv, toolchain_id, deadline_ms, max_output_bytes)
+};
+
+struct compile_reply {
+  static constexpr message_kind kind = message_kind::compile_reply;
+  compile_status status = compile_status::internal_error;
+  std::int32_t exit_code = -1;
+  std::int32_t term_signal = 0;
+  std::string output;  ///< compiler stdout+stderr, truncated to max_output_bytes
+  std::vector<char> artifact;
+  bool has_artifact = false;
+  std::int64_t compile_ns = 0;  ///< wall time of the compiler process
+  std::string worker_id;
+  std::string error;  ///< human-readable reason for any status but ok
+  MSGPACK_DEFINE_MAP(status, exit_code, term_signal, output, artifact, has_artifact, compile_ns,
+                     worker_id, error)
+};
+
+struct measure_request {
+  static constexpr message_kind kind = message_kind::measure_request;
+  std::string candidate_key;
+  std::vector<std::string> argv;
+  std::uint32_t runs = 5;
+  std::uint32_t warmup = 1;
+  std::uint32_t timeout_ms = 60000;  ///< per run
+  MSGPACK_DEFINE_MAP(candidate_key, argv, runs, warmup, timeout_ms)
+};
+
+struct measure_result {
+  static constexpr message_kind kind = message_kind::measure_result;
+  measure_status status = measure_status::not_run;
+  std::vector<std::int64_t> samples_ns;  ///< one per timed run, warm-up excluded
+  std::int32_t exit_code = 0;
+  std::int32_t term_signal = 0;
+  std::int32_t failed_run = -1;  ///< index of the run that failed (warm-ups count negative)
+  std::string reason;
+  std::string lane;
+  MSGPACK_DEFINE_MAP(status, samples_ns, exit_code, term_signal, failed_run, reason, lane)
+};
+
+struct verdict {
+  static constexpr message_kind kind = message_kind::verdict;
+  std::string candidate_key;
+  verdict_kind decision = verdict_kind::invalid;
+  std::string reason;
+  std::string best_key;  ///< the incumbent after this verdict
+  double median_ns = 0.0;
+  double relative_change = 0.0;  ///< (candidate - incumbent) / incumbent, 0 when no incumbent
+  MSGPACK_DEFINE_MAP(candidate_key, decision, reason, best_key, median_ns, relative_change)
+};
+
+const char* to_string(message_kind kind);
+const char* to_string(compile_status status);
+const char* to_string(measure_status status);
+const char* to_string(verdict_kind kind);
+
+}  // namespace rpl::messages
+
+MSGPACK_ADD_ENUM(rpl::messages::message_kind)
+MSGPACK_ADD_ENUM(rpl::messages::compile_status)
+MSGPACK_ADD_ENUM(rpl::messages::measure_status)
+MSGPACK_ADD_ENUM(rpl::messages::verdict_kind)

@@ -1,0 +1,51 @@
+#pragma once
+/// Search strategies: the order in which configurations of the space are tried.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "messages/wire.hpp"
+
+namespace rpl::stages {
+
+/// Picks configurations one at a time. Deterministic for a given name, space size, budget and
+/// seed, so an interrupted run can be resumed by replaying the same sequence.
+class strategy {
+public:
+  virtual ~strategy() = default;
+  /// The next index into space.configurations, or nullopt when done.
+  virtual std::optional<std::size_t> next() = 0;
+  /// The verdict of a configuration next() returned; strategies that adapt use it.
+  virtual void feedback(std::size_t index, const messages::verdict& v) = 0;
+  /// How many indices next() returns in total.
+  virtual std::size_t planned() const = 0;
+  /// The name make_strategy() knows it by.
+  virtual std::string_view name() const = 0;
+};
+
+/// Creates a strategy by name:
+///   - "exhaustive": 0, 1, 2, ... up to min(budget, space_size);
+///   - "random": min(budget, space_size) distinct indices in a seeded random order (budget defaults
+///     to the whole space); the sequence depends only on the seed, never on the standard library.
+/// Throws std::invalid_argument for an unknown name, listing the known ones.
+std::unique_ptr<strategy> make_strategy(std::string_view name, std::size_t space_size,
+                                        std::optional<std::size_t> budget, std::uint64_t seed);
+
+/// A uniform integer in [0, bound) from `rng`, by rejection sampling, so the result is the same on
+/// every standard library (std::uniform_int_distribution's algorithm is unspecified). bound > 0.
+template <class engine>
+std::uint64_t bounded_draw(engine& rng, std::uint64_t bound) {
+  // 2^64 mod bound: draws below it would make small results more likely than large ones.
+  const std::uint64_t threshold = (0 - bound) % bound;
+  for (;;) {
+    const std::uint64_t draw = rng();
+    if (draw >= threshold) {
+      return draw % bound;
+    }
+  }
+}
+
+}  // namespace rpl::stages

@@ -1,0 +1,112 @@
+#include "workers/timing_lane.hpp"
+
+#include <signal.h>
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace rpl::workers {
+namespace {
+
+using messages::measure_status;
+
+messages::measure_request request_for(std::vector<std::string> argv, std::uint32_t runs = 3,
+                                      std::uint32_t warmup = 1) {
+  messages::measure_request request;
+  request.candidate_key = "k";
+  request.argv = std::move(argv);
+  request.runs = runs;
+  request.warmup = warmup;
+  request.timeout_ms = 5000;
+  return request;
+}
+
+TEST(workers_timing_lane, ok_runs_give_one_sample_each) {
+  const auto result = run_timing_measurement(request_for({"true"}, 4, 2), "timing-0");
+  EXPECT_EQ(result.status, measure_status::ok) << result.reason;
+  ASSERT_EQ(result.samples_ns.size(), 4u);
+  for (const auto sample : result.samples_ns) {
+    EXPECT_GT(sample, 0);
+    EXPECT_LT(sample, 1'000'000'000);
+  }
+  EXPECT_EQ(result.lane, "timing-0");
+  EXPECT_TRUE(result.reason.empty());
+}
+
+TEST(workers_timing_lane, samples_reflect_run_time) {
+  const auto result = run_timing_measurement(request_for({"sleep", "0.05"}, 2, 0), "t");
+  ASSERT_EQ(result.status, measure_status::ok) << result.reason;
+  ASSERT_EQ(result.samples_ns.size(), 2u);
+  EXPECT_GE(result.samples_ns[0], 50'000'000);
+}
+
+TEST(workers_timing_lane, nonzero_exit_quotes_the_first_line) {
+  const auto result =
+      run_timing_measurement(request_for({"sh", "-c", "echo; echo 'bad input' >&2; echo more; exit 3"}, 3, 0), "t");
+  EXPECT_EQ(result.status, measure_status::nonzero_exit);
+  EXPECT_EQ(result.failed_run, 0);
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_EQ(result.reason, "run 0 exited with status 3: bad input");
+  EXPECT_TRUE(result.samples_ns.empty());
+}
+
+TEST(workers_timing_lane, failure_in_a_later_run_keeps_earlier_samples) {
+  // Fails on the third timed run: a counter file in a temp dir tracks the invocations.
+  const std::string script =
+      "f=${TMPDIR:-/tmp}/rpl_timing_lane_counter_$PPID; n=$(cat $f 2>/dev/null || echo 0); "
+      "n=$((n+1)); echo $n > $f; if [ $n -ge 4 ]; then rm -f $f; exit 5; fi";
+  const auto result = run_timing_measurement(request_for({"sh", "-c", script}, 5, 1), "t");
+  EXPECT_EQ(result.status, measure_status::nonzero_exit) << result.reason;
+  EXPECT_EQ(result.failed_run, 2);
+  EXPECT_EQ(result.samples_ns.size(), 2u);
+  EXPECT_EQ(result.reason, "run 2 exited with status 5");
+}
+
+TEST(workers_timing_lane, crash_is_reported_with_the_signal) {
+  const auto result = run_timing_measurement(request_for({"sh", "-c", "kill -SEGV $$"}, 2, 0), "t");
+  EXPECT_EQ(result.status, measure_status::crashed);
+  EXPECT_EQ(result.term_signal, SIGSEGV);
+  EXPECT_EQ(result.failed_run, 0);
+  EXPECT_EQ(result.reason, "run 0 was killed by SIGSEGV (Segmentation fault)");
+}
+
+TEST(workers_timing_lane, hang_times_out) {
+  auto request = request_for({"sh", "-c", "sleep 100 & sleep 100"}, 2, 0);
+  request.timeout_ms = 150;
+  const auto started = std::chrono::steady_clock::now();
+  const auto result = run_timing_measurement(request, "t");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+  EXPECT_EQ(result.status, measure_status::timed_out);
+  EXPECT_EQ(result.failed_run, 0);
+  EXPECT_EQ(result.term_signal, SIGKILL);
+  EXPECT_EQ(result.reason, "run 0 timed out after 150 ms; its process group was killed");
+}
+
+TEST(workers_timing_lane, timeout_reason_in_seconds) {
+  auto request = request_for({"sleep", "100"}, 1, 0);
+  request.timeout_ms = 1000;
+  const auto result = run_timing_measurement(request, "t");
+  EXPECT_EQ(result.status, measure_status::timed_out);
+  EXPECT_EQ(result.reason, "run 0 timed out after 1.0 s; its process group was killed");
+}
+
+TEST(workers_timing_lane, missing_binary_is_launch_failed) {
+  const auto result = run_timing_measurement(request_for({"./rpl-missing-binary"}, 3, 1), "t");
+  EXPECT_EQ(result.status, measure_status::launch_failed);
+  EXPECT_EQ(result.failed_run, -1);
+  EXPECT_EQ(result.reason,
+            "warm-up 1 could not be started: execvp ./rpl-missing-binary: No such file or directory");
+}
+
+TEST(workers_timing_lane, warmup_failure_is_reported) {
+  const auto result = run_timing_measurement(request_for({"sh", "-c", "exit 2"}, 3, 2), "t");
+  EXPECT_EQ(result.status, measure_status::nonzero_exit);
+  EXPECT_EQ(result.failed_run, -1);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.reason, "warm-up 1 exited with status 2");
+  EXPECT_TRUE(result.samples_ns.empty());
+}
+
+}  // namespace
+}  // namespace rpl::workers
