@@ -293,6 +293,11 @@ void autotune_job::validate() {
 }
 
 void autotune_job::open_store() {
+  if (options_.resume && !std::filesystem::exists(options_.db)) {
+    throw config_error("--resume: " + options_.db.string() +
+                       " does not exist, so there is no run to continue; fix: drop --resume to "
+                       "start a new run, or point --db at the database of the earlier run");
+  }
   store_ = std::make_unique<results_store>(options_.db);
   artifacts_dir_ = options_.db;
   artifacts_dir_ += ".artifacts";

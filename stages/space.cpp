@@ -41,7 +41,7 @@ std::string a_type(const ojson& value) {
   }
 }
 
-std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
+std::string in_quotes(std::string_view text) { return "\"" + std::string(text) + "\""; }
 
 // nlohmann reports the byte count read so far; people fix files by line and column.
 std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t byte) {
@@ -88,7 +88,7 @@ ojson parse_json(std::string_view text, const std::string& origin) {
   try {
     ojson document = ojson::parse(text.begin(), text.end(), callback);
     if (duplicate) {
-      fail(origin, "the key " + quoted(*duplicate) +
+      fail(origin, "the key " + in_quotes(*duplicate) +
                        " appears twice in one object, and JSON readers would silently keep only "
                        "the last; fix: remove or rename one of them");
     }
@@ -108,17 +108,17 @@ void check_name(const std::string& name, const std::string& origin, const std::s
         return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
       });
   if (!well_formed) {
-    fail(origin, where + ": parameter name " + quoted(name) +
+    fail(origin, where + ": parameter name " + in_quotes(name) +
                      " is not a valid name; fix: use letters, digits and _ only, not starting "
                      "with a digit (it becomes the placeholder {NAME})");
   }
   if (name == "OUT" || name == "BIN") {
-    fail(origin, where + ": parameter name " + quoted(name) +
+    fail(origin, where + ": parameter name " + in_quotes(name) +
                      " is reserved for the placeholder {" + name +
                      "}, which the engine fills in; fix: rename the parameter");
   }
   if (name == "and" || name == "or" || name == "not") {
-    fail(origin, where + ": parameter name " + quoted(name) +
+    fail(origin, where + ": parameter name " + in_quotes(name) +
                      " is an operator of the constraint language; fix: rename the parameter");
   }
 }
@@ -189,13 +189,13 @@ space parse_explicit_list(const ojson& list, space result) {
     } else {
       for (const std::string& name : result.names) {
         if (!item.contains(name)) {
-          fail(origin, where + ": the configuration lacks " + quoted(name) +
+          fail(origin, where + ": the configuration lacks " + in_quotes(name) +
                            ", which [0] has; fix: give every configuration the same parameters");
         }
       }
       for (const auto& entry : item.items()) {
         if (std::find(result.names.begin(), result.names.end(), entry.key()) == result.names.end()) {
-          fail(origin, where + ": the configuration has " + quoted(entry.key()) +
+          fail(origin, where + ": the configuration has " + in_quotes(entry.key()) +
                            ", which [0] lacks; fix: give every configuration the same parameters");
         }
       }
@@ -225,7 +225,7 @@ space parse_product(const ojson& document, space result) {
   const std::string& origin = result.origin;
   for (const auto& entry : document.items()) {
     if (entry.key() != "params" && entry.key() != "constraints") {
-      fail(origin, "unknown top-level key " + quoted(entry.key()) +
+      fail(origin, "unknown top-level key " + in_quotes(entry.key()) +
                        "; known keys: \"params\", \"constraints\"; fix: remove it or correct its "
                        "spelling");
     }
@@ -254,7 +254,7 @@ space parse_product(const ojson& document, space result) {
     const ojson& list = entry.value();
     if (!list.is_array() || list.empty()) {
       fail(origin, where + ": the values are " + (list.is_array() ? "an empty array" : a_type(list)) +
-                       ", expected a non-empty array; fix: write " + quoted(entry.key()) +
+                       ", expected a non-empty array; fix: write " + in_quotes(entry.key()) +
                        ": [value, ...], e.g. [8, 16, 32]");
     }
     std::vector<param_value> choices;
@@ -302,7 +302,7 @@ space parse_product(const ojson& document, space result) {
                          ", expected a string; fix: write it as a string, e.g. \"TILE <= 64\"");
       }
       const std::string text = list[i].get<std::string>();
-      const std::string located = where + " " + quoted(text);
+      const std::string located = where + " " + in_quotes(text);
       compiled_constraint compiled{expression{}, {}};
       try {
         compiled.parsed = expression::parse(text);
@@ -326,7 +326,7 @@ space parse_product(const ojson& document, space result) {
         for (const param_value& value : values[index]) {
           if (std::holds_alternative<std::string>(value)) {
             fail(origin, located + ": " + column + ": parameter '" + variables[v] +
-                             "' has the string value " + quoted(std::get<std::string>(value)) +
+                             "' has the string value " + in_quotes(std::get<std::string>(value)) +
                              ", and constraints compute on numbers only; fix: use only numeric "
                              "parameters in constraints, or list the allowed configurations "
                              "explicitly as an array");
@@ -374,7 +374,7 @@ space parse_product(const ojson& document, space result) {
         for (std::size_t p = 0; p < values.size(); ++p) {
           config.params.emplace_back(result.names[p], values[p][digits[p]]);
         }
-        fail(origin, "constraints[" + std::to_string(c) + "] " + quoted(constraint.parsed.text()) +
+        fail(origin, "constraints[" + std::to_string(c) + "] " + in_quotes(constraint.parsed.text()) +
                          ": " + error.what() + " (at " + describe(config) + ")");
       }
     }

@@ -1,6 +1,9 @@
 #include "workers/timing_lane.hpp"
 
 #include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include <string>
 
@@ -52,11 +55,16 @@ TEST(workers_timing_lane, nonzero_exit_quotes_the_first_line) {
 }
 
 TEST(workers_timing_lane, failure_in_a_later_run_keeps_earlier_samples) {
-  // Fails on the third timed run: a counter file in a temp dir tracks the invocations.
+  // Fails on the third timed run: a counter file private to this test counts the invocations.
+  const auto counter = std::filesystem::temp_directory_path() /
+                       ("rpl_timing_lane_counter_" + std::to_string(::getpid()));
+  std::filesystem::remove(counter);
   const std::string script =
-      "f=${TMPDIR:-/tmp}/rpl_timing_lane_counter_$PPID; n=$(cat $f 2>/dev/null || echo 0); "
-      "n=$((n+1)); echo $n > $f; if [ $n -ge 4 ]; then rm -f $f; exit 5; fi";
-  const auto result = run_timing_measurement(request_for({"sh", "-c", script}, 5, 1), "t");
+      "n=$(cat \"$0\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$0\"; "
+      "if [ $n -ge 4 ]; then exit 5; fi";
+  const auto result =
+      run_timing_measurement(request_for({"sh", "-c", script, counter.string()}, 5, 1), "t");
+  std::filesystem::remove(counter);
   EXPECT_EQ(result.status, measure_status::nonzero_exit) << result.reason;
   EXPECT_EQ(result.failed_run, 2);
   EXPECT_EQ(result.samples_ns.size(), 2u);

@@ -1,0 +1,262 @@
+#include <gtest/gtest.h>
+
+#include <future>
+#include <mutex>
+
+#include <zmq_addon.hpp>
+
+#include "engine/broker.hpp"
+#include "messages/codec.hpp"
+#include "support/test_support.hpp"
+
+namespace rpl::engine {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// A scripted worker speaking the protocol by hand, so each test controls exactly what it sends.
+class fake_worker {
+public:
+  fake_worker(zmq::context_t& context, const std::string& endpoint, const std::string& id)
+      : socket_(context, zmq::socket_type::dealer), id_(id) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.connect(endpoint);
+  }
+  template <class T>
+  void send(const T& body, std::uint64_t job_id = 0, const std::string& run_id = "") {
+    messages::envelope env;
+    env.kind = T::kind;
+    env.job_id = job_id;
+    env.run_id = run_id;
+    std::vector<zmq::message_t> frames;
+    frames.emplace_back(std::string(messages::protocol_header));
+    frames.emplace_back(messages::encode(env));
+    frames.emplace_back(messages::encode(body));
+    zmq::send_multipart(socket_, frames);
+  }
+  void ready() {
+    messages::ready hello;
+    hello.worker_id = id_;
+    send(hello);
+  }
+  /// Next message that is not a heartbeat, or nullopt after the timeout.
+  std::optional<messages::parsed_frames> receive(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, 10ms);
+      if ((item.revents & ZMQ_POLLIN) == 0) {
+        continue;
+      }
+      std::vector<zmq::message_t> frames;
+      (void)zmq::recv_multipart(socket_, std::back_inserter(frames));
+      auto parsed = messages::parse_frames(frames.at(0).to_string_view(),
+                                           frames.at(1).to_string_view(),
+                                           frames.at(2).to_string_view());
+      if (parsed.env.kind == messages::message_kind::heartbeat) {
+        ++heartbeats_seen;
+        continue;
+      }
+      return parsed;
+    }
+    return std::nullopt;
+  }
+  void reply_ok(const messages::parsed_frames& request, const std::string& artifact = "bin") {
+    messages::compile_reply reply;
+    reply.status = messages::compile_status::ok;
+    reply.worker_id = id_;
+    reply.artifact.assign(artifact.begin(), artifact.end());
+    reply.has_artifact = true;
+    send(reply, request.env.job_id, request.env.run_id);
+  }
+  int heartbeats_seen = 0;
+
+private:
+  zmq::socket_t socket_;
+  std::string id_;
+};
+
+struct collected {
+  std::mutex mutex;
+  std::vector<messages::compile_reply> replies;
+  std::size_t count() {
+    std::lock_guard lock(mutex);
+    return replies.size();
+  }
+};
+
+class broker_test : public ::testing::Test {
+protected:
+  void SetUp() override {
+    endpoint_ = "ipc://" + (dir_.path() / "b.ipc").string();
+    config_.bind_endpoints = {endpoint_};
+    config_.heartbeat = 50ms;
+    config_.liveness = 3;
+  }
+  std::uint64_t submit(broker& b, collected& out) {
+    messages::compile_request request;
+    request.argv = {"g++", "x.cpp", "-o", "{OUT}"};
+    return b.submit("run-t", request, [&out](const messages::compile_reply& reply) {
+      std::lock_guard lock(out.mutex);
+      out.replies.push_back(reply);
+    });
+  }
+  rpl::testing::temp_dir dir_;
+  std::string endpoint_;
+  broker_config config_;
+  zmq::context_t context_{1};
+};
+
+TEST_F(broker_test, dispatches_a_job_to_a_ready_worker_and_delivers_its_reply) {
+  broker b(config_);
+  b.start();
+  fake_worker w(context_, endpoint_, "w1");
+  w.ready();
+  collected out;
+  const auto job_id = submit(b, out);
+  auto request = w.receive(2s);
+  ASSERT_TRUE(request.has_value());
+  EXPECT_EQ(request->env.kind, messages::message_kind::compile_request);
+  EXPECT_EQ(request->env.job_id, job_id);
+  EXPECT_EQ(request->env.run_id, "run-t");
+  EXPECT_EQ(messages::decode<messages::compile_request>(request->body).argv.back(), "{OUT}");
+  w.reply_ok(*request);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return out.count() == 1; }, 2s));
+  EXPECT_EQ(out.replies[0].status, messages::compile_status::ok);
+  EXPECT_EQ(out.replies[0].worker_id, "w1");
+}
+
+TEST_F(broker_test, sends_heartbeats_to_an_idle_worker) {
+  config_.liveness = 100;  // this worker never heartbeats back; keep it alive for the test
+  broker b(config_);
+  b.start();
+  fake_worker w(context_, endpoint_, "w1");
+  w.ready();
+  (void)w.receive(400ms);
+  EXPECT_GE(w.heartbeats_seen, 3);
+}
+
+TEST_F(broker_test, drops_a_duplicate_reply_by_job_id) {
+  broker b(config_);
+  b.start();
+  fake_worker w(context_, endpoint_, "w1");
+  w.ready();
+  collected out;
+  submit(b, out);
+  auto request = w.receive(2s);
+  ASSERT_TRUE(request.has_value());
+  w.reply_ok(*request);
+  w.reply_ok(*request);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.stats().duplicate_replies == 1; }, 2s));
+  EXPECT_EQ(out.count(), 1u);
+}
+
+TEST_F(broker_test, requeues_the_job_of_a_silent_worker_and_drops_its_late_reply) {
+  broker b(config_);
+  b.start();
+  fake_worker silent(context_, endpoint_, "silent");
+  silent.ready();
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.live_workers() == 1; }, 2s));
+  collected out;
+  submit(b, out);
+  auto first = silent.receive(2s);
+  ASSERT_TRUE(first.has_value());
+  // A second worker arrives; the first one says nothing more, so it expires after 3 × 50 ms.
+  fake_worker healthy(context_, endpoint_, "healthy");
+  healthy.ready();
+  auto second = healthy.receive(3s);
+  ASSERT_TRUE(second.has_value()) << "job was not re-queued to the live worker";
+  EXPECT_EQ(second->env.job_id, first->env.job_id);
+  healthy.reply_ok(*second);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return out.count() == 1; }, 2s));
+  EXPECT_EQ(out.replies[0].worker_id, "healthy");
+  EXPECT_EQ(b.stats().workers_expired, 1u);
+  EXPECT_EQ(b.stats().jobs_requeued, 1u);
+
+  // The presumed-dead worker answers late: the reply is dropped and the worker told to reconnect.
+  silent.reply_ok(*first);
+  auto answer = silent.receive(2s);
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->env.kind, messages::message_kind::disconnect);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(out.count(), 1u);
+}
+
+TEST_F(broker_test, a_job_fails_with_worker_lost_after_max_attempts) {
+  config_.max_attempts = 2;
+  broker b(config_);
+  b.start();
+  collected out;
+  submit(b, out);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    fake_worker w(context_, endpoint_, "doomed" + std::to_string(attempt));
+    w.ready();
+    ASSERT_TRUE(w.receive(2s).has_value());
+    // Leave without a word: the broker must expire it.
+    ASSERT_TRUE(rpl::testing::wait_until(
+        [&] { return b.stats().workers_expired == static_cast<std::uint64_t>(attempt + 1); }, 2s));
+  }
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return out.count() == 1; }, 2s));
+  EXPECT_EQ(out.replies[0].status, messages::compile_status::worker_lost);
+  EXPECT_NE(out.replies[0].error.find("2 workers"), std::string::npos) << out.replies[0].error;
+}
+
+TEST_F(broker_test, a_worker_that_disconnects_mid_job_has_its_job_requeued) {
+  broker b(config_);
+  b.start();
+  collected out;
+  fake_worker leaving(context_, endpoint_, "leaving");
+  leaving.ready();
+  submit(b, out);
+  ASSERT_TRUE(leaving.receive(2s).has_value());
+  leaving.send(messages::disconnect{"worker stopping"});
+  fake_worker next(context_, endpoint_, "next");
+  next.ready();
+  auto request = next.receive(2s);
+  ASSERT_TRUE(request.has_value());
+  next.reply_ok(*request);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return out.count() == 1; }, 2s));
+  EXPECT_EQ(out.replies[0].worker_id, "next");
+}
+
+TEST_F(broker_test, an_unknown_peer_is_told_to_disconnect) {
+  broker b(config_);
+  b.start();
+  fake_worker stranger(context_, endpoint_, "stranger");
+  stranger.send(messages::heartbeat{1});
+  auto answer = stranger.receive(2s);
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->env.kind, messages::message_kind::disconnect);
+}
+
+TEST_F(broker_test, malformed_messages_are_counted_and_dropped) {
+  broker b(config_);
+  b.start();
+  zmq::socket_t raw(context_, zmq::socket_type::dealer);
+  raw.set(zmq::sockopt::linger, 0);
+  raw.connect(endpoint_);
+  std::vector<zmq::message_t> frames;
+  frames.emplace_back(std::string("RPLW01"));
+  frames.emplace_back(std::string("\xc1garbage"));
+  frames.emplace_back(std::string("x"));
+  zmq::send_multipart(raw, frames);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.stats().malformed_messages == 1; }, 2s));
+}
+
+TEST_F(broker_test, stopping_answers_every_waiting_job) {
+  collected out;
+  {
+    broker b(config_);
+    b.start();
+    submit(b, out);
+    submit(b, out);
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(out.count(), 2u);
+  for (const auto& reply : out.replies) {
+    EXPECT_EQ(reply.status, messages::compile_status::worker_lost);
+  }
+}
+
+}  // namespace
+}  // namespace rpl::engine

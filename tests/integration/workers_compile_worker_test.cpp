@@ -1,0 +1,438 @@
+// The compile worker against a broker played by the test: a real ROUTER socket on ipc:// in a
+// private temp dir, the worker in a thread of this process (docs/protocol.md is the contract).
+
+#include "workers/compile_worker.hpp"
+
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "messages/codec.hpp"
+
+namespace rpl::workers {
+namespace {
+
+using namespace std::chrono_literals;
+using messages::compile_status;
+using messages::message_kind;
+using steady = std::chrono::steady_clock;
+
+struct broker_message {
+  std::string identity;
+  messages::envelope env;
+  std::string body;
+  steady::time_point at;
+};
+
+/// The broker side of the protocol, just enough to drive one worker.
+class fake_broker {
+public:
+  fake_broker() : router_(context_, zmq::socket_type::router) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "rpl-broker-test-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    dir_ = pattern;
+    endpoint_ = "ipc://" + (dir_ / "broker.ipc").string();
+    router_.set(zmq::sockopt::linger, 0);
+    router_.bind(endpoint_);
+  }
+  ~fake_broker() {
+    router_.close();
+    std::error_code error;
+    std::filesystem::remove_all(dir_, error);
+  }
+
+  const std::string& endpoint() const { return endpoint_; }
+
+  /// Sends HEARTBEAT to the worker every `heartbeat_every` while waiting, like a real broker.
+  bool heartbeating = true;
+  std::chrono::milliseconds heartbeat_every{50};
+  /// Every message received so far, in order.
+  std::vector<broker_message> seen;
+  /// The identity of the worker's latest READY.
+  std::string worker;
+
+  /// Waits up to `timeout` for a message of `kind`; returns nullopt on timeout.
+  std::optional<broker_message> expect(message_kind kind, std::chrono::milliseconds timeout) {
+    const auto until = steady::now() + timeout;
+    for (;;) {
+      const auto now = steady::now();
+      if (now >= until) return std::nullopt;
+      if (heartbeating && !worker.empty() && now - last_sent_ >= heartbeat_every) {
+        send(worker, 0, messages::heartbeat{beat_++});
+      }
+      auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
+      wait = std::min(wait, std::chrono::milliseconds(10));
+      zmq::pollitem_t items[] = {{static_cast<void*>(router_), 0, ZMQ_POLLIN, 0}};
+      zmq::poll(items, 1, wait);
+      if (!(items[0].revents & ZMQ_POLLIN)) continue;
+      std::vector<zmq::message_t> parts;
+      if (!zmq::recv_multipart(router_, std::back_inserter(parts))) continue;
+      EXPECT_EQ(parts.size(), 4u);
+      if (parts.size() != 4) continue;
+      const auto frames =
+          messages::parse_frames(parts[1].to_string_view(), parts[2].to_string_view(), parts[3].to_string_view());
+      broker_message message{parts[0].to_string(), frames.env, frames.body, steady::now()};
+      seen.push_back(message);
+      if (message.env.kind == message_kind::ready) worker = message.identity;
+      if (message.env.kind == kind) return message;
+    }
+  }
+
+  template <class T>
+  void send(const std::string& identity, std::uint64_t job_id, const T& body, const std::string& run_id = "") {
+    messages::envelope env;
+    env.kind = T::kind;
+    env.job_id = job_id;
+    env.run_id = run_id;
+    send_raw(identity, {messages::protocol_header, messages::encode(env), messages::encode(body)});
+  }
+
+  void send_raw(const std::string& identity, const std::vector<std::string>& frames) {
+    router_.send(zmq::buffer(identity), zmq::send_flags::sndmore);
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      router_.send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    }
+    last_sent_ = steady::now();
+  }
+
+  std::size_t count(message_kind kind, steady::time_point from, steady::time_point to) const {
+    std::size_t n = 0;
+    for (const auto& message : seen) {
+      if (message.env.kind == kind && message.at >= from && message.at <= to) ++n;
+    }
+    return n;
+  }
+
+private:
+  zmq::context_t context_{1};
+  zmq::socket_t router_;
+  std::filesystem::path dir_;
+  std::string endpoint_;
+  steady::time_point last_sent_{};
+  std::uint64_t beat_ = 0;
+};
+
+/// run_compile_worker in a thread; stopped and joined on destruction.
+class worker_thread {
+public:
+  explicit worker_thread(compile_worker_options options) : options_(std::move(options)) {
+    thread_ = std::thread([this] { result_ = run_compile_worker(options_, stop_); });
+  }
+  ~worker_thread() { stop(); }
+  int stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    return result_;
+  }
+
+private:
+  compile_worker_options options_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> result_{-1};
+  std::thread thread_;
+};
+
+compile_worker_options fast_options(const fake_broker& broker) {
+  compile_worker_options options;
+  options.endpoint = broker.endpoint();
+  options.heartbeat = 50ms;
+  options.liveness = 3;
+  options.reconnect_initial = 50ms;
+  options.reconnect_max = 400ms;
+  return options;
+}
+
+messages::compile_request gxx_request(const std::string& source) {
+  messages::compile_request request;
+  request.sources = {{"main.cpp", source}};
+  request.argv = {"g++", "-O0", "-o", "{OUT}", "main.cpp"};
+  request.toolchain_id = "g++";
+  request.deadline_ms = 60000;
+  return request;
+}
+
+messages::compile_reply decode_reply(const broker_message& message) {
+  return messages::decode<messages::compile_reply>(message.body);
+}
+
+TEST(workers_compile_worker, ready_describes_the_worker) {
+  fake_broker broker;
+  worker_thread worker(fast_options(broker));
+  const auto ready = broker.expect(message_kind::ready, 3s);
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->env.job_id, 0u);
+  const auto body = messages::decode<messages::ready>(ready->body);
+  EXPECT_EQ(body.service, "compile");
+  EXPECT_EQ(body.pid, ::getpid());
+  EXPECT_EQ(body.worker_id, body.host + ":" + std::to_string(body.pid));
+  EXPECT_EQ(body.heartbeat_ms, 50u);
+  EXPECT_EQ(body.compilers, compile_worker_options{}.allowed_compilers);
+}
+
+TEST(workers_compile_worker, compiles_a_tiny_program) {
+  fake_broker broker;
+  worker_thread worker(fast_options(broker));
+  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  // A malformed message first: the worker must drop it and carry on.
+  broker.send_raw(broker.worker, {"NOTRPL", "x", "y"});
+  broker.send(broker.worker, 7, gxx_request("int main() { return 0; }\n"), "run-a");
+  const auto reply = broker.expect(message_kind::compile_reply, 30s);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->env.job_id, 7u);
+  EXPECT_EQ(reply->env.run_id, "run-a");
+  const auto body = decode_reply(*reply);
+  EXPECT_EQ(body.status, compile_status::ok) << body.error << body.output;
+  EXPECT_TRUE(body.has_artifact);
+  ASSERT_GT(body.artifact.size(), 4u);
+  EXPECT_EQ(std::string(body.artifact.begin(), body.artifact.begin() + 4), "\x7f" "ELF");
+  EXPECT_EQ(body.exit_code, 0);
+  EXPECT_GT(body.compile_ns, 0);
+  EXPECT_FALSE(body.worker_id.empty());
+}
+
+TEST(workers_compile_worker, compile_error_is_failed_with_output) {
+  fake_broker broker;
+  worker_thread worker(fast_options(broker));
+  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  broker.send(broker.worker, 8, gxx_request("int main( { return 0; }\n"));
+  const auto reply = broker.expect(message_kind::compile_reply, 30s);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->env.job_id, 8u);
+  const auto body = decode_reply(*reply);
+  EXPECT_EQ(body.status, compile_status::failed);
+  EXPECT_EQ(body.exit_code, 1);
+  EXPECT_EQ(body.error, "g++ exited with status 1");
+  EXPECT_NE(body.output.find("error"), std::string::npos) << body.output;
+  EXPECT_FALSE(body.has_artifact);
+}
+
+TEST(workers_compile_worker, disallowed_compiler_is_rejected) {
+  fake_broker broker;
+  worker_thread worker(fast_options(broker));
+  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  messages::compile_request request;
+  request.argv = {"sh", "-c", "echo pwned"};
+  broker.send(broker.worker, 9, request);
+  const auto reply = broker.expect(message_kind::compile_reply, 3s);
+  ASSERT_TRUE(reply);
+  const auto body = decode_reply(*reply);
+  EXPECT_EQ(body.status, compile_status::rejected);
+  EXPECT_NE(body.error.find("'sh'"), std::string::npos) << body.error;
+  EXPECT_NE(body.error.find("g++"), std::string::npos) << body.error;
+  EXPECT_NE(body.error.find("--allow-compiler"), std::string::npos) << body.error;
+}
+
+TEST(workers_compile_worker, unsafe_source_names_are_rejected) {
+  fake_broker broker;
+  worker_thread worker(fast_options(broker));
+  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  std::uint64_t job = 20;
+  for (const std::string name : {"../evil.cpp", "/etc/evil.cpp", "", "a/../../b.cpp"}) {
+    auto request = gxx_request("int main() {}");
+    request.sources.push_back({name, "x"});
+    broker.send(broker.worker, ++job, request);
+    const auto reply = broker.expect(message_kind::compile_reply, 3s);
+    ASSERT_TRUE(reply) << name;
+    EXPECT_EQ(reply->env.job_id, job);
+    const auto body = decode_reply(*reply);
+    EXPECT_EQ(body.status, compile_status::rejected) << name;
+    EXPECT_NE(body.error.find("source name"), std::string::npos) << body.error;
+  }
+}
+
+TEST(workers_compile_worker, artifact_is_optional_without_out) {
+  fake_broker broker;
+  auto options = fast_options(broker);
+  options.allowed_compilers = {"true"};
+  worker_thread worker(options);
+  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+
+  messages::compile_request request;
+  request.sources = {{"sub/dir/file.txt", "hello"}};
+  request.argv = {"true"};
+  broker.send(broker.worker, 30, request);
+  auto reply = broker.expect(message_kind::compile_reply, 3s);
+  ASSERT_TRUE(reply);
+  auto body = decode_reply(*reply);
+  EXPECT_EQ(body.status, compile_status::ok) << body.error;
+  EXPECT_FALSE(body.has_artifact);
+
+  request.argv = {"true", "-o", "{OUT}"};
+  broker.send(broker.worker, 31, request);
+  reply = broker.expect(message_kind::compile_reply, 3s);
+  ASSERT_TRUE(reply);
+  body = decode_reply(*reply);
+  EXPECT_EQ(body.status, compile_status::no_artifact);
+  EXPECT_NE(body.error.find("{OUT}"), std::string::npos) << body.error;
+}
+
+TEST(workers_compile_worker, missing_compiler_is_an_internal_error) {
+  fake_broker broker;
+  auto options = fast_options(broker);
+  options.allowed_compilers = {"rpl-no-such-compiler"};
+  worker_thread worker(options);
+  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  messages::compile_request request;
+  request.argv = {"rpl-no-such-compiler"};
+  broker.send(broker.worker, 32, request);
+  const auto reply = broker.expect(message_kind::compile_reply, 3s);
+  ASSERT_TRUE(reply);
+  const auto body = decode_reply(*reply);
+  EXPECT_EQ(body.status, compile_status::internal_error);
+  EXPECT_NE(body.error.find("execvp rpl-no-such-compiler"), std::string::npos) << body.error;
+}
+
+TEST(workers_compile_worker, deadline_kills_the_compiler_while_heartbeats_continue) {
+  fake_broker broker;
+  auto options = fast_options(broker);
+  options.allowed_compilers = {"sleep"};
+  worker_thread worker(options);
+  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  messages::compile_request request;
+  request.argv = {"sleep", "30"};
+  request.deadline_ms = 500;
+  const auto sent = steady::now();
+  broker.send(broker.worker, 40, request);
+  const auto reply = broker.expect(message_kind::compile_reply, 5s);
+  ASSERT_TRUE(reply);
+  EXPECT_LT(reply->at - sent, 2s);
+  const auto body = decode_reply(*reply);
+  EXPECT_EQ(body.status, compile_status::timed_out);
+  EXPECT_EQ(body.term_signal, SIGKILL);
+  EXPECT_NE(body.error.find("compiler exceeded its deadline of 500 ms"), std::string::npos) << body.error;
+  // 500 ms at one heartbeat per 50 ms: the worker stayed visibly alive throughout the job.
+  EXPECT_GE(broker.count(message_kind::heartbeat, sent, reply->at), 5u);
+  // It kept the same connection (no reconnect) and is ready for the next job.
+  EXPECT_EQ(reply->identity, broker.worker);
+  EXPECT_EQ(broker.count(message_kind::ready, sent, reply->at), 0u);
+}
+
+TEST(workers_compile_worker, second_request_while_busy_is_refused) {
+  fake_broker broker;
+  auto options = fast_options(broker);
+  options.allowed_compilers = {"sleep"};
+  worker_thread worker(options);
+  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  messages::compile_request request;
+  request.argv = {"sleep", "0.3"};
+  broker.send(broker.worker, 50, request);
+  broker.send(broker.worker, 51, request);
+  auto reply = broker.expect(message_kind::compile_reply, 3s);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->env.job_id, 51u);
+  auto body = decode_reply(*reply);
+  EXPECT_EQ(body.status, compile_status::internal_error);
+  EXPECT_NE(body.error.find("worker busy"), std::string::npos);
+  reply = broker.expect(message_kind::compile_reply, 3s);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->env.job_id, 50u);
+  EXPECT_EQ(decode_reply(*reply).status, compile_status::ok);
+}
+
+TEST(workers_compile_worker, disconnect_makes_it_reconnect_on_a_new_socket) {
+  fake_broker broker;
+  auto options = fast_options(broker);
+  options.allowed_compilers = {"sleep"};
+  worker_thread worker(options);
+  const auto first = broker.expect(message_kind::ready, 3s);
+  ASSERT_TRUE(first);
+  // A job in flight is killed, not answered: the broker re-queues it.
+  messages::compile_request request;
+  request.argv = {"sleep", "30"};
+  broker.send(first->identity, 60, request);
+  std::this_thread::sleep_for(50ms);
+  broker.send(first->identity, 0, messages::disconnect{"test says go away"});
+  const auto second = broker.expect(message_kind::ready, 3s);
+  ASSERT_TRUE(second);
+  EXPECT_NE(second->identity, first->identity);
+  EXPECT_GE(second->at - first->at, 50ms);
+  EXPECT_EQ(broker.count(message_kind::compile_reply, first->at, second->at), 0u);
+  // The new connection works.
+  broker.send(second->identity, 61, messages::compile_request{{}, {"sleep", "0"}, "", 5000, 1024});
+  const auto reply = broker.expect(message_kind::compile_reply, 3s);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->env.job_id, 61u);
+  EXPECT_EQ(decode_reply(*reply).status, compile_status::ok);
+}
+
+TEST(workers_compile_worker, silent_broker_is_presumed_dead_and_back_off_doubles) {
+  fake_broker broker;
+  broker.heartbeating = false;
+  worker_thread worker(fast_options(broker));
+  const auto first = broker.expect(message_kind::ready, 3s);
+  ASSERT_TRUE(first);
+  const auto second = broker.expect(message_kind::ready, 3s);
+  ASSERT_TRUE(second);
+  const auto third = broker.expect(message_kind::ready, 3s);
+  ASSERT_TRUE(third);
+  EXPECT_NE(second->identity, first->identity);
+  EXPECT_NE(third->identity, second->identity);
+  // liveness 3 x 50 ms of silence, then 50 ms back-off, then 100 ms.
+  EXPECT_GE(second->at - first->at, 170ms);  // 200 ms less receive jitter
+  EXPECT_GE(third->at - second->at, 220ms);  // 250 ms less receive jitter
+  // The worker heartbeated while it waited.
+  EXPECT_GE(broker.count(message_kind::heartbeat, first->at, second->at), 2u);
+}
+
+TEST(workers_compile_worker, heartbeats_keep_the_connection) {
+  fake_broker broker;
+  worker_thread worker(fast_options(broker));
+  const auto first = broker.expect(message_kind::ready, 3s);
+  ASSERT_TRUE(first);
+  // Ten liveness windows with the broker heartbeating: no reconnect.
+  EXPECT_FALSE(broker.expect(message_kind::ready, 1500ms));
+  EXPECT_GE(broker.count(message_kind::heartbeat, first->at, steady::now()), 15u);
+}
+
+TEST(workers_compile_worker, stop_sends_disconnect_and_returns_zero) {
+  fake_broker broker;
+  auto options = fast_options(broker);
+  options.allowed_compilers = {"sleep"};
+  worker_thread worker(options);
+  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  messages::compile_request request;
+  request.argv = {"sleep", "30"};
+  broker.send(broker.worker, 70, request);
+  std::this_thread::sleep_for(50ms);
+  const auto stopping = steady::now();
+  EXPECT_EQ(worker.stop(), 0);
+  EXPECT_LT(steady::now() - stopping, 1s);
+  const auto bye = broker.expect(message_kind::disconnect, 2s);
+  ASSERT_TRUE(bye);
+  EXPECT_EQ(messages::decode<messages::disconnect>(bye->body).reason, "worker stopping");
+}
+
+TEST(workers_compile_worker, bad_endpoint_is_a_startup_error) {
+  std::atomic<bool> stop{false};
+  compile_worker_options options;
+  options.endpoint = "localhost:5555";
+  EXPECT_THROW(run_compile_worker(options, stop), std::invalid_argument);
+}
+
+TEST(workers_compile_worker, compiler_allow_list_matches_basenames) {
+  const std::vector<std::string> allowed = compile_worker_options{}.allowed_compilers;
+  EXPECT_TRUE(compiler_allowed("g++", allowed));
+  EXPECT_TRUE(compiler_allowed("/usr/bin/g++", allowed));
+  EXPECT_TRUE(compiler_allowed("hipcc", allowed));
+  EXPECT_FALSE(compiler_allowed("g++-12", allowed));
+  EXPECT_FALSE(compiler_allowed("/usr/bin/g++/", allowed));
+  EXPECT_FALSE(compiler_allowed("", allowed));
+  EXPECT_TRUE(compiler_allowed("g++-12", {"g++-12"}));
+  for (const std::string never : {"sh", "bash", "env", "/bin/sh", "/usr/bin/env"}) {
+    EXPECT_FALSE(compiler_allowed(never, {"sh", "bash", "env"})) << never;
+  }
+}
+
+}  // namespace
+}  // namespace rpl::workers

@@ -1,0 +1,173 @@
+#pragma once
+/// Helpers shared by the integration and system tests: private temporary folders, running the
+/// rocm-perf binary, reading result databases, finding a process's children.
+
+#include <dirent.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "workers/child_process.hpp"
+
+namespace rpl::testing {
+
+inline const std::filesystem::path source_dir{RPL_SOURCE_DIR};
+inline const std::filesystem::path rocm_perf{RPL_BINARY};
+
+/// A temporary folder removed at the end of the test.
+class temp_dir {
+public:
+  temp_dir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "rpl-test-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+private:
+  std::filesystem::path path_;
+};
+
+inline void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+/// Runs rocm-perf with the arguments; stdout and stderr come back merged.
+inline workers::child_outcome run_rocm_perf(std::vector<std::string> args,
+                                            std::chrono::milliseconds timeout = std::chrono::minutes(5)) {
+  workers::child_options options;
+  options.argv = {rocm_perf.string()};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  options.max_output_bytes = 16 << 20;
+  return workers::run_child(options, timeout);
+}
+
+/// The first integer the query returns (0 when it returns no row or fails).
+inline long long query_int(const std::filesystem::path& db, const std::string& sql) {
+  sqlite3* handle = nullptr;
+  if (sqlite3_open_v2(db.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(handle);
+    return 0;
+  }
+  sqlite3_busy_timeout(handle, 2000);
+  long long value = 0;
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(handle, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
+      sqlite3_step(stmt) == SQLITE_ROW) {
+    value = sqlite3_column_int64(stmt, 0);
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(handle);
+  return value;
+}
+
+/// Every row of a one-column text query.
+inline std::vector<std::string> query_texts(const std::filesystem::path& db, const std::string& sql) {
+  std::vector<std::string> rows;
+  sqlite3* handle = nullptr;
+  if (sqlite3_open_v2(db.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(handle);
+    return rows;
+  }
+  sqlite3_busy_timeout(handle, 2000);
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(handle, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK) {
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+      const auto* text = sqlite3_column_text(stmt, 0);
+      rows.emplace_back(text == nullptr ? "" : reinterpret_cast<const char*>(text));
+    }
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(handle);
+  return rows;
+}
+
+/// Direct children of `parent` whose command line contains `needle`.
+inline std::vector<pid_t> children_of(pid_t parent, const std::string& needle) {
+  std::vector<pid_t> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) {
+      continue;
+    }
+    std::istringstream rest(line.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != parent || state == 'Z') {
+      continue;
+    }
+    auto cmdline = read_text(entry.path() / "cmdline");
+    for (auto& ch : cmdline) {
+      if (ch == '\0') {
+        ch = ' ';
+      }
+    }
+    if (cmdline.find(needle) != std::string::npos) {
+      found.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+  }
+  return found;
+}
+
+inline bool process_alive(pid_t pid) {
+  const auto stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  if (stat.empty()) {
+    return false;
+  }
+  const auto close = stat.rfind(')');
+  return close != std::string::npos && stat.size() > close + 2 && stat[close + 2] != 'Z';
+}
+
+/// Polls `condition` every 20 ms until it holds or the timeout passes.
+template <class Condition>
+bool wait_until(Condition condition, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return condition();
+}
+
+/// The fixture program's build template: MODE and SLEEP_US come from the space.
+inline const char* fixture_build_template =
+    "g++ -O0 -DMODE={MODE} -DSLEEP_US={SLEEP_US} candidate.cpp -o {OUT}";
+
+inline std::filesystem::path fixture(const std::string& name) {
+  return source_dir / "tests" / "fixtures" / name;
+}
+
+}  // namespace rpl::testing

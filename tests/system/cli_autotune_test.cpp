@@ -1,0 +1,228 @@
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+#include <valijson/adapters/nlohmann_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validator.hpp>
+
+#include "support/test_support.hpp"
+
+namespace rpl {
+namespace {
+
+using namespace std::chrono_literals;
+using rpl::testing::fixture;
+using rpl::testing::query_int;
+using rpl::testing::run_rocm_perf;
+using rpl::testing::temp_dir;
+
+std::vector<std::string> autotune_args(const std::filesystem::path& space,
+                                       const std::filesystem::path& db) {
+  return {"autotune", "--space", space.string(), "--source", fixture("candidate.cpp").string(),
+          "--build-template", rpl::testing::fixture_build_template, "--cmd-template", "{BIN}",
+          "--runs", "3", "--warmup", "1", "--timeout", "1", "--compile-workers", "2",
+          "--heartbeat-ms", "100", "--db", db.string()};
+}
+
+/// Validates a document against docs/schema/autotune.schema.json; returns the errors.
+std::vector<std::string> schema_errors(const nlohmann::json& document) {
+  const auto schema_text =
+      rpl::testing::read_text(rpl::testing::source_dir / "docs/schema/autotune.schema.json");
+  const auto schema_json = nlohmann::json::parse(schema_text);
+  valijson::Schema schema;
+  valijson::SchemaParser parser;
+  valijson::adapters::NlohmannJsonAdapter schema_adapter(schema_json);
+  parser.populateSchema(schema_adapter, schema);
+  valijson::Validator validator;
+  valijson::ValidationResults results;
+  valijson::adapters::NlohmannJsonAdapter target(document);
+  std::vector<std::string> errors;
+  if (!validator.validate(schema, target, &results)) {
+    valijson::ValidationResults::Error error;
+    while (results.popError(error)) {
+      std::string where;
+      for (const auto& part : error.context) {
+        where += part;
+      }
+      errors.push_back(where + ": " + error.description);
+    }
+  }
+  return errors;
+}
+
+TEST(cli, prints_its_version) {
+  const auto out = run_rocm_perf({"--version"});
+  EXPECT_EQ(out.exit_code, 0);
+  EXPECT_NE(out.output.find("rocm-perf 0."), std::string::npos) << out.output;
+}
+
+TEST(cli, autotune_json_matches_its_schema_and_names_the_winner) {
+  temp_dir dir;
+  auto args = autotune_args(fixture("space-small.json"), dir / "r.db");
+  args.push_back("--json");
+  const auto out = run_rocm_perf(args);
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  // --json keeps stdout pure JSON; logs go to stderr, which run_rocm_perf merges: take the object.
+  const auto start = out.output.find("{\n");
+  ASSERT_NE(start, std::string::npos) << out.output;
+  const auto doc = nlohmann::json::parse(out.output.substr(start));
+  EXPECT_EQ(schema_errors(doc), std::vector<std::string>{});
+  EXPECT_EQ(doc["schema_version"], "1.0");
+  EXPECT_EQ(doc["status"], "finished");
+  ASSERT_TRUE(doc["winner"].is_object());
+  EXPECT_EQ(doc["winner"]["params"]["MODE"], 0);
+  EXPECT_EQ(doc["winner"]["params"]["SLEEP_US"], 1000);
+  EXPECT_EQ(doc["counts"]["failed"], 4);
+  EXPECT_EQ(doc["candidates"].size(), 6u);
+
+  // A document that breaks the schema is caught (the check can fail).
+  auto broken = doc;
+  broken["counts"]["failed"] = "four";
+  EXPECT_FALSE(schema_errors(broken).empty());
+}
+
+TEST(cli, plain_output_has_a_table_and_the_winner_and_quiet_prints_only_the_runtime) {
+  temp_dir dir;
+  const auto out = run_rocm_perf(autotune_args(fixture("space-ok.json"), dir / "r.db"));
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_NE(out.output.find("median ms"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("winner: MODE=0 SLEEP_US=1000"), std::string::npos) << out.output;
+
+  auto args = autotune_args(fixture("space-ok.json"), dir / "q.db");
+  args.push_back("--quiet");
+  workers::child_options options;
+  options.argv = {rpl::testing::rocm_perf.string()};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  const auto quiet = workers::run_child(options, 5min);
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.output;
+  const double ms = std::stod(quiet.output);
+  EXPECT_GT(ms, 1.0);
+  EXPECT_LT(ms, 1000.0);
+  EXPECT_EQ(quiet.output.find_first_not_of("0123456789.\n"), std::string::npos) << quiet.output;
+}
+
+struct bad_input {
+  std::string name;
+  std::vector<std::string> replace;  // flag, value
+  std::vector<std::string> expected;  // substrings of the error
+};
+
+class cli_bad_input : public ::testing::TestWithParam<bad_input> {};
+
+TEST_P(cli_bad_input, exits_2_naming_the_input_and_a_fix_and_writes_no_run) {
+  temp_dir dir;
+  const auto db = dir / "r.db";
+  auto args = autotune_args(fixture("space-ok.json"), db);
+  const auto& p = GetParam();
+  for (std::size_t i = 0; i + 1 < p.replace.size(); i += 2) {
+    auto it = std::find(args.begin(), args.end(), p.replace[i]);
+    ASSERT_NE(it, args.end());
+    *(it + 1) = p.replace[i + 1];
+  }
+  const auto out = run_rocm_perf(args);
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  for (const auto& text : p.expected) {
+    EXPECT_NE(out.output.find(text), std::string::npos) << "missing '" << text << "' in:\n"
+                                                        << out.output;
+  }
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM runs"), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    inputs, cli_bad_input,
+    ::testing::Values(
+        bad_input{"json_syntax", {"--space", fixture("bad/syntax.json").string()}, {"syntax.json", "fix"}},
+        bad_input{"unknown_parameter",
+                  {"--space", fixture("bad/unknown-param.json").string()},
+                  {"unknown-param.json", "constraints[", "fix"}},
+        bad_input{"constraint_syntax",
+                  {"--space", fixture("bad/constraint-syntax.json").string()},
+                  {"constraint-syntax.json", "column", "fix"}},
+        bad_input{"empty_after_constraints",
+                  {"--space", fixture("bad/empty-after-constraints.json").string()},
+                  {"empty-after-constraints.json", "fix"}},
+        bad_input{"empty_params", {"--space", fixture("bad/empty-params.json").string()},
+                  {"empty-params.json", "fix"}},
+        bad_input{"missing_space", {"--space", "/nonexistent/space.json"}, {"/nonexistent/space.json"}},
+        bad_input{"missing_source", {"--source", "/nonexistent/k.cpp"}, {"--source", "/nonexistent/k.cpp", "fix"}},
+        bad_input{"unknown_placeholder",
+                  {"--cmd-template", "{BIN} --tile {TILEX}"},
+                  {"--cmd-template", "{TILEX}", "fix"}},
+        bad_input{"compiler_not_allowed",
+                  {"--build-template", "sh -c 'cc candidate.cpp -o {OUT}' {MODE} {SLEEP_US}"},
+                  {"'sh' is not allow-listed", "--allow-compiler"}},
+        bad_input{"zero_runs", {"--runs", "0"}, {"--runs", "fix"}}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(cli, an_engine_killed_mid_sweep_resumes_without_remeasuring_and_leaves_no_worker) {
+  temp_dir dir;
+  const auto db = dir / "r.db";
+  std::string space = R"({"params": {"MODE": [0], "SLEEP_US": [)";
+  for (int i = 0; i < 12; ++i) {
+    space += (i ? ", " : "") + std::to_string(20000 + i);
+  }
+  space += "]}}";
+  rpl::testing::write_file(dir / "space.json", space);
+  auto args = autotune_args(dir / "space.json", db);
+
+  workers::child_options options;
+  options.argv = {rpl::testing::rocm_perf.string()};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  options.capture_output = false;
+  auto engine = workers::child_process::spawn(options);
+  ASSERT_TRUE(engine.launched());
+  ASSERT_TRUE(rpl::testing::wait_until(
+      [&] { return query_int(db, "SELECT COUNT(*) FROM candidates") >= 3; }, 60s));
+  const auto workers = rpl::testing::children_of(engine.pid(), "worker compile");
+  ASSERT_FALSE(workers.empty());
+  ::kill(engine.pid(), SIGKILL);
+  const auto outcome = engine.finish();
+  EXPECT_EQ(outcome.term_signal, SIGKILL);
+
+  // The parent-death signal takes the workers down with the engine.
+  EXPECT_TRUE(rpl::testing::wait_until(
+      [&] {
+        return std::none_of(workers.begin(), workers.end(), rpl::testing::process_alive);
+      },
+      5s));
+
+  const auto done_before = query_int(db, "SELECT COUNT(*) FROM candidates");
+  ASSERT_GE(done_before, 3);
+  ASSERT_LT(done_before, 12) << "the sweep finished before the kill; the test proves nothing";
+  const auto samples_before = rpl::testing::query_texts(
+      db, "SELECT key || ':' || sample_index || ':' || duration_ns FROM measurements ORDER BY 1");
+
+  args.push_back("--resume");
+  args.push_back("--json");
+  const auto resumed = run_rocm_perf(args);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto doc = nlohmann::json::parse(resumed.output.substr(resumed.output.find("{\n")));
+  EXPECT_EQ(doc["counts"]["resumed"], done_before);
+  EXPECT_EQ(doc["counts"]["completed"], 12 - done_before);
+  EXPECT_EQ(doc["candidates"].size(), 12u);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM runs"), 1);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM measurements"), 36);
+  // Every sample of the first session is still there, unchanged.
+  const auto samples_after = rpl::testing::query_texts(
+      db, "SELECT key || ':' || sample_index || ':' || duration_ns FROM measurements ORDER BY 1");
+  for (const auto& sample : samples_before) {
+    EXPECT_NE(std::find(samples_after.begin(), samples_after.end(), sample), samples_after.end())
+        << sample;
+  }
+}
+
+TEST(cli, resume_without_a_matching_run_is_an_error) {
+  temp_dir dir;
+  auto args = autotune_args(fixture("space-ok.json"), dir / "r.db");
+  args.push_back("--resume");
+  const auto out = run_rocm_perf(args);
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_NE(out.output.find("--resume"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("fix:"), std::string::npos) << out.output;
+}
+
+}  // namespace
+}  // namespace rpl
