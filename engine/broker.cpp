@@ -158,6 +158,17 @@ void broker::handle_message(std::vector<zmq::message_t>& frames) {
       w->expiry = expiry;
       w->worker_id = info.worker_id;
     } else {
+      // A worker that reconnects gets a new socket identity: the session under the old identity
+      // is over, and its job will never be answered.
+      for (auto it = workers_.begin(); it != workers_.end(); ++it) {
+        if (it->worker_id == info.worker_id && !info.worker_id.empty()) {
+          if (it->busy) {
+            requeue(std::move(it->current), "worker " + info.worker_id + " reconnected mid-job");
+          }
+          workers_.erase(it);
+          break;
+        }
+      }
       worker fresh;
       fresh.identity = identity;
       fresh.worker_id = info.worker_id;

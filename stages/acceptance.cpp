@@ -14,7 +14,7 @@ std::string format(const char* pattern, double value) {
   return buffer;
 }
 
-}  // namespace
+} // namespace
 
 std::string format_duration_ns(double ns) {
   const double magnitude = std::fabs(ns);
@@ -30,8 +30,10 @@ std::string format_duration_ns(double ns) {
   return format("%.0f ns", ns);
 }
 
-messages::verdict judge(const std::string& candidate_key, const messages::measure_result& result,
-                        const sample_stats& stats, const std::optional<incumbent>& best,
+messages::verdict judge(const std::string& candidate_key,
+                        const messages::measure_result& result,
+                        const sample_stats& stats,
+                        const std::optional<incumbent>& best,
                         const acceptance_config& config) {
   messages::verdict verdict;
   verdict.candidate_key = candidate_key;
@@ -71,10 +73,10 @@ messages::verdict judge(const std::string& candidate_key, const messages::measur
     if (candidate_unstable || best_unstable) {
       verdict.decision = messages::verdict_kind::ambiguous;
       verdict.reason += candidate_unstable && best_unstable ? "; both are unstable"
-                        : candidate_unstable              ? "; the candidate is unstable"
-                                                          : "; the incumbent is unstable";
-      verdict.reason += format(" (cv %.1f%%", stats.cv * 100.0) +
-                        format(" vs %.1f%%)", best->stats.cv * 100.0);
+                        : candidate_unstable                ? "; the candidate is unstable"
+                                                            : "; the incumbent is unstable";
+      verdict.reason +=
+          format(" (cv %.1f%%", stats.cv * 100.0) + format(" vs %.1f%%)", best->stats.cv * 100.0);
     } else {
       verdict.decision = messages::verdict_kind::same;
     }
@@ -87,4 +89,4 @@ messages::verdict judge(const std::string& candidate_key, const messages::measur
   return verdict;
 }
 
-}  // namespace rpl::stages
+} // namespace rpl::stages

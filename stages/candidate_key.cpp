@@ -50,7 +50,8 @@ void append_list(std::string& out, std::string_view tag, const std::vector<std::
   }
 }
 
-void append_pairs(std::string& out, std::string_view tag,
+void append_pairs(std::string& out,
+                  std::string_view tag,
                   const std::vector<std::pair<std::string, std::string>>& items) {
   append_field(out, tag);
   append_field(out, std::to_string(items.size()));
@@ -60,7 +61,7 @@ void append_pairs(std::string& out, std::string_view tag,
   }
 }
 
-}  // namespace
+} // namespace
 
 std::string content_hash(std::string_view bytes) {
   // The length is mixed in as well so that the two halves never agree by construction, and the
@@ -89,4 +90,4 @@ std::string candidate_key(const key_inputs& inputs) {
   return content_hash(serialized);
 }
 
-}  // namespace rpl::stages
+} // namespace rpl::stages

@@ -16,11 +16,11 @@ std::string content_hash(std::string_view bytes);
 
 /// Everything that determines what a candidate is and how it runs.
 struct key_inputs {
-  std::vector<std::pair<std::string, std::string>> sources;  ///< name, content
+  std::vector<std::pair<std::string, std::string>> sources; ///< name, content
   std::vector<std::string> build_argv;
   std::string toolchain_id;
   std::vector<std::string> run_argv;
-  std::vector<std::pair<std::string, std::string>> params;  ///< name, value text
+  std::vector<std::pair<std::string, std::string>> params; ///< name, value text
 };
 
 /// content_hash of a length-prefixed serialization of every field, so that moving bytes between
@@ -28,4 +28,4 @@ struct key_inputs {
 /// callers pass sources and params in a fixed order (the space's parameter order).
 std::string candidate_key(const key_inputs& inputs);
 
-}  // namespace rpl::stages
+} // namespace rpl::stages

@@ -7,11 +7,17 @@ namespace rpl::stages {
 
 namespace {
 
-bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool is_name_start(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
 
-bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9'); }
+bool is_name_char(char c) {
+  return is_name_start(c) || (c >= '0' && c <= '9');
+}
 
-bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
@@ -30,9 +36,11 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-std::string braced(std::string_view name) { return "{" + std::string(name) + "}"; }
+std::string braced(std::string_view name) {
+  return "{" + std::string(name) + "}";
+}
 
-}  // namespace
+} // namespace
 
 /// Splits one template text into words of literal and placeholder segments.
 class command_template_parser {
@@ -132,14 +140,16 @@ private:
     }
     const std::string column = std::to_string(at + 1);
     if (c == '}') {
-      fail("lone '}' at column " + column + "; fix: write }} for a literal '}' or open the "
-                                            "placeholder with {");
+      fail("lone '}' at column " + column +
+           "; fix: write }} for a literal '}' or open the "
+           "placeholder with {");
     }
     std::size_t end = at + 1;
     while (end < text_.size() && is_name_char(text_[end])) {
       ++end;
     }
-    if (end == at + 1 || !is_name_start(text_[at + 1]) || end >= text_.size() || text_[end] != '}') {
+    if (end == at + 1 || !is_name_start(text_[at + 1]) || end >= text_.size() ||
+        text_[end] != '}') {
       fail("'{' at column " + column +
            " does not start a placeholder; fix: write {NAME} with NAME made of letters, digits "
            "and _ (not starting with a digit), or {{ for a literal '{'");
@@ -204,7 +214,7 @@ void command_template::check(const std::set<std::string>& known) const {
       }
       std::string known_list;
       std::string closest;
-      std::size_t closest_distance = 3;  // suggest only near misses
+      std::size_t closest_distance = 3; // suggest only near misses
       for (const std::string& name : known) {
         known_list += (known_list.empty() ? "" : ", ") + braced(name);
         const std::size_t distance = edit_distance(piece.literal, name);
@@ -216,9 +226,10 @@ void command_template::check(const std::set<std::string>& known) const {
       std::string fix = closest.empty()
                             ? "use one of the known placeholders or add a parameter named " +
                                   piece.literal + " to the space"
-                            : "did you mean " + braced(closest) + "? use one of the known "
-                              "placeholders or add a parameter named " + piece.literal +
-                                  " to the space";
+                            : "did you mean " + braced(closest) +
+                                  "? use one of the known "
+                                  "placeholders or add a parameter named " +
+                                  piece.literal + " to the space";
       throw template_error(origin_ + ": unknown placeholder " + braced(piece.literal) +
                            " at column " + std::to_string(piece.column) + "; known: " +
                            (known_list.empty() ? "none" : known_list) + "; fix: " + fix);
@@ -226,8 +237,8 @@ void command_template::check(const std::set<std::string>& known) const {
   }
 }
 
-std::vector<std::string> command_template::expand(
-    const std::map<std::string, std::string>& values) const {
+std::vector<std::string>
+command_template::expand(const std::map<std::string, std::string>& values) const {
   std::vector<std::string> argv;
   argv.reserve(words_.size());
   for (const word& each : words_) {
@@ -251,4 +262,4 @@ std::vector<std::string> command_template::expand(
   return argv;
 }
 
-}  // namespace rpl::stages
+} // namespace rpl::stages

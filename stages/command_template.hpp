@@ -62,7 +62,7 @@ private:
   struct segment {
     std::string literal;
     bool is_placeholder = false;
-    std::size_t column = 0;  ///< 1-based column of the '{' of a placeholder
+    std::size_t column = 0; ///< 1-based column of the '{' of a placeholder
   };
   using word = std::vector<segment>;
 
@@ -73,4 +73,4 @@ private:
   std::vector<word> words_;
 };
 
-}  // namespace rpl::stages
+} // namespace rpl::stages

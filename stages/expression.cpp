@@ -9,15 +9,32 @@
 namespace rpl::stages {
 
 expression_error::expression_error(std::size_t column, std::string message)
-    : std::runtime_error("column " + std::to_string(column) + ": " + message),
-      column_(column),
+    : std::runtime_error("column " + std::to_string(column) + ": " + message), column_(column),
       message_(std::move(message)) {}
 
 namespace {
 
 enum class token_kind : std::uint8_t {
-  integer, real, identifier, plus, minus, star, slash, percent, less, less_equal, greater,
-  greater_equal, equal, not_equal, logical_and, logical_or, logical_not, open_paren, close_paren, end
+  integer,
+  real,
+  identifier,
+  plus,
+  minus,
+  star,
+  slash,
+  percent,
+  less,
+  less_equal,
+  greater,
+  greater_equal,
+  equal,
+  not_equal,
+  logical_and,
+  logical_or,
+  logical_not,
+  open_paren,
+  close_paren,
+  end
 };
 
 struct token {
@@ -31,11 +48,17 @@ bool is_identifier_start(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
-bool is_identifier_char(char c) { return is_identifier_start(c) || is_digit(c); }
+bool is_identifier_char(char c) {
+  return is_identifier_start(c) || is_digit(c);
+}
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 const char* const operator_list =
     "numbers, parameter names, parentheses and the operators + - * / % < <= > >= == != and or not";
@@ -72,7 +95,8 @@ token read_number(std::string_view text, std::size_t& pos) {
     }
   }
   if (pos < text.size() && (is_identifier_start(text[pos]) || text[pos] == '.')) {
-    throw expression_error(pos + 1, "unexpected '" + std::string(1, text[pos]) + "' right after the number '" +
+    throw expression_error(pos + 1, "unexpected '" + std::string(1, text[pos]) +
+                                        "' right after the number '" +
                                         std::string(text.substr(start, pos - start)) +
                                         "'; fix: put an operator or a space between them");
   }
@@ -146,8 +170,12 @@ std::vector<token> tokenize(std::string_view text) {
     case '(': emit(token_kind::open_paren, 1); break;
     case ')': emit(token_kind::close_paren, 1); break;
     case '<': next == '=' ? emit(token_kind::less_equal, 2) : emit(token_kind::less, 1); break;
-    case '>': next == '=' ? emit(token_kind::greater_equal, 2) : emit(token_kind::greater, 1); break;
-    case '!': next == '=' ? emit(token_kind::not_equal, 2) : emit(token_kind::logical_not, 1); break;
+    case '>':
+      next == '=' ? emit(token_kind::greater_equal, 2) : emit(token_kind::greater, 1);
+      break;
+    case '!':
+      next == '=' ? emit(token_kind::not_equal, 2) : emit(token_kind::logical_not, 1);
+      break;
     case '=':
       if (next != '=') {
         throw expression_error(start + 1, "'=' is not an operator; fix: write '==' to compare");
@@ -169,9 +197,9 @@ std::vector<token> tokenize(std::string_view text) {
     default: {
       const auto byte = static_cast<unsigned char>(c);
       std::string shown = (byte >= 0x20 && byte < 0x7f) ? "'" + std::string(1, c) + "'"
-                                                         : "byte " + std::to_string(byte);
-      throw expression_error(start + 1, "unexpected character " + shown + "; fix: use only " +
-                                            operator_list);
+                                                        : "byte " + std::to_string(byte);
+      throw expression_error(start + 1,
+                             "unexpected character " + shown + "; fix: use only " + operator_list);
     }
     }
   }
@@ -205,9 +233,11 @@ double as_double(const expression_number& value) {
   return std::get<double>(value);
 }
 
-std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+std::string quoted(std::string_view text) {
+  return "'" + std::string(text) + "'";
+}
 
-}  // namespace
+} // namespace
 
 /// Recursive-descent parser that appends nodes to an expression; one instance per parse.
 class expression_parser {
@@ -218,7 +248,8 @@ public:
 
   expression run() {
     if (current().kind == token_kind::end) {
-      throw expression_error(1, "the expression is empty; fix: write a condition such as TILE <= 64");
+      throw expression_error(1,
+                             "the expression is empty; fix: write a condition such as TILE <= 64");
     }
     result_.root_ = parse_or();
     const token& left = current();
@@ -244,7 +275,7 @@ private:
   const token& advance() { return tokens_[position_++]; }
 
   std::size_t add(node value) {
-    result_.nodes_.push_back(std::move(value));
+    result_.nodes_.push_back(value);
     return result_.nodes_.size() - 1;
   }
 
@@ -255,7 +286,7 @@ private:
     value.lhs = lhs;
     value.rhs = rhs;
     value.column = column;
-    return add(std::move(value));
+    return add(value);
   }
 
   std::size_t parse_or() {
@@ -283,7 +314,7 @@ private:
       value.kind = node_kind::logical_not;
       value.lhs = parse_not();
       value.column = column;
-      return add(std::move(value));
+      return add(value);
     }
     return parse_comparison();
   }
@@ -342,7 +373,7 @@ private:
       value.kind = node_kind::negate;
       value.lhs = parse_unary();
       value.column = column;
-      return add(std::move(value));
+      return add(value);
     }
     return parse_primary();
   }
@@ -357,7 +388,7 @@ private:
       value.kind = node_kind::literal;
       value.value = here.value;
       value.column = here.column;
-      return add(std::move(value));
+      return add(value);
     }
     case token_kind::identifier: {
       advance();
@@ -365,7 +396,7 @@ private:
       value.kind = node_kind::variable;
       value.column = here.column;
       value.variable = variable_index(here.text, here.column);
-      return add(std::move(value));
+      return add(value);
     }
     case token_kind::open_paren: {
       advance();
@@ -388,10 +419,10 @@ private:
     const token* previous = position_ > 0 ? &tokens_[position_ - 1] : nullptr;
     if (here.kind == token_kind::end) {
       // run() rejects empty input, so something precedes the end here.
-      throw expression_error(previous->column,
-                             quoted(previous->text) + " has no right operand; fix: write an operand "
-                                                      "after " + quoted(previous->text) +
-                                 " or remove it");
+      throw expression_error(previous->column, quoted(previous->text) +
+                                                   " has no right operand; fix: write an operand "
+                                                   "after " +
+                                                   quoted(previous->text) + " or remove it");
     }
     if (here.kind == token_kind::close_paren && previous != nullptr &&
         previous->kind == token_kind::open_paren) {
@@ -407,9 +438,9 @@ private:
       throw expression_error(here.column, "unexpected " + quoted(here.text) +
                                               "; fix: write an operand between operators");
     }
-    throw expression_error(here.column, "unexpected " + quoted(here.text) + " after " +
-                                            quoted(previous->text) + "; fix: write an operand after " +
-                                            quoted(previous->text));
+    throw expression_error(here.column,
+                           "unexpected " + quoted(here.text) + " after " + quoted(previous->text) +
+                               "; fix: write an operand after " + quoted(previous->text));
   }
 
   std::size_t variable_index(std::string_view name, std::size_t column) {
@@ -428,7 +459,9 @@ private:
   expression result_;
 };
 
-expression expression::parse(std::string_view text) { return expression_parser(text).run(); }
+expression expression::parse(std::string_view text) {
+  return expression_parser(text).run();
+}
 
 double expression::evaluate(const expression_lookup& lookup) const {
   return as_double(evaluate_number(lookup));
@@ -442,7 +475,8 @@ bool expression::holds(const expression_lookup& lookup) const {
   return truthy(evaluate_number(lookup));
 }
 
-expression_number expression::evaluate_node(std::size_t index, const expression_lookup& lookup) const {
+expression_number expression::evaluate_node(std::size_t index,
+                                            const expression_lookup& lookup) const {
   const node& here = nodes_[index];
   switch (here.kind) {
   case node_kind::literal: return here.value;
@@ -460,14 +494,14 @@ expression_number expression::evaluate_node(std::size_t index, const expression_
     const expression_number operand = evaluate_node(here.lhs, lookup);
     if (const auto* integer = std::get_if<std::int64_t>(&operand)) {
       if (*integer == std::numeric_limits<std::int64_t>::min()) {
-        throw expression_error(here.column, "integer overflow in '-'; fix: use a float (e.g. 1.0 * x)");
+        throw expression_error(here.column,
+                               "integer overflow in '-'; fix: use a float (e.g. 1.0 * x)");
       }
       return -*integer;
     }
     return -std::get<double>(operand);
   }
-  case node_kind::logical_not:
-    return std::int64_t{truthy(evaluate_node(here.lhs, lookup)) ? 0 : 1};
+  case node_kind::logical_not: return std::int64_t{truthy(evaluate_node(here.lhs, lookup)) ? 0 : 1};
   case node_kind::binary: break;
   }
 
@@ -492,54 +526,63 @@ expression_number expression::evaluate_node(std::size_t index, const expression_
   const double a = as_double(lhs);
   const double b = as_double(rhs);
   auto overflow = [&](const char* op) {
-    return expression_error(here.column, std::string("integer overflow in '") + op +
-                                             "'; fix: use smaller values or a float (e.g. 1.0 * x)");
+    return expression_error(here.column,
+                            std::string("integer overflow in '") + op +
+                                "'; fix: use smaller values or a float (e.g. 1.0 * x)");
   };
 
   switch (here.op) {
   case binary_op::add:
     if (both_int) {
       std::int64_t sum = 0;
-      if (__builtin_add_overflow(*lhs_int, *rhs_int, &sum)) throw overflow("+");
+      if (__builtin_add_overflow(*lhs_int, *rhs_int, &sum))
+        throw overflow("+");
       return sum;
     }
     return a + b;
   case binary_op::subtract:
     if (both_int) {
       std::int64_t difference = 0;
-      if (__builtin_sub_overflow(*lhs_int, *rhs_int, &difference)) throw overflow("-");
+      if (__builtin_sub_overflow(*lhs_int, *rhs_int, &difference))
+        throw overflow("-");
       return difference;
     }
     return a - b;
   case binary_op::multiply:
     if (both_int) {
       std::int64_t product = 0;
-      if (__builtin_mul_overflow(*lhs_int, *rhs_int, &product)) throw overflow("*");
+      if (__builtin_mul_overflow(*lhs_int, *rhs_int, &product))
+        throw overflow("*");
       return product;
     }
     return a * b;
   case binary_op::divide:
     if (both_int) {
       if (*rhs_int == 0) {
-        throw expression_error(here.column, "division by zero; fix: guard it, e.g. 'B != 0 and A / B > 1'");
+        throw expression_error(here.column,
+                               "division by zero; fix: guard it, e.g. 'B != 0 and A / B > 1'");
       }
-      if (*lhs_int == std::numeric_limits<std::int64_t>::min() && *rhs_int == -1) throw overflow("/");
-      return *lhs_int / *rhs_int;  // C++ truncates toward zero, as documented
+      if (*lhs_int == std::numeric_limits<std::int64_t>::min() && *rhs_int == -1)
+        throw overflow("/");
+      return *lhs_int / *rhs_int; // C++ truncates toward zero, as documented
     }
     if (b == 0.0) {
-      throw expression_error(here.column, "division by zero; fix: guard it, e.g. 'B != 0 and A / B > 1'");
+      throw expression_error(here.column,
+                             "division by zero; fix: guard it, e.g. 'B != 0 and A / B > 1'");
     }
     return a / b;
   case binary_op::modulo:
     if (!both_int) {
-      throw expression_error(here.column, "'%' needs two integers but got a float; fix: use integer "
-                                          "parameters or drop the '%'");
+      throw expression_error(here.column,
+                             "'%' needs two integers but got a float; fix: use integer "
+                             "parameters or drop the '%'");
     }
     if (*rhs_int == 0) {
-      throw expression_error(here.column, "modulo by zero; fix: guard it, e.g. 'B != 0 and A % B == 0'");
+      throw expression_error(here.column,
+                             "modulo by zero; fix: guard it, e.g. 'B != 0 and A % B == 0'");
     }
     if (*rhs_int == -1) {
-      return std::int64_t{0};  // INT64_MIN % -1 is undefined behaviour in C++; the answer is 0
+      return std::int64_t{0}; // INT64_MIN % -1 is undefined behaviour in C++; the answer is 0
     }
     return *lhs_int % *rhs_int;
   case binary_op::less: return std::int64_t{both_int ? *lhs_int < *rhs_int : a < b};
@@ -549,9 +592,9 @@ expression_number expression::evaluate_node(std::size_t index, const expression_
   case binary_op::equal: return std::int64_t{both_int ? *lhs_int == *rhs_int : a == b};
   case binary_op::not_equal: return std::int64_t{both_int ? *lhs_int != *rhs_int : a != b};
   case binary_op::logical_and:
-  case binary_op::logical_or: break;  // handled above, before evaluating both sides
+  case binary_op::logical_or: break; // handled above, before evaluating both sides
   }
   return std::int64_t{0};
 }
 
-}  // namespace rpl::stages
+} // namespace rpl::stages

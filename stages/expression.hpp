@@ -12,8 +12,10 @@
 ///   primary    := integer | float | identifier | "(" or_expr ")"
 ///
 /// Semantics:
-///   - Two integer operands give exact int64 arithmetic; any float operand makes the operation float.
-///   - `/` on two integers is integer division truncating toward zero (7 / 2 == 3, -7 / 2 == -3), as
+///   - Two integer operands give exact int64 arithmetic; any float operand makes the operation
+///   float.
+///   - `/` on two integers is integer division truncating toward zero (7 / 2 == 3, -7 / 2 == -3),
+///   as
 ///     in C++; write 7.0 / 2 for 3.5.
 ///   - `%` needs two integers; the result has the sign of the left operand (-7 % 2 == -1).
 ///   - Division or modulo by zero is an error, for floats too: a constraint that silently compares
@@ -84,8 +86,19 @@ public:
 private:
   enum class node_kind : std::uint8_t { literal, variable, negate, logical_not, binary };
   enum class binary_op : std::uint8_t {
-    add, subtract, multiply, divide, modulo, less, less_equal, greater, greater_equal, equal,
-    not_equal, logical_and, logical_or
+    add,
+    subtract,
+    multiply,
+    divide,
+    modulo,
+    less,
+    less_equal,
+    greater,
+    greater_equal,
+    equal,
+    not_equal,
+    logical_and,
+    logical_or
   };
 
   // Nodes live in one vector and refer to their children by index, so copying an expression is a
@@ -93,9 +106,9 @@ private:
   struct node {
     node_kind kind = node_kind::literal;
     binary_op op = binary_op::add;
-    std::size_t lhs = 0;  ///< operand of unary nodes, left operand of binary ones
+    std::size_t lhs = 0; ///< operand of unary nodes, left operand of binary ones
     std::size_t rhs = 0;
-    std::size_t variable = 0;  ///< index into variables_
+    std::size_t variable = 0; ///< index into variables_
     expression_number value = std::int64_t{0};
     std::size_t column = 1;
   };
@@ -111,4 +124,4 @@ private:
   std::vector<std::size_t> variable_columns_;
 };
 
-}  // namespace rpl::stages
+} // namespace rpl::stages

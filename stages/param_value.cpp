@@ -52,4 +52,4 @@ nlohmann::json configuration::to_json() const {
   return object;
 }
 
-}  // namespace rpl::stages
+} // namespace rpl::stages

@@ -38,4 +38,4 @@ struct configuration {
   nlohmann::json to_json() const;
 };
 
-}  // namespace rpl::stages
+} // namespace rpl::stages

@@ -1,6 +1,7 @@
 #include "stages/space.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -41,7 +42,9 @@ std::string a_type(const ojson& value) {
   }
 }
 
-std::string in_quotes(std::string_view text) { return "\"" + std::string(text) + "\""; }
+std::string in_quotes(std::string_view text) {
+  return "\"" + std::string(text) + "\"";
+}
 
 // nlohmann reports the byte count read so far; people fix files by line and column.
 std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t byte) {
@@ -73,11 +76,12 @@ ojson parse_json(std::string_view text, const std::string& origin) {
     switch (event) {
     case ojson::parse_event_t::object_start: keys_by_depth.emplace_back(); break;
     case ojson::parse_event_t::object_end:
-      if (!keys_by_depth.empty()) keys_by_depth.pop_back();
+      if (!keys_by_depth.empty())
+        keys_by_depth.pop_back();
       break;
     case ojson::parse_event_t::key:
-      if (!keys_by_depth.empty() && !keys_by_depth.back().insert(parsed.get<std::string>()).second &&
-          !duplicate) {
+      if (!keys_by_depth.empty() &&
+          !keys_by_depth.back().insert(parsed.get<std::string>()).second && !duplicate) {
         duplicate = parsed.get<std::string>();
       }
       break;
@@ -104,9 +108,8 @@ ojson parse_json(std::string_view text, const std::string& origin) {
 void check_name(const std::string& name, const std::string& origin, const std::string& where) {
   const bool well_formed =
       !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
-      std::all_of(name.begin(), name.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-      });
+      std::all_of(name.begin(), name.end(),
+                  [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
   if (!well_formed) {
     fail(origin, where + ": parameter name " + in_quotes(name) +
                      " is not a valid name; fix: use letters, digits and _ only, not starting "
@@ -194,7 +197,8 @@ space parse_explicit_list(const ojson& list, space result) {
         }
       }
       for (const auto& entry : item.items()) {
-        if (std::find(result.names.begin(), result.names.end(), entry.key()) == result.names.end()) {
+        if (std::find(result.names.begin(), result.names.end(), entry.key()) ==
+            result.names.end()) {
           fail(origin, where + ": the configuration has " + in_quotes(entry.key()) +
                            ", which [0] lacks; fix: give every configuration the same parameters");
         }
@@ -237,8 +241,8 @@ space parse_product(const ojson& document, space result) {
   }
   const ojson& params = document.at("params");
   if (!params.is_object()) {
-    fail(origin, "\"params\" is " + a_type(params) + ", expected an object; fix: write " +
-                     params_example);
+    fail(origin,
+         "\"params\" is " + a_type(params) + ", expected an object; fix: write " + params_example);
   }
   if (params.empty()) {
     fail(origin, std::string("\"params\" is empty; fix: add at least one parameter, e.g. ") +
@@ -253,7 +257,8 @@ space parse_product(const ojson& document, space result) {
     check_name(entry.key(), origin, where);
     const ojson& list = entry.value();
     if (!list.is_array() || list.empty()) {
-      fail(origin, where + ": the values are " + (list.is_array() ? "an empty array" : a_type(list)) +
+      fail(origin, where + ": the values are " +
+                       (list.is_array() ? "an empty array" : a_type(list)) +
                        ", expected a non-empty array; fix: write " + in_quotes(entry.key()) +
                        ": [value, ...], e.g. [8, 16, 32]");
     }
@@ -265,19 +270,17 @@ space parse_product(const ojson& document, space result) {
       const auto [previous, inserted] = seen.emplace(to_string(value), i);
       if (!inserted) {
         fail(origin, value_where + ": the value " + list[i].dump() + " repeats " + where + "[" +
-                         std::to_string(previous->second) +
-                         "] (both expand to \"" + previous->first +
-                         "\"); fix: remove the duplicate");
+                         std::to_string(previous->second) + "] (both expand to \"" +
+                         previous->first + "\"); fix: remove the duplicate");
       }
       choices.push_back(std::move(value));
     }
     result.names.push_back(entry.key());
-    product_text += (product_text.empty() ? "" : " x ") + entry.key() + " " +
-                    std::to_string(choices.size());
+    product_text +=
+        (product_text.empty() ? "" : " x ") + entry.key() + " " + std::to_string(choices.size());
     // Saturate instead of overflowing: only "more than the limit" matters.
-    product = product > max_space_configurations / choices.size() + 1
-                  ? max_space_configurations + 1
-                  : product * choices.size();
+    product = product > max_space_configurations / choices.size() + 1 ? max_space_configurations + 1
+                                                                      : product * choices.size();
     values.push_back(std::move(choices));
   }
   if (product > max_space_configurations) {
@@ -312,14 +315,16 @@ space parse_product(const ojson& document, space result) {
       const auto& variables = compiled.parsed.variables();
       for (std::size_t v = 0; v < variables.size(); ++v) {
         const auto found = std::find(result.names.begin(), result.names.end(), variables[v]);
-        const std::string column = "column " + std::to_string(compiled.parsed.variable_columns()[v]);
+        const std::string column =
+            "column " + std::to_string(compiled.parsed.variable_columns()[v]);
         if (found == result.names.end()) {
           std::string known;
           for (const std::string& name : result.names) {
             known += (known.empty() ? "" : ", ") + name;
           }
           fail(origin, located + ": " + column + ": unknown parameter '" + variables[v] +
-                           "'; known: " + known + "; fix: use one of the known parameters or "
+                           "'; known: " + known +
+                           "; fix: use one of the known parameters or "
                            "correct the spelling");
         }
         const auto index = static_cast<std::size_t>(found - result.names.begin());
@@ -374,8 +379,9 @@ space parse_product(const ojson& document, space result) {
         for (std::size_t p = 0; p < values.size(); ++p) {
           config.params.emplace_back(result.names[p], values[p][digits[p]]);
         }
-        fail(origin, "constraints[" + std::to_string(c) + "] " + in_quotes(constraint.parsed.text()) +
-                         ": " + error.what() + " (at " + describe(config) + ")");
+        fail(origin, "constraints[" + std::to_string(c) + "] " +
+                         in_quotes(constraint.parsed.text()) + ": " + error.what() + " (at " +
+                         describe(config) + ")");
       }
     }
     if (keep) {
@@ -400,13 +406,14 @@ space parse_product(const ojson& document, space result) {
       counts += (counts.empty() ? "" : ", ") + std::string("constraints[") + std::to_string(c) +
                 "] rejects " + std::to_string(rejected_by[c]);
     }
-    fail(origin, "all " + std::to_string(result.total) + " configurations were cut by constraints (" +
-                     counts + "); fix: relax the constraints or widen the parameter values");
+    fail(origin, "all " + std::to_string(result.total) +
+                     " configurations were cut by constraints (" + counts +
+                     "); fix: relax the constraints or widen the parameter values");
   }
   return result;
 }
 
-}  // namespace
+} // namespace
 
 space parse_space(std::string_view json_text, std::string origin) {
   space result;
@@ -444,4 +451,4 @@ space load_space(const std::filesystem::path& path) {
   return parse_space(contents.str(), origin);
 }
 
-}  // namespace rpl::stages
+} // namespace rpl::stages

@@ -50,4 +50,4 @@ space parse_space(std::string_view json_text, std::string origin);
 /// Reads and parses the file at `path`; throws space_error when it cannot be read or is malformed.
 space load_space(const std::filesystem::path& path);
 
-}  // namespace rpl::stages
+} // namespace rpl::stages

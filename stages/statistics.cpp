@@ -22,7 +22,7 @@ stability_class classify_cv(double cv) {
   if (cv <= 0.10) {
     return stability_class::moderate;
   }
-  return stability_class::unstable;  // also NaN, which fails both comparisons
+  return stability_class::unstable; // also NaN, which fails both comparisons
 }
 
 sample_stats summarize(std::span<const std::int64_t> samples) {
@@ -35,9 +35,10 @@ sample_stats summarize(std::span<const std::int64_t> samples) {
   std::sort(sorted.begin(), sorted.end());
   const std::size_t middle = sorted.size() / 2;
   // Averaging in double avoids int64 overflow when adding the two middle samples.
-  stats.median = sorted.size() % 2 == 1
-                     ? static_cast<double>(sorted[middle])
-                     : (static_cast<double>(sorted[middle - 1]) + static_cast<double>(sorted[middle])) / 2.0;
+  stats.median =
+      sorted.size() % 2 == 1
+          ? static_cast<double>(sorted[middle])
+          : (static_cast<double>(sorted[middle - 1]) + static_cast<double>(sorted[middle])) / 2.0;
   stats.min = static_cast<double>(sorted.front());
   stats.max = static_cast<double>(sorted.back());
 
@@ -61,4 +62,4 @@ sample_stats summarize(std::span<const std::int64_t> samples) {
   return stats;
 }
 
-}  // namespace rpl::stages
+} // namespace rpl::stages

@@ -21,8 +21,8 @@ struct sample_stats {
   std::size_t n = 0;
   double median = 0;
   double mean = 0;
-  double stddev = 0;  ///< sample standard deviation (divides by n - 1); 0 when n < 2
-  double cv = 0;      ///< stddev / mean; 0 when mean == 0
+  double stddev = 0; ///< sample standard deviation (divides by n - 1); 0 when n < 2
+  double cv = 0;     ///< stddev / mean; 0 when mean == 0
   double min = 0;
   double max = 0;
   stability_class stability = stability_class::stable;
@@ -32,4 +32,4 @@ struct sample_stats {
 /// middle two.
 sample_stats summarize(std::span<const std::int64_t> samples);
 
-}  // namespace rpl::stages
+} // namespace rpl::stages

@@ -64,10 +64,12 @@ private:
   std::size_t next_ = 0;
 };
 
-}  // namespace
+} // namespace
 
-std::unique_ptr<strategy> make_strategy(std::string_view name, std::size_t space_size,
-                                        std::optional<std::size_t> budget, std::uint64_t seed) {
+std::unique_ptr<strategy> make_strategy(std::string_view name,
+                                        std::size_t space_size,
+                                        std::optional<std::size_t> budget,
+                                        std::uint64_t seed) {
   const std::size_t count = std::min(space_size, budget.value_or(space_size));
   if (name == "exhaustive") {
     return std::make_unique<exhaustive_strategy>(count);
@@ -79,4 +81,4 @@ std::unique_ptr<strategy> make_strategy(std::string_view name, std::size_t space
                               "'; known: exhaustive, random; fix: pass one of the known names");
 }
 
-}  // namespace rpl::stages
+} // namespace rpl::stages

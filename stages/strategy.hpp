@@ -31,13 +31,14 @@ public:
 ///   - "random": min(budget, space_size) distinct indices in a seeded random order (budget defaults
 ///     to the whole space); the sequence depends only on the seed, never on the standard library.
 /// Throws std::invalid_argument for an unknown name, listing the known ones.
-std::unique_ptr<strategy> make_strategy(std::string_view name, std::size_t space_size,
-                                        std::optional<std::size_t> budget, std::uint64_t seed);
+std::unique_ptr<strategy> make_strategy(std::string_view name,
+                                        std::size_t space_size,
+                                        std::optional<std::size_t> budget,
+                                        std::uint64_t seed);
 
 /// A uniform integer in [0, bound) from `rng`, by rejection sampling, so the result is the same on
 /// every standard library (std::uniform_int_distribution's algorithm is unspecified). bound > 0.
-template <class engine>
-std::uint64_t bounded_draw(engine& rng, std::uint64_t bound) {
+template <class Engine> std::uint64_t bounded_draw(Engine& rng, std::uint64_t bound) {
   // 2^64 mod bound: draws below it would make small results more likely than large ones.
   const std::uint64_t threshold = (0 - bound) % bound;
   for (;;) {
@@ -48,4 +49,4 @@ std::uint64_t bounded_draw(engine& rng, std::uint64_t bound) {
   }
 }
 
-}  // namespace rpl::stages
+} // namespace rpl::stages

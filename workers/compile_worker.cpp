@@ -44,9 +44,11 @@ const std::vector<std::string>& never_allowed() {
 }
 
 std::shared_ptr<spdlog::logger> worker_log() {
-  // One logger for every worker in the process (tests run several), always on stderr: stdout may be
-  // a pipe the engine reads.
-  static const std::shared_ptr<spdlog::logger> logger = [] {
+  // The application's logger when it installed one (named, so its level and pattern apply), else a
+  // logger of our own on stderr: stdout may be a pipe the engine reads, and spdlog's unnamed
+  // default logger writes to stdout.
+  static const std::shared_ptr<spdlog::logger> logger = []() -> std::shared_ptr<spdlog::logger> {
+    if (auto app = spdlog::default_logger(); app && !app->name().empty()) return app;
     if (auto existing = spdlog::get("rpl.worker")) return existing;
     return spdlog::stderr_color_mt("rpl.worker");
   }();
@@ -278,7 +280,7 @@ private:
     if (job_ && job_->deadline) wake = std::min(wake, *job_->deadline);
 
     std::vector<zmq_pollitem_t> items;
-    items.push_back({static_cast<void*>(*socket_), 0, ZMQ_POLLIN, 0});
+    items.push_back({socket_->handle(), 0, ZMQ_POLLIN, 0});
     std::size_t output_item = SIZE_MAX;
     if (job_ && job_->child.output_fd() >= 0) {
       output_item = items.size();

@@ -42,7 +42,13 @@ public:
   /// Next message that is not a heartbeat, or nullopt after the timeout.
   std::optional<messages::parsed_frames> receive(std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
+    auto next_heartbeat = std::chrono::steady_clock::now();
     while (std::chrono::steady_clock::now() < deadline) {
+      // A waiting worker stays alive the way a real one does; it goes silent once it stops waiting.
+      if (std::chrono::steady_clock::now() >= next_heartbeat) {
+        send(messages::heartbeat{});
+        next_heartbeat += 20ms;
+      }
       zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
       zmq::poll(&item, 1, 10ms);
       if ((item.revents & ZMQ_POLLIN) == 0) {

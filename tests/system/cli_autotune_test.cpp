@@ -110,6 +110,8 @@ struct bad_input {
   std::vector<std::string> expected;  // substrings of the error
 };
 
+void PrintTo(const bad_input& input, std::ostream* out) { *out << input.name; }
+
 class cli_bad_input : public ::testing::TestWithParam<bad_input> {};
 
 TEST_P(cli_bad_input, exits_2_naming_the_input_and_a_fix_and_writes_no_run) {

@@ -1,10 +1,10 @@
-#include "stages/acceptance.hpp"
-
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "stages/acceptance.hpp"
 
 namespace rpl::stages {
 namespace {
@@ -29,7 +29,7 @@ messages::measure_result ok_result() {
 
 const acceptance_config defaults{};
 
-TEST(acceptance, failed_measurement_is_invalid_with_its_reason) {
+TEST(stages_acceptance, failed_measurement_is_invalid_with_its_reason) {
   messages::measure_result result;
   result.status = messages::measure_status::crashed;
   result.reason = "killed by SIGSEGV";
@@ -41,7 +41,7 @@ TEST(acceptance, failed_measurement_is_invalid_with_its_reason) {
   EXPECT_EQ(v.best_key, "best");
 }
 
-TEST(acceptance, failed_measurement_without_reason_uses_the_status_name) {
+TEST(stages_acceptance, failed_measurement_without_reason_uses_the_status_name) {
   messages::measure_result result;
   result.status = messages::measure_status::timed_out;
   const messages::verdict v = judge("cand", result, sample_stats{}, std::nullopt, defaults);
@@ -50,7 +50,7 @@ TEST(acceptance, failed_measurement_without_reason_uses_the_status_name) {
   EXPECT_EQ(v.best_key, "");
 }
 
-TEST(acceptance, ok_status_without_samples_is_invalid) {
+TEST(stages_acceptance, ok_status_without_samples_is_invalid) {
   messages::measure_result result;
   result.status = messages::measure_status::ok;
   const messages::verdict v = judge("cand", result, sample_stats{}, std::nullopt, defaults);
@@ -58,8 +58,9 @@ TEST(acceptance, ok_status_without_samples_is_invalid) {
   EXPECT_FALSE(v.reason.empty());
 }
 
-TEST(acceptance, first_valid_candidate_is_faster_and_becomes_best) {
-  const messages::verdict v = judge("cand", ok_result(), stats_with(2e6, 0.2), std::nullopt, defaults);
+TEST(stages_acceptance, first_valid_candidate_is_faster_and_becomes_best) {
+  const messages::verdict v =
+      judge("cand", ok_result(), stats_with(2e6, 0.2), std::nullopt, defaults);
   EXPECT_EQ(v.decision, messages::verdict_kind::faster);
   EXPECT_EQ(v.reason, "first valid candidate");
   EXPECT_EQ(v.best_key, "cand");
@@ -67,7 +68,7 @@ TEST(acceptance, first_valid_candidate_is_faster_and_becomes_best) {
   EXPECT_DOUBLE_EQ(v.relative_change, 0.0);
 }
 
-TEST(acceptance, clearly_lower_median_is_faster_and_states_the_numbers) {
+TEST(stages_acceptance, clearly_lower_median_is_faster_and_states_the_numbers) {
   const messages::verdict v = judge("cand", ok_result(), stats_with(12.31e6, 0.012),
                                     incumbent{"best", stats_with(13.02e6, 0.01)}, defaults);
   EXPECT_EQ(v.decision, messages::verdict_kind::faster);
@@ -77,7 +78,7 @@ TEST(acceptance, clearly_lower_median_is_faster_and_states_the_numbers) {
   EXPECT_DOUBLE_EQ(v.median_ns, 12.31e6);
 }
 
-TEST(acceptance, clearly_higher_median_is_slower_and_keeps_the_incumbent) {
+TEST(stages_acceptance, clearly_higher_median_is_slower_and_keeps_the_incumbent) {
   const messages::verdict v = judge("cand", ok_result(), stats_with(1100.0, 0.01),
                                     incumbent{"best", stats_with(1000.0, 0.01)}, defaults);
   EXPECT_EQ(v.decision, messages::verdict_kind::slower);
@@ -86,14 +87,14 @@ TEST(acceptance, clearly_higher_median_is_slower_and_keeps_the_incumbent) {
   EXPECT_EQ(v.reason, "median 1.10 µs vs 1.00 µs (+10.0%), noise band ±1.0%");
 }
 
-TEST(acceptance, difference_under_the_minimum_noise_is_same) {
+TEST(stages_acceptance, difference_under_the_minimum_noise_is_same) {
   const messages::verdict v = judge("cand", ok_result(), stats_with(995.0, 0.001),
                                     incumbent{"best", stats_with(1000.0, 0.001)}, defaults);
   EXPECT_EQ(v.decision, messages::verdict_kind::same);
   EXPECT_EQ(v.best_key, "best");
 }
 
-TEST(acceptance, noise_band_widens_to_the_larger_cv) {
+TEST(stages_acceptance, noise_band_widens_to_the_larger_cv) {
   // 6% faster, but the incumbent's cv is 8%: inside the band, and neither side is unstable.
   const messages::verdict v = judge("cand", ok_result(), stats_with(940.0, 0.02),
                                     incumbent{"best", stats_with(1000.0, 0.08)}, defaults);
@@ -101,7 +102,7 @@ TEST(acceptance, noise_band_widens_to_the_larger_cv) {
   EXPECT_NE(v.reason.find("noise band ±8.0%"), std::string::npos) << v.reason;
 }
 
-TEST(acceptance, difference_inside_the_band_with_an_unstable_side_is_ambiguous) {
+TEST(stages_acceptance, difference_inside_the_band_with_an_unstable_side_is_ambiguous) {
   const messages::verdict v = judge("cand", ok_result(), stats_with(900.0, 0.15),
                                     incumbent{"best", stats_with(1000.0, 0.01)}, defaults);
   EXPECT_EQ(v.decision, messages::verdict_kind::ambiguous);
@@ -109,19 +110,19 @@ TEST(acceptance, difference_inside_the_band_with_an_unstable_side_is_ambiguous) 
   EXPECT_NE(v.reason.find("candidate is unstable"), std::string::npos) << v.reason;
 }
 
-TEST(acceptance, min_relative_noise_is_configurable) {
+TEST(stages_acceptance, min_relative_noise_is_configurable) {
   const acceptance_config strict{0.001};
   const messages::verdict v = judge("cand", ok_result(), stats_with(995.0, 0.0001),
                                     incumbent{"best", stats_with(1000.0, 0.0001)}, strict);
   EXPECT_EQ(v.decision, messages::verdict_kind::faster);
 }
 
-TEST(acceptance, durations_pick_a_readable_unit) {
+TEST(stages_acceptance, durations_pick_a_readable_unit) {
   EXPECT_EQ(format_duration_ns(850.0), "850 ns");
   EXPECT_EQ(format_duration_ns(1500.0), "1.50 µs");
   EXPECT_EQ(format_duration_ns(12.31e6), "12.31 ms");
   EXPECT_EQ(format_duration_ns(2.5e9), "2.50 s");
 }
 
-}  // namespace
-}  // namespace rpl::stages
+} // namespace
+} // namespace rpl::stages

@@ -1,9 +1,9 @@
-#include "stages/candidate_key.hpp"
-
 #include <set>
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "stages/candidate_key.hpp"
 
 namespace rpl::stages {
 namespace {
@@ -22,7 +22,7 @@ bool is_lower_hex(const std::string& text) {
   return text.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
-TEST(candidate_key, content_hash_is_32_lowercase_hex_characters) {
+TEST(stages_candidate_key, content_hash_is_32_lowercase_hex_characters) {
   for (const char* input : {"", "a", "hello world"}) {
     const std::string hash = content_hash(input);
     EXPECT_EQ(hash.size(), 32u);
@@ -30,18 +30,18 @@ TEST(candidate_key, content_hash_is_32_lowercase_hex_characters) {
   }
 }
 
-TEST(candidate_key, content_hash_is_stable_across_builds) {
+TEST(stages_candidate_key, content_hash_is_stable_across_builds) {
   // Keys are stored in result databases; a change here invalidates every cache.
   EXPECT_EQ(content_hash(""), "c3817c016ba4ff30992acabc5698d28f");
   EXPECT_EQ(content_hash("rocm-perf-lab"), "c0f4a083e10b6a62a979464053964384");
 }
 
-TEST(candidate_key, content_hash_halves_differ) {
+TEST(stages_candidate_key, content_hash_halves_differ) {
   const std::string hash = content_hash("x");
   EXPECT_NE(hash.substr(0, 16), hash.substr(16));
 }
 
-TEST(candidate_key, content_hash_separates_many_similar_inputs) {
+TEST(stages_candidate_key, content_hash_separates_many_similar_inputs) {
   std::set<std::string> hashes;
   for (int i = 0; i < 10000; ++i) {
     hashes.insert(content_hash("input-" + std::to_string(i)));
@@ -50,12 +50,12 @@ TEST(candidate_key, content_hash_separates_many_similar_inputs) {
   EXPECT_NE(content_hash(std::string(1, '\0')), content_hash(std::string(2, '\0')));
 }
 
-TEST(candidate_key, same_inputs_give_the_same_key) {
+TEST(stages_candidate_key, same_inputs_give_the_same_key) {
   EXPECT_EQ(candidate_key(sample_inputs()), candidate_key(sample_inputs()));
   EXPECT_EQ(candidate_key(sample_inputs()).size(), 32u);
 }
 
-TEST(candidate_key, every_field_changes_the_key) {
+TEST(stages_candidate_key, every_field_changes_the_key) {
   const std::string base = candidate_key(sample_inputs());
   key_inputs changed = sample_inputs();
   changed.sources[0].second += " ";
@@ -77,7 +77,7 @@ TEST(candidate_key, every_field_changes_the_key) {
   EXPECT_NE(candidate_key(changed), base);
 }
 
-TEST(candidate_key, argument_order_matters) {
+TEST(stages_candidate_key, argument_order_matters) {
   key_inputs a = sample_inputs();
   key_inputs b = sample_inputs();
   std::swap(b.build_argv[1], b.build_argv[2]);
@@ -87,7 +87,7 @@ TEST(candidate_key, argument_order_matters) {
   EXPECT_NE(candidate_key(a), candidate_key(b));
 }
 
-TEST(candidate_key, splitting_an_argument_differently_changes_the_key) {
+TEST(stages_candidate_key, splitting_an_argument_differently_changes_the_key) {
   key_inputs a;
   a.build_argv = {"ab", "c"};
   key_inputs b;
@@ -99,7 +99,7 @@ TEST(candidate_key, splitting_an_argument_differently_changes_the_key) {
   EXPECT_NE(candidate_key(b), candidate_key(c));
 }
 
-TEST(candidate_key, moving_bytes_between_fields_changes_the_key) {
+TEST(stages_candidate_key, moving_bytes_between_fields_changes_the_key) {
   key_inputs a;
   a.build_argv = {"x"};
   key_inputs b;
@@ -126,7 +126,7 @@ TEST(candidate_key, moving_bytes_between_fields_changes_the_key) {
   EXPECT_NE(candidate_key(g), candidate_key(h));
 }
 
-TEST(candidate_key, empty_argument_is_not_the_same_as_no_argument) {
+TEST(stages_candidate_key, empty_argument_is_not_the_same_as_no_argument) {
   key_inputs a;
   a.run_argv = {"bin"};
   key_inputs b;
@@ -134,5 +134,5 @@ TEST(candidate_key, empty_argument_is_not_the_same_as_no_argument) {
   EXPECT_NE(candidate_key(a), candidate_key(b));
 }
 
-}  // namespace
-}  // namespace rpl::stages
+} // namespace
+} // namespace rpl::stages

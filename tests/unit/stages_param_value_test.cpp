@@ -1,31 +1,31 @@
-#include "stages/param_value.hpp"
-
 #include <gtest/gtest.h>
+
+#include "stages/param_value.hpp"
 
 namespace rpl::stages {
 namespace {
 
-TEST(param_value, prints_integers_plainly) {
+TEST(stages_param_value, prints_integers_plainly) {
   EXPECT_EQ(to_string(param_value{std::int64_t{-42}}), "-42");
 }
 
-TEST(param_value, prints_doubles_in_the_shortest_round_trip_form) {
+TEST(stages_param_value, prints_doubles_in_the_shortest_round_trip_form) {
   EXPECT_EQ(to_string(param_value{0.1}), "0.1");
   EXPECT_EQ(to_string(param_value{2.0}), "2");
   EXPECT_EQ(to_string(param_value{1e-7}), "1e-07");
 }
 
-TEST(param_value, prints_strings_as_they_are) {
+TEST(stages_param_value, prints_strings_as_they_are) {
   EXPECT_EQ(to_string(param_value{std::string("a b")}), "a b");
 }
 
-TEST(param_value, converts_to_json_scalars_of_the_same_type) {
+TEST(stages_param_value, converts_to_json_scalars_of_the_same_type) {
   EXPECT_TRUE(to_json_value(param_value{std::int64_t{3}}).is_number_integer());
   EXPECT_TRUE(to_json_value(param_value{0.5}).is_number_float());
   EXPECT_EQ(to_json_value(param_value{std::string("x")}), nlohmann::json("x"));
 }
 
-TEST(param_value, configuration_finds_converts_and_serializes) {
+TEST(stages_param_value, configuration_finds_converts_and_serializes) {
   configuration config;
   config.params = {{"TILE", std::int64_t{16}}, {"KIND", std::string("fast")}, {"S", 0.5}};
   ASSERT_NE(config.find("KIND"), nullptr);
@@ -36,5 +36,5 @@ TEST(param_value, configuration_finds_converts_and_serializes) {
   EXPECT_EQ(config.to_json(), nlohmann::json::parse(R"({"TILE": 16, "KIND": "fast", "S": 0.5})"));
 }
 
-}  // namespace
-}  // namespace rpl::stages
+} // namespace
+} // namespace rpl::stages

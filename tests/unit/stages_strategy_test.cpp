@@ -1,5 +1,3 @@
-#include "stages/strategy.hpp"
-
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -7,6 +5,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "stages/strategy.hpp"
 
 namespace rpl::stages {
 namespace {
@@ -20,7 +20,7 @@ std::vector<std::size_t> drain(strategy& s) {
   return order;
 }
 
-TEST(strategy, exhaustive_returns_every_index_in_order) {
+TEST(stages_strategy, exhaustive_returns_every_index_in_order) {
   const auto s = make_strategy("exhaustive", 5, std::nullopt, 0);
   EXPECT_EQ(s->name(), "exhaustive");
   EXPECT_EQ(s->planned(), 5u);
@@ -28,30 +28,30 @@ TEST(strategy, exhaustive_returns_every_index_in_order) {
   EXPECT_FALSE(s->next().has_value());
 }
 
-TEST(strategy, exhaustive_stops_at_the_budget) {
+TEST(stages_strategy, exhaustive_stops_at_the_budget) {
   const auto s = make_strategy("exhaustive", 5, 3, 0);
   EXPECT_EQ(s->planned(), 3u);
   EXPECT_EQ(drain(*s), (std::vector<std::size_t>{0, 1, 2}));
 }
 
-TEST(strategy, budget_larger_than_the_space_is_capped) {
+TEST(stages_strategy, budget_larger_than_the_space_is_capped) {
   EXPECT_EQ(make_strategy("exhaustive", 4, 100, 0)->planned(), 4u);
   EXPECT_EQ(make_strategy("random", 4, 100, 0)->planned(), 4u);
 }
 
-TEST(strategy, random_is_deterministic_for_the_same_seed) {
+TEST(stages_strategy, random_is_deterministic_for_the_same_seed) {
   const auto a = make_strategy("random", 1000, 50, 42);
   const auto b = make_strategy("random", 1000, 50, 42);
   EXPECT_EQ(drain(*a), drain(*b));
 }
 
-TEST(strategy, random_differs_between_seeds) {
+TEST(stages_strategy, random_differs_between_seeds) {
   const auto a = make_strategy("random", 1000, 50, 1);
   const auto b = make_strategy("random", 1000, 50, 2);
   EXPECT_NE(drain(*a), drain(*b));
 }
 
-TEST(strategy, random_sequence_is_pinned_across_standard_libraries) {
+TEST(stages_strategy, random_sequence_is_pinned_across_standard_libraries) {
   // Resume replays the sequence; it must never change for a given seed.
   const auto s = make_strategy("random", 10, std::nullopt, 7);
   const std::vector<std::size_t> order = drain(*s);
@@ -73,7 +73,7 @@ TEST(strategy, random_sequence_is_pinned_across_standard_libraries) {
   EXPECT_EQ(order, pool);
 }
 
-TEST(strategy, random_returns_distinct_indices_within_the_space) {
+TEST(stages_strategy, random_returns_distinct_indices_within_the_space) {
   const auto s = make_strategy("random", 200, 150, 9);
   const std::vector<std::size_t> order = drain(*s);
   EXPECT_EQ(order.size(), 150u);
@@ -82,7 +82,7 @@ TEST(strategy, random_returns_distinct_indices_within_the_space) {
   EXPECT_LT(*distinct.rbegin(), 200u);
 }
 
-TEST(strategy, random_without_budget_covers_the_whole_space) {
+TEST(stages_strategy, random_without_budget_covers_the_whole_space) {
   const auto s = make_strategy("random", 64, std::nullopt, 3);
   EXPECT_EQ(s->name(), "random");
   EXPECT_EQ(s->planned(), 64u);
@@ -90,13 +90,13 @@ TEST(strategy, random_without_budget_covers_the_whole_space) {
   EXPECT_EQ(std::set<std::size_t>(order.begin(), order.end()).size(), 64u);
 }
 
-TEST(strategy, zero_budget_or_empty_space_plans_nothing) {
+TEST(stages_strategy, zero_budget_or_empty_space_plans_nothing) {
   EXPECT_FALSE(make_strategy("random", 10, 0, 1)->next().has_value());
   EXPECT_FALSE(make_strategy("exhaustive", 0, std::nullopt, 1)->next().has_value());
   EXPECT_EQ(make_strategy("random", 0, std::nullopt, 1)->planned(), 0u);
 }
 
-TEST(strategy, unknown_name_lists_the_known_ones) {
+TEST(stages_strategy, unknown_name_lists_the_known_ones) {
   try {
     make_strategy("genetic", 10, std::nullopt, 0);
     FAIL() << "expected std::invalid_argument";
@@ -107,7 +107,7 @@ TEST(strategy, unknown_name_lists_the_known_ones) {
   }
 }
 
-TEST(strategy, bounded_draw_stays_below_the_bound) {
+TEST(stages_strategy, bounded_draw_stays_below_the_bound) {
   std::mt19937_64 rng(5);
   for (std::uint64_t bound : {1u, 2u, 3u, 7u, 1000u}) {
     for (int i = 0; i < 100; ++i) {
@@ -116,5 +116,5 @@ TEST(strategy, bounded_draw_stays_below_the_bound) {
   }
 }
 
-}  // namespace
-}  // namespace rpl::stages
+} // namespace
+} // namespace rpl::stages
