@@ -60,12 +60,23 @@ int main(int argc, char** argv) {
     o.runs = 1;
     o.warmup = 0;
     o.max_in_flight = in_flight;
+    o.worker_executable = std::filesystem::canonical("/proc/self/exe").parent_path() / "rocm-perf";
     o.db = dir / (std::string(name) + ".db");
     std::vector<clock_type::time_point> done;
+    double latency_s = 0, compile_child_s = 0, run_child_s = 0;
     std::atomic<bool> stop{false};
     const auto start = clock_type::now();
     const auto result = rpl::engine::run_autotune(
-        o, [&](const rpl::engine::autotune_progress&) { done.push_back(clock_type::now()); }, stop);
+        o,
+        [&](const rpl::engine::autotune_progress& p) {
+          done.push_back(clock_type::now());
+          latency_s += seconds(done.back() - p.candidate->submitted_at);
+          compile_child_s += static_cast<double>(p.candidate->compile.compile_ns) / 1e9;
+          for (auto ns : p.candidate->measure.samples_ns) {
+            run_child_s += static_cast<double>(ns) / 1e9;
+          }
+        },
+        stop);
     const double wall = seconds(clock_type::now() - start);
     // Steady state: from the first completion to the last, so start-up is reported apart.
     const double steady = seconds(done.back() - done.front()) / static_cast<double>(done.size() - 1);
@@ -75,6 +86,11 @@ int main(int argc, char** argv) {
                 "%6.2f ms/candidate  (%zu completed)\n",
                 name, wall, startup * 1e3, steady * 1e3, (steady - per_candidate_baseline) * 1e3,
                 result.counts.completed);
+    const double n = static_cast<double>(done.size());
+    std::printf("%-26s per candidate: submit-to-stored %.2f ms = compiler process %.2f ms + run "
+                "process %.2f ms + engine %.2f ms\n",
+                "", latency_s / n * 1e3, compile_child_s / n * 1e3, run_child_s / n * 1e3,
+                (latency_s - compile_child_s - run_child_s) / n * 1e3);
     return steady - per_candidate_baseline;
   };
 

@@ -524,7 +524,17 @@ autotune_result autotune_job::run() {
   wconfig.allowed_compilers = options_.allowed_compilers;
   local_workers pool(wconfig);
   pool.start();
-  compile_broker.set_tick([&pool] { pool.supervise(); });
+  const bool remote_workers_possible = !options_.listen.empty();
+  compile_broker.set_tick([&pool, &compile_broker, remote_workers_possible] {
+    pool.supervise();
+    // Without --listen, no worker can ever come once the local ones are gone: fail the queue
+    // rather than wait forever.
+    if (!remote_workers_possible && pool.exhausted() && compile_broker.live_workers() == 0) {
+      compile_broker.fail_queued(
+          "every local compile worker exited and the restart budget is spent (see the log "
+          "above); fix: check that the worker command runs: rocm-perf worker compile --help");
+    }
+  });
 
   std::vector<std::unique_ptr<lane>> lanes;
   for (std::size_t i = 0; i < options_.lanes; ++i) {

@@ -278,6 +278,20 @@ void broker::send_heartbeats(clock_type::time_point now) {
   }
 }
 
+void broker::fail_queued(const std::string& why) {
+  {
+    std::lock_guard lock(submit_mutex_);
+    while (!submitted_.empty()) {
+      queue_.push_back(std::move(submitted_.front()));
+      submitted_.pop_front();
+    }
+  }
+  for (auto& j : queue_) {
+    fail(j, messages::compile_status::worker_lost, why);
+  }
+  queue_.clear();
+}
+
 void broker::run() {
   const auto poll_interval = std::min<std::chrono::milliseconds>(config_.heartbeat / 2,
                                                                  std::chrono::milliseconds(100));

@@ -56,6 +56,10 @@ public:
   /// Runs on the broker thread once per loop turn (the engine uses it to supervise local workers).
   void set_tick(std::function<void()> tick);
 
+  /// Fails every queued job with worker_lost. Only from the tick (the broker thread), for when no
+  /// worker can ever come to take them.
+  void fail_queued(const std::string& why);
+
   std::size_t live_workers() const { return live_workers_.load(); }
   broker_stats stats() const;
 

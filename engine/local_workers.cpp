@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <thread>
 
@@ -79,6 +80,10 @@ void local_workers::supervise() {
     spdlog::warn("local compile worker {} {}; started {} in its place", pid, how, replacement);
     pid = replacement;
   }
+}
+
+bool local_workers::exhausted() const {
+  return !pids_.empty() && std::all_of(pids_.begin(), pids_.end(), [](pid_t pid) { return pid <= 0; });
 }
 
 void local_workers::stop(std::chrono::milliseconds grace) {

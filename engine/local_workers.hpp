@@ -38,6 +38,8 @@ public:
 
   std::vector<pid_t> pids() const { return pids_; }
   std::size_t restarts() const { return restarts_; }
+  /// True once every local worker has exited and the restart budget is spent.
+  bool exhausted() const;
 
 private:
   pid_t spawn_one();

@@ -135,6 +135,19 @@ TEST_F(autotune_test, stopping_finishes_in_flight_candidates_and_marks_the_run_i
   EXPECT_EQ(rest.candidates.size(), 8u);
 }
 
+TEST_F(autotune_test, workers_that_cannot_start_fail_the_candidates_instead_of_hanging) {
+  auto o = options(R"({"params": {"MODE": [0], "SLEEP_US": [1000, 2000]}})");
+  o.worker_executable = "/bin/false";
+  const auto result = run_autotune(o, {}, stop_);
+  EXPECT_EQ(result.run_status, "finished");
+  ASSERT_EQ(result.candidates.size(), 2u);
+  for (const auto& c : result.candidates) {
+    EXPECT_EQ(c.compile_status, "worker_lost");
+    EXPECT_NE(c.reason.find("restart budget"), std::string::npos) << c.reason;
+  }
+  EXPECT_TRUE(result.winner_key.empty());
+}
+
 TEST_F(autotune_test, bad_input_is_refused_before_a_run_is_written) {
   auto o = options(R"({"params": {"MODE": [0], "SLEEP_US": [1000]}})");
   o.build_template = "g++ -DMODE={MODE} -DX={NOPE} candidate.cpp -o {OUT}";
