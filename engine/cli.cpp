@@ -138,15 +138,21 @@ void print_table(const autotune_result& result) {
                 format_ms(c.stats.min).c_str(), c.stats.cv, stages::to_string(c.stats.stability),
                 params_text(c.params).c_str(), c.key == result.winner_key ? "  <- winner" : "");
   }
-  std::map<std::string, std::size_t> reasons;
+  std::size_t listed = 0;
   for (const auto& c : result.candidates) {
-    if (c.status != "ok") {
-      auto reason = c.reason.substr(0, c.reason.find(':'));
-      ++reasons[reason];
+    if (c.status == "ok") {
+      continue;
     }
-  }
-  for (const auto& [reason, count] : reasons) {
-    std::printf("invalid: %zu %s\n", count, reason.c_str());
+    if (listed++ == 0) {
+      std::printf("\ninvalid candidates:\n");
+    }
+    if (listed > 10) {
+      std::printf("  ... and %zu more (sqlite3 %s \"SELECT params_json, reason FROM candidates "
+                  "WHERE status='invalid'\")\n",
+                  invalid - 10, result.db.c_str());
+      break;
+    }
+    std::printf("  %s: %s\n", params_text(c.params).c_str(), c.reason.c_str());
   }
   for (const auto& c : result.candidates) {
     if (c.key == result.winner_key) {

@@ -373,7 +373,12 @@ private:
       log->info("{}{} in {:.3f} s ({} artifact bytes)", job_tag(job_id), messages::to_string(body.status),
                 static_cast<double>(body.compile_ns) / 1e9, body.artifact.size());
     } else {
-      log->warn("{}{}: {}", job_tag(job_id), messages::to_string(body.status), body.error);
+      // A compile error is an expected result (data for the engine), not a worker problem.
+      const auto level = body.status == messages::compile_status::failed ||
+                                 body.status == messages::compile_status::timed_out
+                             ? spdlog::level::info
+                             : spdlog::level::warn;
+      log->log(level, "{}{}: {}", job_tag(job_id), messages::to_string(body.status), body.error);
     }
     send(messages::message_kind::compile_reply, job_id, run_id, messages::encode(body));
   }

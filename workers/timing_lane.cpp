@@ -50,6 +50,8 @@ messages::measure_result run_timing_measurement(const messages::measure_request&
   options.argv = request.argv;
   options.capture_output = true;  // only to quote it when a run fails; stdout is otherwise ignored
   options.max_output_bytes = kept_output_bytes;
+  // A killed engine must not leave a hanging candidate behind (the lane thread outlives its runs).
+  options.kill_on_parent_death = true;
   const std::chrono::milliseconds timeout(request.timeout_ms);
 
   const auto total = static_cast<std::int64_t>(request.warmup) + request.runs;

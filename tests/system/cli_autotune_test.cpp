@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <nlohmann/json.hpp>
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
@@ -157,7 +159,7 @@ INSTANTIATE_TEST_SUITE_P(
                   {"--build-template", "sh -c 'cc candidate.cpp -o {OUT}' {MODE} {SLEEP_US}"},
                   {"'sh' is not allow-listed", "--allow-compiler"}},
         bad_input{"zero_runs", {"--runs", "0"}, {"--runs", "fix"}}),
-    [](const auto& info) { return info.param.name; });
+    [](const auto& test_info) { return test_info.param.name; });
 
 TEST(cli, an_engine_killed_mid_sweep_resumes_without_remeasuring_and_leaves_no_worker) {
   temp_dir dir;
@@ -213,6 +215,62 @@ TEST(cli, an_engine_killed_mid_sweep_resumes_without_remeasuring_and_leaves_no_w
   for (const auto& sample : samples_before) {
     EXPECT_NE(std::find(samples_after.begin(), samples_after.end(), sample), samples_after.end())
         << sample;
+  }
+}
+
+/// A loopback TCP port that was free a moment ago.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+TEST(cli, workers_on_other_hosts_connect_over_tcp_and_do_every_compile) {
+  temp_dir dir;
+  const auto db = dir / "r.db";
+  const auto endpoint = "tcp://127.0.0.1:" + std::to_string(free_port());
+  auto args = autotune_args(fixture("space-ok.json"), db);
+  *(std::find(args.begin(), args.end(), "--compile-workers") + 1) = "0";
+  args.insert(args.end(), {"--listen", endpoint});
+
+  workers::child_options engine_options;
+  engine_options.argv = {rpl::testing::rocm_perf.string()};
+  engine_options.argv.insert(engine_options.argv.end(), args.begin(), args.end());
+  auto engine = workers::child_process::spawn(engine_options);
+  ASSERT_TRUE(engine.launched());
+
+  std::vector<workers::child_process> remote;
+  for (int i = 0; i < 2; ++i) {
+    workers::child_options worker_options;
+    worker_options.argv = {rpl::testing::rocm_perf.string(), "worker", "compile", "--connect",
+                           endpoint, "--heartbeat-ms", "100"};
+    worker_options.capture_output = false;
+    remote.push_back(workers::child_process::spawn(worker_options));
+    ASSERT_TRUE(remote.back().launched());
+  }
+  const auto outcome = engine.finish();
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM candidates WHERE status='ok'"), 4);
+  // Every compile was done by one of the two remote workers, named host:pid.
+  const auto worker_ids = rpl::testing::query_texts(db, "SELECT DISTINCT worker_id FROM artifacts");
+  ASSERT_FALSE(worker_ids.empty());
+  for (const auto& id : worker_ids) {
+    const auto pid = std::stoi(id.substr(id.rfind(':') + 1));
+    EXPECT_TRUE(pid == remote[0].pid() || pid == remote[1].pid()) << id;
+  }
+  // Remote workers outlive the engine (they wait for the next one) and stop cleanly on SIGTERM.
+  for (auto& worker : remote) {
+    EXPECT_TRUE(rpl::testing::process_alive(worker.pid()));
+    ::kill(worker.pid(), SIGTERM);
+    const auto stopped = worker.finish();
+    EXPECT_EQ(stopped.exit_code, 0);
   }
 }
 
