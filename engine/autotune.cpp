@@ -1,5 +1,7 @@
 #include "engine/autotune.hpp"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,7 +89,8 @@ std::string make_run_id() {
 class lane {
 public:
   using done_fn = std::function<void(const candidate_ptr&)>;
-  explicit lane(std::string name) : name_(std::move(name)), thread_([this] { loop(); }) {}
+  /// `cpu` >= 0 pins the lane thread, and so every process it starts, to that CPU.
+  lane(std::string name, int cpu) : name_(std::move(name)), cpu_(cpu), thread_([this] { loop(); }) {}
   ~lane() {
     {
       std::lock_guard lock(mutex_);
@@ -114,6 +117,12 @@ private:
     done_fn done;
   };
   void loop() {
+    if (cpu_ >= 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpu_, &set);
+      pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    }
     while (true) {
       item next;
       {
@@ -137,6 +146,7 @@ private:
   }
 
   std::string name_;
+  int cpu_ = -1;
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<item> queue_;
@@ -522,6 +532,29 @@ autotune_result autotune_job::run() {
   wconfig.heartbeat = options_.heartbeat;
   wconfig.liveness = options_.liveness;
   wconfig.allowed_compilers = options_.allowed_compilers;
+  // Measurement keeps CPUs to itself when there are enough: lane k runs on the k-th CPU from the
+  // end, the compile workers (and their compilers) on the rest. Otherwise nothing is pinned.
+  std::vector<int> cpus;
+  {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+      for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+        if (CPU_ISSET(cpu, &allowed)) {
+          cpus.push_back(cpu);
+        }
+      }
+    }
+  }
+  std::vector<int> lane_cpus(options_.lanes, -1);
+  if (cpus.size() >= workers_ + options_.lanes && options_.lanes < cpus.size()) {
+    for (std::size_t i = 0; i < options_.lanes; ++i) {
+      lane_cpus[i] = cpus[cpus.size() - 1 - i];
+    }
+    wconfig.cpus.assign(cpus.begin(), cpus.end() - static_cast<std::ptrdiff_t>(options_.lanes));
+    spdlog::info("lanes pinned to CPU {}{}, local compile workers to the other {} CPUs",
+                 lane_cpus.front(), options_.lanes > 1 ? " and below" : "", wconfig.cpus.size());
+  }
   local_workers pool(wconfig);
   pool.start();
   const bool remote_workers_possible = !options_.listen.empty();
@@ -538,7 +571,7 @@ autotune_result autotune_job::run() {
 
   std::vector<std::unique_ptr<lane>> lanes;
   for (std::size_t i = 0; i < options_.lanes; ++i) {
-    lanes.push_back(std::make_unique<lane>("cpu" + std::to_string(i)));
+    lanes.push_back(std::make_unique<lane>("cpu" + std::to_string(i), lane_cpus[i]));
   }
 
   flow::graph g;

@@ -161,6 +161,10 @@ void print_table(const autotune_result& result) {
                   stages::to_string(c.stats.stability), c.stats.n, c.key.c_str());
     }
   }
+  if (!valid.empty() && !result.winner_key.empty() && valid.front()->key != result.winner_key) {
+    std::printf("note: candidates above the winner have a lower median, but the difference lies "
+                "inside the noise band (verdict same or ambiguous); more --runs can separate them\n");
+  }
   if (result.winner_key.empty()) {
     std::printf("\nno winner: no candidate produced a valid measurement\n");
   }

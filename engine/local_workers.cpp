@@ -1,5 +1,6 @@
 #include "engine/local_workers.hpp"
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -43,6 +44,14 @@ pid_t local_workers::spawn_one() {
   if (pid == 0) {
     // SIGTERM (not SIGKILL) so the worker can kill its compiler's process group on the way out.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (!config_.cpus.empty()) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      for (int cpu : config_.cpus) {
+        CPU_SET(cpu, &set);
+      }
+      sched_setaffinity(0, sizeof set, &set);
+    }
     if (getppid() != parent) {
       _exit(0);
     }

@@ -20,6 +20,7 @@ struct local_workers_config {
   int liveness = 3;
   std::vector<std::string> allowed_compilers;  ///< empty: the worker's default list
   std::size_t max_restarts = 0;                ///< 0: 2 × count
+  std::vector<int> cpus;  ///< CPUs the workers (and so their compilers) may run on; empty: any
 };
 
 class local_workers {
