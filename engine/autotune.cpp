@@ -194,7 +194,10 @@ private:
   std::unordered_set<std::string> seen_keys_;
   std::optional<stages::incumbent> best_;
   std::optional<stored_candidate> best_row_;
-  autotune_counts counts_;
+  autotune_counts counts_;  // store node only
+  // next_candidate() runs in the feedback node while the store node reads the counts.
+  std::atomic<std::size_t> resumed_{0};
+  std::atomic<std::size_t> duplicates_{0};
   std::int64_t sum_compile_ns_ = 0;
   std::int64_t sum_run_ns_ = 0;
   clock_type::time_point started_;
@@ -385,14 +388,14 @@ candidate_ptr autotune_job::next_candidate() {
     stages::key_inputs inputs;
     inputs.sources = source_pairs_;
     inputs.build_argv = c->build_argv;
-    inputs.toolchain_id = toolchains_[c->build_argv[0]];
+    inputs.toolchain_id = toolchains_.at(c->build_argv[0]);
     inputs.run_argv = c->run_argv;
     for (const auto& [name, value] : c->config.params) {
       inputs.params.emplace_back(name, stages::to_string(value));
     }
     c->key = stages::candidate_key(inputs);
     if (auto it = completed_.find(c->key); it != completed_.end()) {
-      ++counts_.resumed;
+      ++resumed_;
       messages::verdict v;
       v.candidate_key = c->key;
       v.decision = it->second.status == "ok" ? messages::verdict_kind::same
@@ -402,7 +405,7 @@ candidate_ptr autotune_job::next_candidate() {
       continue;
     }
     if (!seen_keys_.insert(c->key).second) {
-      ++counts_.duplicates;
+      ++duplicates_;
       continue;
     }
     c->submitted_at = clock_type::now();
@@ -464,6 +467,8 @@ void autotune_job::report(const candidate_state& c) {
   autotune_progress progress;
   progress.candidate = &c;
   progress.counts = counts_;
+  progress.counts.resumed = resumed_;
+  progress.counts.duplicates = duplicates_;
   progress.best = best_row_;
   progress.elapsed = clock_type::now() - started_;
   on_progress_(progress);
@@ -735,11 +740,17 @@ autotune_result autotune_job::run() {
 
   const std::size_t in_flight =
       options_.max_in_flight.value_or(2 * (std::max<std::size_t>(workers_, 1) + options_.lanes));
-  for (std::size_t i = 0; i < in_flight; ++i) {
+  // Take the seed candidates from the strategy before any enters the graph: from the first
+  // try_put on, only the feedback node may call the strategy.
+  std::vector<candidate_ptr> seeds;
+  while (seeds.size() < in_flight) {
     auto c = next_candidate();
     if (!c) {
       break;
     }
+    seeds.push_back(std::move(c));
+  }
+  for (auto& c : seeds) {
     compile_gateway.try_put(c);
   }
   g.wait_for_all();
@@ -765,6 +776,8 @@ autotune_result autotune_job::run() {
   result.cut_by_constraints = space_.cut_by_constraints;
   result.strategy = options_.strategy;
   result.counts = counts_;
+  result.counts.resumed = resumed_;
+  result.counts.duplicates = duplicates_;
   result.compile_workers = workers_;
   result.lanes = options_.lanes;
   result.wall_s = std::chrono::duration<double>(clock_type::now() - started_).count();
