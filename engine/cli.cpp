@@ -13,6 +13,8 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/autotune.hpp"
+#include "engine/inspect_command.hpp"
+#include "engine/profile_command.hpp"
 #include "stages/space.hpp"
 #include "workers/compile_worker.hpp"
 
@@ -269,6 +271,46 @@ int run_cli(int argc, char** argv) {
                                              "Candidates in flight (default 2 x (workers + lanes))")
                             ->check(CLI::PositiveNumber);
 
+  profile_options profile_opts;
+  auto* profile = app.add_subcommand(
+      "profile", "Run an application under a tracer and report its kernels: runtime, stability, "
+                 "resources, occupancy");
+  profile->add_option("--backend", profile_opts.backend, "rocm (rocprofv3) | timing | auto")
+      ->check(CLI::IsMember({"rocm", "timing", "auto"}));
+  profile->add_option("--runs", profile_opts.runs, "Runs of the application");
+  profile->add_flag("--json", profile_opts.report.json, "Print strict JSON (docs/schema/profile.schema.json)");
+  profile->add_flag("--quiet", profile_opts.report.quiet, "Print only the runtime in ms");
+  profile->add_flag("--debug", profile_opts.debug, "Show rocprofv3's own output; keep its traces");
+  profile->add_flag("--no-rocprof", profile_opts.no_rocprof,
+                    "Timing backend: whole-process wall time, no per-kernel data");
+  profile->add_option("--out", profile_opts.report.out, "Write profile.json (and the traces) here");
+  profile->add_option("--arch", profile_opts.report.arch, "Target for occupancy (default: the agent's)");
+  profile->add_option("--rocprofv3", profile_opts.rocprofv3, "rocprofv3 executable (default: PATH)");
+  profile->add_option("--timeout", profile_opts.timeout_s, "Per-run timeout, seconds (0: none)");
+  profile->add_option("app", profile_opts.app, "-- APP [ARGS...]")->expected(-1);
+
+  analyze_options analyze_opts;
+  auto* analyze = app.add_subcommand("analyze", "Analyze rocpd databases recorded elsewhere");
+  analyze->add_option("databases", analyze_opts.inputs, "rocpd databases or folders of them")
+      ->expected(-1);
+  analyze->add_flag("--per-run", analyze_opts.per_run,
+                    "Each argument is one run (for stability across runs)");
+  analyze->add_flag("--json", analyze_opts.report.json, "Print strict JSON");
+  analyze->add_flag("--quiet", analyze_opts.report.quiet, "Print only the runtime in ms");
+  analyze->add_option("--out", analyze_opts.report.out, "Write profile.json here");
+  analyze->add_option("--arch", analyze_opts.report.arch, "Target for occupancy (default: the agent's)");
+
+  inspect_options inspect_opts;
+  std::uint32_t inspect_block = 0;
+  auto* inspect = app.add_subcommand(
+      "inspect", "Kernels of a code object, executable or shared library: resources and occupancy");
+  inspect->add_option("files", inspect_opts.files, "Code objects, executables, shared libraries")
+      ->expected(-1);
+  inspect->add_option("--arch", inspect_opts.arch, "Target (default: the embedded one)");
+  auto* block_opt = inspect->add_option("--block", inspect_block, "Also at this block size")
+                        ->check(CLI::Range(1, 65536));
+  inspect->add_flag("--json", inspect_opts.json, "Print JSON");
+
   workers::compile_worker_options worker_options;
   bool worker_quiet = false;
   std::int64_t worker_heartbeat_ms = 1000;
@@ -315,6 +357,21 @@ int run_cli(int argc, char** argv) {
       std::fprintf(stderr, "rocm-perf autotune: error: %s\n", error.what());
       return 1;
     }
+  }
+  if (profile->parsed()) {
+    setup_logging(true);
+    return profile_main(profile_opts);
+  }
+  if (analyze->parsed()) {
+    setup_logging(true);
+    return analyze_main(analyze_opts);
+  }
+  if (inspect->parsed()) {
+    setup_logging(true);
+    if (*block_opt) {
+      inspect_opts.block = inspect_block;
+    }
+    return inspect_main(inspect_opts);
   }
   if (compile->parsed()) {
     setup_logging(worker_quiet);
