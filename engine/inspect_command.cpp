@@ -19,6 +19,8 @@ nlohmann::json occupancy_at(const stages::arch_model& arch, const stages::kernel
   resources.block_size = block;
   resources.vgprs = k.vgpr_count;
   resources.agprs = k.agpr_count;
+  // The code object's .vgpr_count already holds the unified VGPR+AGPR total on gfx90a and later.
+  resources.vgprs_include_agprs = true;
   resources.sgprs = k.sgpr_count;
   resources.lds_bytes = k.group_segment_fixed_size;
   resources.scratch_bytes = k.private_segment_fixed_size;

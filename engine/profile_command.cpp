@@ -202,6 +202,8 @@ nlohmann::json build_report(const std::vector<std::vector<std::filesystem::path>
       stages::kernel_resources resources;
       resources.block_size = block[0] * std::max(1u, block[1]) * std::max(1u, block[2]);
       resources.vgprs = static_cast<std::uint32_t>(s.arch_vgpr_count);
+      // rocpd's arch_vgpr_count is taken as the architectural VGPRs alone, as its name says; the
+      // accumulation registers come on top (unified file on gfx90a and later).
       resources.agprs = static_cast<std::uint32_t>(s.accum_vgpr_count);
       resources.sgprs = static_cast<std::uint32_t>(s.sgpr_count);
       // The dispatch's group segment includes dynamic LDS; the symbol's is the static part.
