@@ -275,8 +275,10 @@ int run_cli(int argc, char** argv) {
   auto* profile = app.add_subcommand(
       "profile", "Run an application under a tracer and report its kernels: runtime, stability, "
                  "resources, occupancy");
-  profile->add_option("--backend", profile_opts.backend, "rocm (rocprofv3) | timing | auto")
-      ->check(CLI::IsMember({"rocm", "timing", "auto"}));
+  profile->add_option("--backend", profile_opts.backend,
+                      "rocm (rocprofv3) | cuda (CUPTI tracer) | timing | auto")
+      ->check(CLI::IsMember({"rocm", "cuda", "timing", "auto"}));
+  profile->add_option("--tracer", profile_opts.tracer, "CUPTI tracer library for --backend cuda");
   profile->add_option("--runs", profile_opts.runs, "Runs of the application");
   profile->add_flag("--json", profile_opts.report.json, "Print strict JSON (docs/schema/profile.schema.json)");
   profile->add_flag("--quiet", profile_opts.report.quiet, "Print only the runtime in ms");

@@ -487,6 +487,82 @@ std::vector<std::vector<std::filesystem::path>> trace_runs(const profile_options
   return runs;
 }
 
+/// The CUPTI tracer: --tracer, $RPL_CUPTI_TRACER, or lib/ beside this executable's bin/.
+std::optional<std::filesystem::path> find_tracer(const profile_options& options) {
+  if (!options.tracer.empty()) {
+    return options.tracer;
+  }
+  if (const char* env = std::getenv("RPL_CUPTI_TRACER"); env != nullptr && *env != '\0') {
+    return std::filesystem::path(env);
+  }
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  for (const auto& candidate : {exe.parent_path().parent_path() / "lib" / "librpl_cupti_tracer.so",
+                                exe.parent_path() / "librpl_cupti_tracer.so",
+                                exe.parent_path() / "lib" / "librpl_cupti_tracer.so"}) {
+    if (std::filesystem::exists(candidate, ec)) {
+      return candidate;
+    }
+  }
+  return std::nullopt;
+}
+
+bool nvidia_gpu_present() {
+  std::error_code ec;
+  return std::filesystem::exists("/dev/nvidia0", ec) || std::filesystem::exists("/proc/driver/nvidia/gpus", ec);
+}
+
+/// Runs the application with the CUPTI tracer injected, `runs` times; each run writes its
+/// databases (one per process) under its own folder.
+std::vector<std::vector<std::filesystem::path>> cuda_runs(const profile_options& options,
+                                                          const std::filesystem::path& tracer,
+                                                          const std::filesystem::path& root) {
+  std::vector<std::vector<std::filesystem::path>> runs;
+  for (unsigned run = 0; run < options.runs; ++run) {
+    const auto dir = root / ("run-" + std::to_string(run + 1));
+    std::filesystem::create_directories(dir);
+    // The child inherits these; nothing else runs in this process meanwhile.
+    ::setenv("CUDA_INJECTION64_PATH", tracer.c_str(), 1);
+    ::setenv("RPL_TRACE_DIR", dir.c_str(), 1);
+    workers::child_options child;
+    child.argv = options.app;
+    child.max_output_bytes = 1 << 20;
+    const auto outcome = workers::run_child(
+        child, std::chrono::milliseconds(options.timeout_s > 0 ? static_cast<long>(options.timeout_s * 1000)
+                                                               : 24L * 3600 * 1000));
+    ::unsetenv("CUDA_INJECTION64_PATH");
+    ::unsetenv("RPL_TRACE_DIR");
+    if (options.debug) {
+      std::fprintf(stderr, "--- application, run %u ---\n%s", run + 1, outcome.output.c_str());
+    }
+    if (!outcome.succeeded()) {
+      std::string tail = outcome.output.size() > 2000
+                             ? outcome.output.substr(outcome.output.size() - 2000)
+                             : outcome.output;
+      throw run_error("run " + std::to_string(run + 1) + ": " + join(options.app) + " " +
+                      (outcome.launched ? (outcome.timed_out ? "timed out"
+                                           : outcome.term_signal != 0
+                                               ? "was killed by " + workers::describe_signal(outcome.term_signal)
+                                               : "exited with status " + std::to_string(outcome.exit_code))
+                                        : outcome.launch_error) +
+                      " under the CUPTI tracer; fix: run it alone, or with --debug to see its output\n" +
+                      tail);
+    }
+    bool traced = false;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+      traced = traced || entry.path().extension() == ".db";
+    }
+    if (!traced) {
+      throw report_error("run " + std::to_string(run + 1) + ": " + join(options.app) +
+                         " left no trace: the tracer writes a database only for processes that "
+                         "use CUDA; fix: check that the application launches CUDA kernels, and "
+                         "run with --debug to see the tracer's messages");
+    }
+    runs.push_back({dir});
+  }
+  return runs;
+}
+
 }  // namespace
 
 int profile_main(const profile_options& options) {
@@ -506,20 +582,36 @@ int profile_main(const profile_options& options) {
     } else {
       rocprofv3 = find_on_path("rocprofv3");
     }
+    const auto tracer = find_tracer(options);
     if (backend == "auto") {
-      backend = rocprofv3 ? "rocm" : "timing";
+      std::string why;
+      if (rocprofv3) {
+        backend = "rocm";
+        why = "rocprofv3 found";
+      } else if (tracer && nvidia_gpu_present()) {
+        backend = "cuda";
+        why = "an NVIDIA GPU and the CUPTI tracer found";
+      } else {
+        backend = "timing";
+        why = "no rocprofv3 on PATH and no NVIDIA GPU with the CUPTI tracer";
+      }
       if (!options.report.json && !options.report.quiet) {
         std::fprintf(stderr, "rocm-perf profile: --backend auto chose %s (%s)\n", backend.c_str(),
-                     rocprofv3 ? "rocprofv3 found" : "no rocprofv3 on PATH");
+                     why.c_str());
       }
     }
     if (backend == "timing") {
       return emit(timing_report(options), options.report);
     }
-    if (backend != "rocm") {
-      throw report_error("--backend " + backend + ": unknown backend; fix: rocm, timing or auto");
+    if (backend == "cuda" && !tracer) {
+      throw report_error("the CUPTI tracer librpl_cupti_tracer.so was not found beside rocm-perf; "
+                         "fix: build with the CUDA toolkit (RPL_BUILD_CUDA=ON), pass --tracer PATH, "
+                         "or set RPL_CUPTI_TRACER");
     }
-    if (!rocprofv3) {
+    if (backend != "rocm" && backend != "cuda") {
+      throw report_error("--backend " + backend + ": unknown backend; fix: rocm, cuda, timing or auto");
+    }
+    if (backend == "rocm" && !rocprofv3) {
       throw report_error("rocprofv3 not found on PATH (it comes with ROCm 7.x, in rocprofiler-sdk); "
                          "fix: install ROCm and put /opt/rocm/bin on PATH, pass --rocprofv3 PATH, or "
                          "use --no-rocprof to time whole processes instead");
@@ -539,8 +631,9 @@ int profile_main(const profile_options& options) {
     }
     int code = 0;
     try {
-      const auto runs = trace_runs(options, *rocprofv3, root);
-      code = emit(build_report(runs, "rocm", options.app, options.report), options.report);
+      const auto runs = backend == "cuda" ? cuda_runs(options, *tracer, root)
+                                          : trace_runs(options, *rocprofv3, root);
+      code = emit(build_report(runs, backend, options.app, options.report), options.report);
     } catch (...) {
       if (temporary && !options.debug) {
         std::filesystem::remove_all(root);

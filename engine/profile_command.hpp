@@ -20,11 +20,12 @@ struct report_options {
 
 struct profile_options {
   std::vector<std::string> app;  ///< argv after `--`
-  std::string backend = "rocm";  ///< rocm | timing | auto
+  std::string backend = "rocm";  ///< rocm | cuda | timing | auto
   unsigned runs = 5;
   bool debug = false;
   bool no_rocprof = false;
   std::filesystem::path rocprofv3;  ///< empty: found on PATH (or $ROCPROFV3)
+  std::filesystem::path tracer;     ///< CUPTI tracer library; empty: next to this executable (or $RPL_CUPTI_TRACER)
   double timeout_s = 0.0;           ///< per run; 0: none
   report_options report;
 };

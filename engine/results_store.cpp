@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS artifacts(
   worker_id TEXT,
   error TEXT,
   compiler_output TEXT,
+  resources_json TEXT,
   PRIMARY KEY (run_id, key));
 CREATE TABLE IF NOT EXISTS measurements(
   run_id TEXT NOT NULL,
@@ -245,8 +246,8 @@ void results_store::record(const std::string& run_id, const candidate_state& c) 
     {
       statement s(db_,
                   "INSERT OR REPLACE INTO artifacts(run_id, key, compile_status, hash, size, "
-                  "exit_code, term_signal, compile_ns, worker_id, error, compiler_output) "
-                  "VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+                  "exit_code, term_signal, compile_ns, worker_id, error, compiler_output, "
+                  "resources_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
       s.bind(1, run_id).bind(2, c.key).bind(3, std::string(messages::to_string(c.compile.status)));
       if (c.artifact_hash.empty()) {
         s.bind_null(4).bind_null(5);
@@ -260,6 +261,19 @@ void results_store::record(const std::string& run_id, const candidate_state& c) 
       s.bind(7, static_cast<std::int64_t>(c.compile.term_signal));
       s.bind(8, c.compile.compile_ns).bind(9, c.compile.worker_id).bind(10, c.compile.error);
       s.bind(11, c.compile.output);
+      nlohmann::json resources = nlohmann::json::array();
+      for (const auto& k : c.compile.resources) {
+        resources.push_back({{"name", k.name},
+                             {"arch", k.arch},
+                             {"registers", k.registers},
+                             {"barriers", k.barriers},
+                             {"shared_bytes", k.shared_bytes},
+                             {"local_bytes", k.local_bytes},
+                             {"stack_bytes", k.stack_bytes},
+                             {"spill_store_bytes", k.spill_store_bytes},
+                             {"spill_load_bytes", k.spill_load_bytes}});
+      }
+      s.bind(12, resources.dump());
       s.step();
     }
     {

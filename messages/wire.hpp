@@ -105,6 +105,21 @@ struct compile_request {
   MSGPACK_DEFINE_MAP(sources, argv, toolchain_id, deadline_ms, max_output_bytes)
 };
 
+/// Per-kernel resource usage reported by the device compiler (nvcc's ptxas today).
+struct kernel_resource_usage {
+  std::string name;  ///< mangled entry name
+  std::string arch;  ///< e.g. sm_90
+  std::uint32_t registers = 0;  ///< per thread
+  std::uint32_t barriers = 0;
+  std::uint64_t shared_bytes = 0;  ///< static shared memory per block
+  std::uint64_t local_bytes = 0;   ///< local memory per thread (lmem)
+  std::uint64_t stack_bytes = 0;   ///< stack frame per thread
+  std::uint64_t spill_store_bytes = 0;
+  std::uint64_t spill_load_bytes = 0;
+  MSGPACK_DEFINE_MAP(name, arch, registers, barriers, shared_bytes, local_bytes, stack_bytes,
+                     spill_store_bytes, spill_load_bytes)
+};
+
 struct compile_reply {
   static constexpr message_kind kind = message_kind::compile_reply;
   compile_status status = compile_status::internal_error;
@@ -116,8 +131,9 @@ struct compile_reply {
   std::int64_t compile_ns = 0;  ///< wall time of the compiler process
   std::string worker_id;
   std::string error;  ///< human-readable reason for any status but ok
+  std::vector<kernel_resource_usage> resources;  ///< when the compiler reports them (nvcc)
   MSGPACK_DEFINE_MAP(status, exit_code, term_signal, output, artifact, has_artifact, compile_ns,
-                     worker_id, error)
+                     worker_id, error, resources)
 };
 
 struct measure_request {

@@ -179,7 +179,8 @@ reader reader::open(const std::vector<std::filesystem::path>& paths) {
   for (const std::filesystem::path& path : result.paths_) {
     auto db = std::make_unique<database>();
     db->file = path.string();
-    if (sqlite3_open_v2(db->file.c_str(), &db->db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    if (sqlite3_open_v2(db->file.c_str(), &db->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+                        nullptr) != SQLITE_OK) {
       db->fail(std::string("cannot open (") + (db->db != nullptr ? sqlite3_errmsg(db->db) : "out of memory") + ")",
                "fix: check that the file is readable");
     }

@@ -3,11 +3,14 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
 #include <unordered_map>
 #include <utility>
+#include <variant>
+#include <vector>
 
 namespace rpl::stages::rocpd {
 namespace {
@@ -27,64 +30,132 @@ struct stmt_deleter {
 };
 using stmt_ptr = std::unique_ptr<sqlite3_stmt, stmt_deleter>;
 
-/// Binds by position and runs one INSERT; NULL for the optional ids the caller left at -1.
+/// One INSERT into one table. Values are collected per row; with `batch_rows` > 1 the rows are
+/// buffered and written `batch_rows` at a time by one multi-row statement. That matters because
+/// AUTOINCREMENT (kept to match rocprofv3's schema) makes every statement execution look up and
+/// store sqlite_sequence: per-row statements spent most of their time there. Batched tables must
+/// take explicit ids, since no rowid comes back per row; their errors surface at the flush.
 class insert {
 public:
   insert() = default;
-  insert(sqlite3* db, const std::string& sql, const std::string& file) : file_(&file) {
-    sqlite3_stmt* raw = nullptr;
-    if (sqlite3_prepare_v3(db, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
-                           &raw, nullptr) != SQLITE_OK) {
-      throw rocpd_error(file + ": cannot prepare '" + sql + "': " + sqlite3_errmsg(db) +
-                        "; fix: this is a bug in the rocpd writer, please report it");
+  insert(sqlite3* db, std::string table, std::string_view columns, std::size_t batch_rows,
+         const std::string& file, const char* what)
+      : db_(db), table_(std::move(table)), columns_text_(columns), file_(&file), what_(what),
+        batch_rows_(batch_rows) {
+    columns_ = 1;
+    for (const char c : columns) {
+      columns_ += c == ',' ? 1 : 0;
     }
-    stmt_.reset(raw);
+    single_ = prepare(1);
+    if (batch_rows_ > 1) {
+      multi_ = prepare(batch_rows_);
+    }
+    cells_.reserve(columns_ * batch_rows_);
   }
   insert& i64(std::int64_t value) {
-    sqlite3_bind_int64(stmt_.get(), ++index_, value);
+    cells_.emplace_back(value);
     return *this;
   }
   /// -1 means "not known": NULL, or for an id column, SQLite's next rowid.
   insert& opt(std::int64_t value) {
     if (value == -1) {
-      sqlite3_bind_null(stmt_.get(), ++index_);
+      cells_.emplace_back(std::monostate{});
     } else {
-      sqlite3_bind_int64(stmt_.get(), ++index_, value);
+      cells_.emplace_back(value);
     }
     return *this;
   }
   insert& real(double value) {
-    sqlite3_bind_double(stmt_.get(), ++index_, value);
+    cells_.emplace_back(value);
     return *this;
   }
   insert& text(std::string_view value) {
-    sqlite3_bind_text(stmt_.get(), ++index_, value.data(), static_cast<int>(value.size()),
-                      SQLITE_TRANSIENT);
+    cells_.emplace_back(std::string(value));
     return *this;
   }
   insert& json_text(std::string_view value) { return text(value.empty() ? std::string_view("{}") : value); }
   insert& json(const nlohmann::json& value) {
     return text(value.is_null() ? std::string("{}") : value.dump());
   }
-  /// Runs the statement; returns the new row's id.
-  std::int64_t run(const char* what) {
-    sqlite3* db = sqlite3_db_handle(stmt_.get());
-    const int rc = sqlite3_step(stmt_.get());
-    index_ = 0;
-    sqlite3_reset(stmt_.get());
-    sqlite3_clear_bindings(stmt_.get());
-    if (rc != SQLITE_DONE) {
-      throw rocpd_error(*file_ + ": cannot write " + what + ": " + sqlite3_errmsg(db) +
-                        "; fix: check the ids (each must be unique in its table) and that the disk "
-                        "is writable");
+  /// Ends the row. Unbatched: writes it and returns its id. Batched: writes when the batch is full
+  /// and returns 0 (the caller knows the explicit id).
+  std::int64_t run() {
+    if (batch_rows_ <= 1) {
+      execute(single_.get(), 0, 1);
+      cells_.clear();
+      return sqlite3_last_insert_rowid(db_);
     }
-    return sqlite3_last_insert_rowid(db);
+    if (cells_.size() == columns_ * batch_rows_) {
+      execute(multi_.get(), 0, batch_rows_);
+      cells_.clear();
+    }
+    return 0;
+  }
+  /// Writes the buffered rows of a batched table.
+  void flush() {
+    const std::size_t rows = columns_ == 0 ? 0 : cells_.size() / columns_;
+    for (std::size_t row = 0; row < rows; ++row) {
+      execute(single_.get(), row * columns_, 1);
+    }
+    cells_.clear();
   }
 
 private:
-  stmt_ptr stmt_;
+  using cell = std::variant<std::monostate, std::int64_t, double, std::string>;
+
+  stmt_ptr prepare(std::size_t rows) const {
+    std::string sql = "INSERT INTO " + table_ + " (" + columns_text_ + ") VALUES ";
+    for (std::size_t row = 0; row < rows; ++row) {
+      sql += row == 0 ? "(" : ", (";
+      for (std::size_t column = 0; column < columns_; ++column) {
+        sql += column == 0 ? "?" : ", ?";
+      }
+      sql += ")";
+    }
+    sqlite3_stmt* raw = nullptr;
+    if (sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
+                           &raw, nullptr) != SQLITE_OK) {
+      throw rocpd_error(*file_ + ": cannot prepare the insert into " + table_ + ": " +
+                        sqlite3_errmsg(db_) + "; fix: this is a bug in the rocpd writer, please report it");
+    }
+    return stmt_ptr(raw);
+  }
+
+  void execute(sqlite3_stmt* stmt, std::size_t first_cell, std::size_t rows) {
+    for (std::size_t i = 0; i < rows * columns_; ++i) {
+      const int index = static_cast<int>(i + 1);
+      const cell& value = cells_[first_cell + i];
+      if (const auto* integer = std::get_if<std::int64_t>(&value)) {
+        sqlite3_bind_int64(stmt, index, *integer);
+      } else if (const auto* real_value = std::get_if<double>(&value)) {
+        sqlite3_bind_double(stmt, index, *real_value);
+      } else if (const auto* text_value = std::get_if<std::string>(&value)) {
+        sqlite3_bind_text(stmt, index, text_value->data(), static_cast<int>(text_value->size()),
+                          SQLITE_STATIC); // the cell outlives the step below
+      } else {
+        sqlite3_bind_null(stmt, index);
+      }
+    }
+    const int rc = sqlite3_step(stmt);
+    sqlite3_reset(stmt);
+    if (rc != SQLITE_DONE) {
+      cells_.clear();
+      throw rocpd_error(*file_ + ": cannot write " + what_ + ": " + sqlite3_errmsg(db_) +
+                        "; fix: check the ids (each must be unique in its table) and that the disk "
+                        "is writable");
+    }
+  }
+
+  sqlite3* db_ = nullptr;
+  std::string table_;
+  std::string columns_text_;
   const std::string* file_ = nullptr;
-  int index_ = 0;
+  const char* what_ = "";
+  std::size_t batch_rows_ = 1;
+  std::size_t columns_ = 0;
+  std::vector<cell> cells_;
+  stmt_ptr single_;
+  stmt_ptr multi_;
 };
 
 std::string normalize_guid(std::string uuid) {
@@ -121,7 +192,12 @@ struct writer::impl {
   std::int64_t last_pid = 0;
   std::int64_t last_tid = 0;
   std::int64_t last_event = 0;
+  // Batched tables take explicit ids (see insert): running counters like rocprofv3's.
+  std::int64_t next_event_id = 1;
   std::int64_t next_dispatch_id = 1;
+  std::int64_t next_region_id = 1;
+  std::int64_t next_copy_id = 1;
+  std::int64_t next_pmc_event_id = 1;
 
   insert string_insert, node_insert, process_insert, thread_insert, agent_insert, queue_insert,
       stream_insert, code_object_insert, symbol_insert, event_insert, dispatch_insert, copy_insert,
@@ -130,6 +206,11 @@ struct writer::impl {
   ~impl() {
     if (db != nullptr) {
       if (in_transaction) {
+        try {
+          flush();
+        } catch (const rocpd_error&) {
+          // A destructor cannot report; commit() is where callers see write errors.
+        }
         sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
       }
       // close_v2 defers the close until the member statements are finalized after this body.
@@ -147,22 +228,18 @@ struct writer::impl {
     }
   }
 
-  insert prepare(std::string_view table, std::string_view columns) {
-    std::string sql = "INSERT INTO ";
-    sql += table;
-    sql += suffix;
-    sql += " (";
-    sql += columns;
-    sql += ") VALUES (";
-    std::size_t count = 1;
-    for (const char c : columns) {
-      count += c == ',' ? 1 : 0;
-    }
-    for (std::size_t i = 0; i < count; ++i) {
-      sql += i == 0 ? "?" : ", ?";
-    }
-    sql += ")";
-    return insert(db, sql, file);
+  insert prepare(std::string_view table, std::string_view columns, const char* what,
+                 std::size_t batch_rows = 1) {
+    return insert(db, std::string(table) + suffix, columns, batch_rows, file, what);
+  }
+
+  /// Writes the rows the batched tables still buffer (before a commit, and at the end).
+  void flush() {
+    event_insert.flush();
+    dispatch_insert.flush();
+    region_insert.flush();
+    copy_insert.flush();
+    pmc_event_insert.flush();
   }
 
   std::int64_t nid(std::int64_t value) const { return value != 0 ? value : last_nid; }
@@ -176,7 +253,7 @@ struct writer::impl {
     if (const auto it = strings.find(text); it != strings.end()) {
       return it->second;
     }
-    const std::int64_t id = string_insert.text(text).run("a string");
+    const std::int64_t id = string_insert.text(text).run();
     strings.emplace(std::string(text), id);
     return id;
   }
@@ -184,12 +261,14 @@ struct writer::impl {
   std::int64_t event(std::string_view category, std::int64_t stack_id, std::int64_t parent_stack_id,
                      std::int64_t correlation_id, std::string_view extdata) {
     const std::int64_t category_id = intern(category);
-    last_event = event_insert.i64(category_id)
+    last_event = next_event_id++;
+    event_insert.i64(last_event)
+                     .i64(category_id)
                      .i64(stack_id)
                      .i64(parent_stack_id)
                      .i64(correlation_id)
                      .json_text(extdata)
-                     .run("an event");
+                     .run();
     return last_event;
   }
 };
@@ -207,7 +286,7 @@ writer::writer(const std::filesystem::path& path, std::string uuid) : impl_(std:
   }
   std::error_code ec;
   std::filesystem::remove(path, ec); // rocprofv3 replaces an existing file too
-  if (sqlite3_open_v2(w.file.c_str(), &w.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+  if (sqlite3_open_v2(w.file.c_str(), &w.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
       SQLITE_OK) {
     const std::string message = w.db != nullptr ? sqlite3_errmsg(w.db) : "out of memory";
     throw rocpd_error(w.file + ": cannot create the rocpd database: " + message +
@@ -215,49 +294,57 @@ writer::writer(const std::filesystem::path& path, std::string uuid) : impl_(std:
   }
   // The file is written in one go and is useless if the writer dies midway, so durability per
   // statement buys nothing; this is what makes a million rows a matter of seconds.
-  w.exec("PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF;", "set up the connection");
+  w.exec("PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536;",
+         "set up the connection");
   w.exec("BEGIN", "begin a transaction");
   w.in_transaction = true;
   w.exec(rocpd_schema_sql(w.suffix, w.guid), "create the rocpd schema");
 
-  w.string_insert = w.prepare("rocpd_string", "string");
+  constexpr std::size_t batch = 64; // rows per statement for the high-volume tables
+  w.string_insert = w.prepare("rocpd_string", "string", "a string");
   w.node_insert = w.prepare("rocpd_info_node", "id, hash, machine_id, system_name, hostname, "
-                                               "release, version, hardware_name, domain_name");
+                                               "release, version, hardware_name, domain_name", "a node");
   w.process_insert = w.prepare("rocpd_info_process", "id, nid, ppid, pid, init, fini, start, \"end\", "
-                                                     "command, environment, extdata");
+                                                     "command, environment, extdata", "a process");
   w.thread_insert =
-      w.prepare("rocpd_info_thread", "id, nid, ppid, pid, tid, name, start, \"end\", extdata");
+      w.prepare("rocpd_info_thread", "id, nid, ppid, pid, tid, name, start, \"end\", extdata",
+                              "a thread");
   w.agent_insert = w.prepare("rocpd_info_agent",
                              "id, nid, pid, type, absolute_index, logical_index, type_index, uuid, "
-                             "name, model_name, vendor_name, product_name, user_name, extdata");
-  w.queue_insert = w.prepare("rocpd_info_queue", "id, nid, pid, name");
-  w.stream_insert = w.prepare("rocpd_info_stream", "id, nid, pid, name");
+                             "name, model_name, vendor_name, product_name, user_name, extdata",
+                             "an agent");
+  w.queue_insert = w.prepare("rocpd_info_queue", "id, nid, pid, name", "a queue");
+  w.stream_insert = w.prepare("rocpd_info_stream", "id, nid, pid, name", "a stream");
   w.code_object_insert =
       w.prepare("rocpd_info_code_object", "id, nid, pid, agent_id, uri, load_base, load_size, "
-                                          "load_delta, storage_type, extdata");
+                                          "load_delta, storage_type, extdata", "a code object");
   w.symbol_insert = w.prepare(
       "rocpd_info_kernel_symbol",
       "id, nid, pid, code_object_id, kernel_name, display_name, kernel_object, kernarg_segment_size, "
       "kernarg_segment_alignment, group_segment_size, private_segment_size, sgpr_count, "
-      "arch_vgpr_count, accum_vgpr_count, extdata");
+      "arch_vgpr_count, accum_vgpr_count, extdata", "a kernel symbol");
   w.event_insert =
-      w.prepare("rocpd_event", "category_id, stack_id, parent_stack_id, correlation_id, extdata");
+      w.prepare("rocpd_event", "id, category_id, stack_id, parent_stack_id, correlation_id, extdata",
+                "events", batch);
   w.dispatch_insert = w.prepare(
       "rocpd_kernel_dispatch",
       "id, nid, pid, tid, agent_id, kernel_id, dispatch_id, queue_id, stream_id, start, \"end\", "
       "private_segment_size, group_segment_size, workgroup_size_x, workgroup_size_y, "
-      "workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, region_name_id, event_id, extdata");
+      "workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, region_name_id, event_id, extdata",
+      "kernel dispatches", batch);
   w.copy_insert = w.prepare("rocpd_memory_copy",
                             "id, nid, pid, tid, start, \"end\", name_id, dst_agent_id, dst_address, "
                             "src_agent_id, src_address, size, queue_id, stream_id, region_name_id, "
-                            "event_id");
+                            "event_id",
+                            "memory copies", batch);
   w.region_insert =
-      w.prepare("rocpd_region", "id, nid, pid, tid, start, \"end\", name_id, event_id");
+      w.prepare("rocpd_region", "id, nid, pid, tid, start, \"end\", name_id, event_id", "regions", batch);
   w.pmc_info_insert = w.prepare("rocpd_info_pmc",
                                 "id, nid, pid, agent_id, target_arch, name, symbol, description, "
                                 "component, value_type, block, expression, is_constant, "
-                                "is_derived, extdata");
-  w.pmc_event_insert = w.prepare("rocpd_pmc_event", "event_id, pmc_id, value");
+                                "is_derived, extdata", "a counter definition");
+  w.pmc_event_insert =
+      w.prepare("rocpd_pmc_event", "id, event_id, pmc_id, value", "counter values", batch);
   // rocprofv3 always inserts the empty string: the region name of a dispatch without a region.
   w.empty_string_id = w.intern("");
 }
@@ -282,7 +369,7 @@ std::int64_t writer::add_node(const node_info& node) {
       .text(node.version)
       .text(node.hardware_name)
       .text(node.domain_name)
-      .run("a node");
+      .run();
   w.last_nid = id;
   return id;
 }
@@ -300,7 +387,7 @@ std::int64_t writer::add_process(const process_info& process) {
       .text(process.command)
       .json(process.environment)
       .json(process.extdata)
-      .run("a process");
+      .run();
   w.last_pid = process.pid;
   if (process.default_queue_and_stream) {
     add_queue(process.pid, "Default Queue", 0);
@@ -321,7 +408,7 @@ std::int64_t writer::add_thread(const thread_info& thread) {
       .i64(thread.start_ns)
       .i64(thread.end_ns)
       .json(thread.extdata)
-      .run("a thread");
+      .run();
   w.last_tid = thread.tid;
   return thread.tid;
 }
@@ -342,17 +429,17 @@ std::int64_t writer::add_agent(const agent_info& agent) {
       .text(agent.product_name)
       .text(agent.user_name.empty() ? agent.product_name : agent.user_name)
       .json(agent.extdata)
-      .run("an agent");
+      .run();
 }
 
 std::int64_t writer::add_queue(std::int64_t pid, std::string_view name, std::int64_t id) {
   impl& w = *impl_;
-  return w.queue_insert.opt(id).i64(w.last_nid).i64(w.pid(pid)).text(name).run("a queue");
+  return w.queue_insert.opt(id).i64(w.last_nid).i64(w.pid(pid)).text(name).run();
 }
 
 std::int64_t writer::add_stream(std::int64_t pid, std::string_view name, std::int64_t id) {
   impl& w = *impl_;
-  return w.stream_insert.opt(id).i64(w.last_nid).i64(w.pid(pid)).text(name).run("a stream");
+  return w.stream_insert.opt(id).i64(w.last_nid).i64(w.pid(pid)).text(name).run();
 }
 
 std::int64_t writer::add_code_object(const code_object_info& code_object) {
@@ -367,7 +454,7 @@ std::int64_t writer::add_code_object(const code_object_info& code_object) {
       .i64(code_object.load_delta)
       .text(code_object.storage_type)
       .json(code_object.extdata)
-      .run("a code object");
+      .run();
 }
 
 std::int64_t writer::add_kernel_symbol(const kernel_symbol_info& symbol) {
@@ -387,7 +474,7 @@ std::int64_t writer::add_kernel_symbol(const kernel_symbol_info& symbol) {
       .i64(symbol.arch_vgpr_count)
       .i64(symbol.accum_vgpr_count)
       .json(symbol.extdata)
-      .run("a kernel symbol");
+      .run();
 }
 
 std::int64_t writer::add_string(std::string_view text) { return impl_->intern(text); }
@@ -436,7 +523,7 @@ std::int64_t writer::add_dispatch(const dispatch_info& dispatch) {
       .i64(w.intern(dispatch.region_name))
       .i64(event_id)
       .json_text(dispatch.extdata)
-      .run("a kernel dispatch");
+      .run();
   return dispatch_id;
 }
 
@@ -451,7 +538,9 @@ std::int64_t writer::add_memory_copy(const memory_copy_info& copy) {
   }
   const std::int64_t name_id = w.intern(copy.name);
   const std::int64_t region_id = w.intern(copy.region_name);
-  return w.copy_insert.opt(copy.id)
+  const std::int64_t id = copy.id != -1 ? copy.id : w.next_copy_id;
+  w.next_copy_id = std::max(w.next_copy_id, id + 1);
+  w.copy_insert.i64(id)
       .i64(w.nid(copy.nid))
       .i64(w.pid(copy.pid))
       .i64(w.tid(copy.tid))
@@ -467,7 +556,8 @@ std::int64_t writer::add_memory_copy(const memory_copy_info& copy) {
       .i64(copy.stream_id)
       .i64(region_id)
       .i64(event_id)
-      .run("a memory copy");
+      .run();
+  return id;
 }
 
 std::int64_t writer::add_region(const region_info& region) {
@@ -481,8 +571,10 @@ std::int64_t writer::add_region(const region_info& region) {
   }
   const std::int64_t name_id = w.intern(region.name);
   const std::int64_t id =
-      region.id != -1 ? region.id : (region.correlation_id != 0 ? region.correlation_id : -1);
-  return w.region_insert.opt(id)
+      region.id != -1 ? region.id
+                      : (region.correlation_id != 0 ? region.correlation_id : w.next_region_id);
+  w.next_region_id = std::max(w.next_region_id, id + 1);
+  w.region_insert.i64(id)
       .i64(w.nid(region.nid))
       .i64(w.pid(region.pid))
       .i64(w.tid(region.tid))
@@ -490,7 +582,8 @@ std::int64_t writer::add_region(const region_info& region) {
       .i64(region.end_ns)
       .i64(name_id)
       .i64(event_id)
-      .run("a region");
+      .run();
+  return id;
 }
 
 std::int64_t writer::add_pmc_info(const pmc_info& counter) {
@@ -510,17 +603,21 @@ std::int64_t writer::add_pmc_info(const pmc_info& counter) {
       .i64(counter.is_constant ? 1 : 0)
       .i64(counter.is_derived ? 1 : 0)
       .json(counter.extdata)
-      .run("a counter definition");
+      .run();
 }
 
 std::int64_t writer::add_pmc_event(std::int64_t event_id, std::int64_t pmc_id, double value) {
-  return impl_->pmc_event_insert.i64(event_id).i64(pmc_id).real(value).run("a counter value");
+  impl& w = *impl_;
+  const std::int64_t id = w.next_pmc_event_id++;
+  w.pmc_event_insert.i64(id).i64(event_id).i64(pmc_id).real(value).run();
+  return id;
 }
 
 std::int64_t writer::last_event_id() const { return impl_->last_event; }
 
 void writer::commit() {
   impl& w = *impl_;
+  w.flush();
   w.exec("COMMIT", "commit");
   w.in_transaction = false;
   w.exec("BEGIN", "begin a transaction");

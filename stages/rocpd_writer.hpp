@@ -201,8 +201,11 @@ struct pmc_info {
 };
 
 /// Writes one rocpd file. Everything goes into one open transaction (committed by `commit()` and
-/// by the destructor), so a million dispatches take seconds. An existing file is replaced, as
-/// rocprofv3 does. Not thread-safe: one writer per thread.
+/// by the destructor), and events, dispatches, regions, copies and counter values are written 64
+/// rows per statement, so a million dispatches take seconds. Those tables get explicit ids (running
+/// counters unless given), and an error in them (a duplicate id) surfaces at the next full batch or
+/// at commit(). An existing file is replaced, as rocprofv3 does. Not thread-safe: one writer per
+/// thread.
 class writer {
 public:
   /// Creates `path` with the schema. `uuid`: dashed ("0197abcd-1234-7abc-8def-0123456789ab") or

@@ -82,17 +82,21 @@ void runtime_accumulator::add(const dispatch_row& row) {
   }
   ++dispatch_count_;
 
-  auto count = [&](std::map<key, group_acc>& groups, const key& k) {
-    group_acc& group = groups[k];
-    ++group.count;
-    group.total_ns += duration;
-  };
   // Agent ids are node ids of the machine, the same in every process's file; queue and stream
   // handles only mean something inside their process.
-  count(agents_, key{row.database, 0, row.agent_id});
-  count(queues_, key{row.database, row.pid, row.queue_id});
-  count(streams_, key{row.database, row.pid, row.stream_id});
-  count(processes_, key{row.database, row.pid, 0});
+  agents_.add(key{row.database, 0, row.agent_id}, duration);
+  queues_.add(key{row.database, row.pid, row.queue_id}, duration);
+  streams_.add(key{row.database, row.pid, row.stream_id}, duration);
+  processes_.add(key{row.database, row.pid, 0}, duration);
+}
+
+void runtime_accumulator::group_set::add(const key& k, std::int64_t duration_ns) {
+  if (last == nullptr || k != last_key) {
+    last = &groups[k];
+    last_key = k;
+  }
+  ++last->count;
+  last->total_ns += duration_ns;
 }
 
 runtime_summary runtime_accumulator::finish() const {
@@ -122,9 +126,9 @@ runtime_summary runtime_accumulator::finish() const {
   }
 
   // Groups with the same label (one GPU seen by several processes) are one line.
-  auto collect = [](const std::map<key, group_acc>& groups, auto&& label) {
+  auto collect = [](const group_set& set, auto&& label) {
     std::map<std::string, group_acc> merged;
-    for (const auto& [k, acc] : groups) {
+    for (const auto& [k, acc] : set.groups) {
       group_acc& into = merged[label(k)];
       into.count += acc.count;
       into.total_ns += acc.total_ns;

@@ -93,10 +93,18 @@ private:
   };
 
   std::unordered_map<std::string, kernel_acc, string_hash, std::equal_to<>> kernels_;
-  std::map<key, group_acc> agents_;
-  std::map<key, group_acc> queues_;
-  std::map<key, group_acc> streams_;
-  std::map<key, group_acc> processes_;
+  /// Consecutive dispatches mostly share agent, queue, stream and process, so each group set keeps
+  /// its last entry (map nodes do not move) and skips the tree walk on a repeat.
+  struct group_set {
+    std::map<key, group_acc> groups;
+    key last_key{};
+    group_acc* last = nullptr;
+    void add(const key& k, std::int64_t duration_ns);
+  };
+  group_set agents_;
+  group_set queues_;
+  group_set streams_;
+  group_set processes_;
   std::vector<agent_row> agent_rows_;
   std::vector<queue_row> queue_rows_;
   std::vector<stream_row> stream_rows_;

@@ -1,4 +1,5 @@
 #include "workers/compile_worker.hpp"
+#include "workers/nvcc_resource_usage.hpp"
 
 #include <unistd.h>
 
@@ -467,6 +468,11 @@ private:
       for (const std::string& word : request.argv) {
         child.argv.push_back(substitute_out(word, artifact.string(), wants_artifact));
       }
+      // nvcc reports registers, shared/local memory and spills per kernel only when asked; the
+      // flag changes nothing in the artifact.
+      if (nvcc_needs_resource_flag(child.argv)) {
+        child.argv.push_back("--resource-usage");
+      }
 
       log->info("{}compiling with {} in {}", job_tag(env.job_id), join(child.argv, " "), dir.string());
       child_process process = child_process::spawn(child);
@@ -543,6 +549,7 @@ private:
           if (!stream) throw std::runtime_error("cannot read the artifact " + job.artifact.string());
           body.has_artifact = true;
           body.status = messages::compile_status::ok;
+          body.resources = parse_ptxas_resource_usage(body.output);
         }
       }
     } catch (const std::exception& error) {
