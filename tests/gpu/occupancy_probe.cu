@@ -13,7 +13,7 @@
 // Output on stdout, one line each:
 //   {"kernel": ..., "block": b, "regs": r, "static_smem": s, "dynamic_smem": d,
 //    "blocks_per_sm": n, "device": "sm_90", "name": "<prop.name>", ...}
-// Diagnostics go to stderr. Exit codes: 0 done, 77 no CUDA device (skip), 1 a CUDA error.
+// Notes go to stdout between the JSON lines (one stream, so they never split a line); errors to stderr. Exit codes: 0 done, 77 no CUDA device (skip), 1 a CUDA error.
 
 #include <cuda_runtime.h>
 
@@ -143,7 +143,7 @@ int main() {
   RPL_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   const std::string device = "sm_" + std::to_string(prop.major * 10 + prop.minor);
   const std::string name = json_escape(prop.name);
-  std::fprintf(stderr,
+  std::fprintf(stdout,
                "occupancy_probe: %s (%s), %d SMs, %zu B shared per SM, %zu B opt-in per block, "
                "%d regs per SM, %d max blocks per SM\n",
                prop.name, device.c_str(), prop.multiProcessorCount, prop.sharedMemPerMultiprocessor,
@@ -197,7 +197,7 @@ int main() {
         optin > attributes.sharedSizeBytes ? optin - attributes.sharedSizeBytes : 0;
     RPL_CUDA_CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(max_dynamic)));
-    std::fprintf(stderr,
+    std::fprintf(stdout,
                  "occupancy_probe: %s: %d regs, %zu B static shared, %zu B local, max %d threads, "
                  "max dynamic %zu B\n",
                  v.name.c_str(), attributes.numRegs, attributes.sharedSizeBytes,
@@ -223,7 +223,7 @@ int main() {
         const cudaError_t status =
             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, v.fn, block, dynamic);
         if (over_limit && status != cudaSuccess) {
-          std::fprintf(stderr, "occupancy_probe: %s block %d (over its limit of %d): %s; not compared\n",
+          std::fprintf(stdout, "occupancy_probe: %s block %d (over its limit of %d): %s; not compared\n",
                        v.name.c_str(), block, attributes.maxThreadsPerBlock,
                        cudaGetErrorName(status));
           (void)cudaGetLastError();
@@ -243,7 +243,7 @@ int main() {
   }
   RPL_CUDA_CHECK(cudaGetLastError());
   std::fflush(stdout);
-  std::fprintf(stderr, "occupancy_probe: %d combinations printed, %d not launchable (skipped)\n",
+  std::fprintf(stdout, "occupancy_probe: %d combinations printed, %d not launchable (skipped)\n",
                lines, skipped);
   return lines > 0 ? 0 : 1;
 }

@@ -84,7 +84,8 @@ TEST(OccupancyVsRuntime, ModelMatchesCudaOccupancyCalculatorForEveryProbedKernel
   ASSERT_FALSE(outcome.timed_out) << probe << " ran past 3 minutes; output:\n" << outcome.output;
   ASSERT_FALSE(outcome.output_truncated) << probe << " printed more than 32 MiB";
 
-  // stdout (JSON lines) and stderr (lines starting "occupancy_probe:") come back merged.
+  // JSON lines and notes (lines starting "occupancy_probe:") share stdout; stderr, merged in, only
+  // carries a fatal error.
   std::vector<probe_line> lines;
   std::vector<std::string> notes;
   std::vector<std::string> bad_lines;
