@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <condition_variable>
 #include <deque>
 #include <fstream>
@@ -70,6 +71,38 @@ std::string toolchain_id(const std::string& compiler) {
   }
   const auto first_line = outcome.output.substr(0, outcome.output.find('\n'));
   return compiler + " " + first_line;
+}
+
+/// The compute capability of this host's first NVIDIA GPU as "sm_XY", or empty without one.
+std::string local_nvidia_arch() {
+  workers::child_options options;
+  options.argv = {"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"};
+  options.max_output_bytes = 4096;
+  const auto outcome = workers::run_child(options, std::chrono::milliseconds(10000));
+  if (!outcome.succeeded()) {
+    return {};
+  }
+  std::string cap = outcome.output.substr(0, outcome.output.find('\n'));
+  cap.erase(std::remove(cap.begin(), cap.end(), '.'), cap.end());
+  cap.erase(std::remove_if(cap.begin(), cap.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); }),
+            cap.end());
+  return cap.empty() || cap.find_first_not_of("0123456789") != std::string::npos ? std::string()
+                                                                                : "sm_" + cap;
+}
+
+/// nvcc without an architecture flag builds for an old default; such builds get the local GPU's.
+bool nvcc_without_arch(const std::vector<std::string>& argv) {
+  if (argv.empty() || std::filesystem::path(argv[0]).filename() != "nvcc") {
+    return false;
+  }
+  for (const auto& word : argv) {
+    for (const char* flag : {"-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code"}) {
+      if (word.rfind(flag, 0) == 0) {
+        return false;
+      }
+    }
+  }
+  return true;
 }
 
 std::string make_run_id() {
@@ -182,6 +215,7 @@ private:
   std::vector<messages::source_file> sources_;
   std::vector<std::pair<std::string, std::string>> source_pairs_;
   std::map<std::string, std::string> toolchains_;
+  std::string nvidia_arch_;  ///< this host's GPU, for nvcc builds that name no architecture
   std::unique_ptr<stages::strategy> strategy_;
   std::size_t workers_ = 1;
   std::string fingerprint_;
@@ -250,6 +284,7 @@ void autotune_job::validate() {
     source_pairs_.emplace_back(file.name, file.content);
     sources_.push_back(std::move(file));
   }
+  nvidia_arch_ = local_nvidia_arch();
   const auto allowed = options_.allowed_compilers.empty()
                            ? workers::compile_worker_options{}.allowed_compilers
                            : options_.allowed_compilers;
@@ -380,6 +415,9 @@ candidate_ptr autotune_job::next_candidate() {
     values["BIN"] = "{BIN}";
     try {
       c->build_argv = build_->expand(values);
+      if (!nvidia_arch_.empty() && nvcc_without_arch(c->build_argv)) {
+        c->build_argv.push_back("-arch=" + nvidia_arch_);
+      }
       c->run_argv = cmd_->expand(values);
     } catch (const std::exception& error) {
       spdlog::error("candidate {}: {}", *index, error.what());
