@@ -19,7 +19,7 @@ FORMAT_DIRS := $(wildcard messages stages workers engine tests bench examples)
 DEMO_BUILD := g++ -O2 -std=c++17 -march=native -DTILE_I={TILE_I} -DTILE_J={TILE_J} -DTILE_K={TILE_K} -DUNROLL={UNROLL} matmul.cpp -o {OUT}
 DEMO_CMD   := {BIN} --n 256
 
-.PHONY: all deps build demo test bench format clean
+.PHONY: all deps build demo test bench gpu-bundle format clean
 
 all: build
 
@@ -43,8 +43,16 @@ bench: build
 	$(BUILD_DIR)/bin/sweep
 	$(BUILD_DIR)/bin/overhead
 
+# Build, then collect a relocatable bundle for a GPU host; there: bash scripts/gpu-check .bundle
+gpu-bundle: build
+	scripts/bundle $(BUILD_DIR) .bundle
+
 format:
-	@command -v clang-format >/dev/null || { echo "format: clang-format not found (apt-get install clang-format)" >&2; exit 1; }
+	@command -v clang-format >/dev/null || { echo "# Build, then collect a relocatable bundle for a GPU host; there: bash scripts/gpu-check .bundle
+gpu-bundle: build
+	scripts/bundle $(BUILD_DIR) .bundle
+
+format: clang-format not found (apt-get install clang-format)" >&2; exit 1; }
 	find $(FORMAT_DIRS) -type f \( -name '*.hpp' -o -name '*.cpp' \) -print0 \
 	  | xargs -0 -r clang-format -i
 
