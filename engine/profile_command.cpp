@@ -309,9 +309,14 @@ void print_text(const nlohmann::json& r) {
   std::printf("all runs: %d dispatches, GPU time %s ms, runtime helpers %s ms, wall span %s ms\n\n",
               t["dispatches"].get<int>(), fixed(t["gpu_time_ms"], 3).c_str(),
               fixed(t["helper_gpu_time_ms"], 3).c_str(), fixed(t["wall_span_ms"], 3).c_str());
+  // NVIDIA agents (sm_XY) store registers per thread where AMD stores VGPRs, and shared memory as LDS.
+  bool nvidia = false;
+  for (const auto& a : r["gpu"]["agents"]) {
+    nvidia = nvidia || a["name"].get<std::string>().rfind("sm_", 0) == 0;
+  }
   std::printf("%-40s %7s %11s %10s %10s %10s %7s %6s %5s %5s %5s %7s  %s\n", "kernel", "calls",
-              "total ms", "mean us", "median us", "p95 us", "cv", "share", "VGPR", "AGPR", "SGPR",
-              "LDS", "occupancy");
+              "total ms", "mean us", "median us", "p95 us", "cv", "share", nvidia ? "REGS" : "VGPR",
+              "AGPR", "SGPR", nvidia ? "SMEM" : "LDS", "occupancy");
   for (const auto& k : r["kernels"]) {
     std::string res = "    -     -     -       -";
     if (k["resources"].is_object()) {
