@@ -62,6 +62,7 @@ std::optional<std::filesystem::path> find_on_path(const std::string& name) {
 struct kernel_shape {
   std::map<std::array<std::uint32_t, 3>, std::size_t> blocks;
   std::map<std::array<std::uint32_t, 3>, std::size_t> grids;
+  std::map<std::int64_t, std::size_t> lds_bytes;  // the dispatch's, dynamic included
   std::pair<std::size_t, std::int64_t> agent{0, 0};  // database, agent id of the first dispatch
   std::pair<std::size_t, std::int64_t> symbol{0, 0};  // database, kernel id
 };
@@ -141,6 +142,7 @@ nlohmann::json build_report(const std::vector<std::vector<std::filesystem::path>
     }
     ++it->second.blocks[{row.workgroup[0], row.workgroup[1], row.workgroup[2]}];
     ++it->second.grids[{row.grid[0], row.grid[1], row.grid[2]}];
+    ++it->second.lds_bytes[row.group_segment_size];
   });
   const auto summary = accumulator.finish();
   if (summary.dispatch_count == 0) {
@@ -206,8 +208,11 @@ nlohmann::json build_report(const std::vector<std::vector<std::filesystem::path>
       // accumulation registers come on top (unified file on gfx90a and later).
       resources.agprs = static_cast<std::uint32_t>(s.accum_vgpr_count);
       resources.sgprs = static_cast<std::uint32_t>(s.sgpr_count);
-      // The dispatch's group segment includes dynamic LDS; the symbol's is the static part.
-      resources.lds_bytes = static_cast<std::uint64_t>(s.group_segment_size);
+      // The dispatch's group segment includes dynamic LDS (shared memory); the symbol's is only
+      // the static part, so the dispatch's wins where the trace has it.
+      const auto dispatch_lds = most_common(shape.lds_bytes);
+      resources.lds_bytes = static_cast<std::uint64_t>(
+          std::max<std::int64_t>(dispatch_lds, s.group_segment_size));
       resources.scratch_bytes = static_cast<std::uint64_t>(s.private_segment_size);
       j["occupancy"] = occupancy_json(stages::compute_occupancy(arch, resources), arch.target,
                                       resources.block_size);

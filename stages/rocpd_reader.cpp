@@ -279,7 +279,7 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
           {"start", "end", "kernel_id", "agent_id", "queue_id", "stream_id", "pid", "dispatch_id",
            "grid_size_x", "grid_size_y", "grid_size_z", "workgroup_size_x", "workgroup_size_y",
            "workgroup_size_z", "guid"},
-          {"tid"});
+          {"tid", "group_segment_size", "private_segment_size"});
       const std::string sql =
           "SELECT " + columns +
           ", COALESCE(NULLIF(S.display_name, ''), S.kernel_name) FROM " +
@@ -303,9 +303,11 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
           row.workgroup[axis] = column_u32(s, 11 + axis);
         }
         row.tid = sqlite3_column_int64(s, 15);
-        const auto* name = reinterpret_cast<const char*>(sqlite3_column_text(s, 16));
+        row.group_segment_size = sqlite3_column_int64(s, 16);
+        row.private_segment_size = sqlite3_column_int64(s, 17);
+        const auto* name = reinterpret_cast<const char*>(sqlite3_column_text(s, 18));
         if (name != nullptr) {
-          row.kernel_name = std::string_view(name, static_cast<std::size_t>(sqlite3_column_bytes(s, 16)));
+          row.kernel_name = std::string_view(name, static_cast<std::size_t>(sqlite3_column_bytes(s, 18)));
         } else {
           // A dispatch whose symbol row is missing still counts, under a name that says so.
           fallback = "<unknown kernel " + std::to_string(row.kernel_id) + ">";

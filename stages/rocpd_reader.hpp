@@ -33,6 +33,8 @@ struct dispatch_row {
   std::uint32_t grid[3] = {0, 0, 0};      ///< work-items
   std::uint32_t workgroup[3] = {0, 0, 0}; ///< work-items per workgroup
   std::size_t database = 0;               ///< index into reader::paths()
+  std::int64_t group_segment_size = 0;   ///< LDS (shared memory) per workgroup, static + dynamic; 0 if absent
+  std::int64_t private_segment_size = 0; ///< scratch (local memory) per work-item; 0 if absent
 };
 
 struct agent_row {

@@ -105,12 +105,13 @@ int main(int argc, char** argv) {
 
   struct kernel {
     const char* name;
-    std::int64_t vgpr, agpr, sgpr, lds, scratch, block, duration_ns;
+    std::int64_t vgpr, agpr, sgpr, lds, dynamic_lds, scratch, block, duration_ns;
   };
+  // gemm_tile launches with 16 KiB of dynamic LDS on top of its 16 KiB static LDS.
   const kernel kernels[] = {
-      {"gemm_tile(float const*, float const*, float*, int)", 128, 0, 48, 16384, 0, 256, 400000},
-      {"reduce_sum(float*, int)", 32, 0, 24, 4096, 0, 1024, 50000},
-      {"__amd_rocclr_fillBufferAligned", 8, 0, 16, 0, 0, 256, 3000},
+      {"gemm_tile(float const*, float const*, float*, int)", 128, 0, 48, 16384, 16384, 0, 256, 400000},
+      {"reduce_sum(float*, int)", 32, 0, 24, 4096, 0, 0, 1024, 50000},
+      {"__amd_rocclr_fillBufferAligned", 8, 0, 16, 0, 0, 0, 256, 3000},
   };
   int dispatches = 10;
   if (const char* n = std::getenv("FAKE_ROCPROF_DISPATCHES")) {
@@ -147,7 +148,7 @@ int main(int argc, char** argv) {
       d.end_ns = now + static_cast<std::int64_t>(static_cast<double>(k.duration_ns + i * 100) * jitter);
       d.workgroup = {k.block, 1, 1};
       d.grid = {k.block * 1024, 1, 1};
-      d.group_segment_size = k.lds;
+      d.group_segment_size = k.lds + k.dynamic_lds;
       db.add_dispatch(d);
       now = d.end_ns + 2000;
     }
