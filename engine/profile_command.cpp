@@ -408,27 +408,48 @@ std::string join(const std::vector<std::string>& words) {
   return text;
 }
 
+/// One run of a command for profile, with its timeout; --debug echoes its output under `title`.
+workers::child_outcome run_once(const profile_options& options, std::vector<std::string> argv,
+                                const std::string& title) {
+  workers::child_options child;
+  child.argv = std::move(argv);
+  child.max_output_bytes = 1 << 20;
+  const auto limit = options.timeout_s > 0 ? static_cast<long>(options.timeout_s * 1000)
+                                           : 24L * 3600 * 1000;
+  auto outcome = workers::run_child(child, std::chrono::milliseconds(limit));
+  if (options.debug) {
+    std::fprintf(stderr, "--- %s ---\n%s", title.c_str(), outcome.output.c_str());
+  }
+  return outcome;
+}
+
+/// "exited with status 3", "was killed by SIGSEGV (...)", "timed out", or why it did not start.
+std::string describe_failure(const workers::child_outcome& outcome) {
+  if (!outcome.launched) {
+    return outcome.launch_error;
+  }
+  if (outcome.timed_out) {
+    return "timed out";
+  }
+  if (outcome.term_signal != 0) {
+    return "was killed by " + workers::describe_signal(outcome.term_signal);
+  }
+  return "exited with status " + std::to_string(outcome.exit_code);
+}
+
+std::string output_tail(const workers::child_outcome& outcome) {
+  return outcome.output.size() > 2000 ? outcome.output.substr(outcome.output.size() - 2000)
+                                      : outcome.output;
+}
+
 /// The timing backend: whole-process wall time, no per-kernel data.
 nlohmann::json timing_report(const profile_options& options) {
   std::vector<std::int64_t> samples;
   for (unsigned run = 0; run < options.runs; ++run) {
-    workers::child_options child;
-    child.argv = options.app;
-    child.capture_output = true;
-    child.max_output_bytes = 16384;
-    const auto outcome = workers::run_child(
-        child, std::chrono::milliseconds(options.timeout_s > 0 ? static_cast<long>(options.timeout_s * 1000)
-                                                               : 24L * 3600 * 1000));
-    if (options.debug) {
-      std::fprintf(stderr, "%s", outcome.output.c_str());
-    }
+    const auto outcome = run_once(options, options.app, "application, run " + std::to_string(run + 1));
     if (!outcome.succeeded()) {
       throw run_error("run " + std::to_string(run + 1) + ": " + join(options.app) + " " +
-                      (outcome.launched ? (outcome.timed_out ? "timed out"
-                                           : outcome.term_signal != 0
-                                               ? "was killed by " + workers::describe_signal(outcome.term_signal)
-                                               : "exited with status " + std::to_string(outcome.exit_code))
-                                        : outcome.launch_error) +
+                      describe_failure(outcome) +
                       "; fix: check that the application runs on its own (--debug shows its output)");
     }
     samples.push_back(outcome.wall.count());
@@ -469,28 +490,13 @@ std::vector<std::vector<std::filesystem::path>> trace_runs(const profile_options
   for (unsigned run = 0; run < options.runs; ++run) {
     const auto dir = root / ("run-" + std::to_string(run + 1));
     std::filesystem::create_directories(dir);
-    workers::child_options child;
-    child.argv = {rocprofv3.string(), "--kernel-trace", "--output-format", "rocpd", "-d",
-                  dir.string(), "--"};
-    child.argv.insert(child.argv.end(), options.app.begin(), options.app.end());
-    child.max_output_bytes = 1 << 20;
-    const auto outcome = workers::run_child(
-        child, std::chrono::milliseconds(options.timeout_s > 0 ? static_cast<long>(options.timeout_s * 1000)
-                                                               : 24L * 3600 * 1000));
-    if (options.debug) {
-      std::fprintf(stderr, "--- rocprofv3, run %u ---\n%s", run + 1, outcome.output.c_str());
-    }
+    std::vector<std::string> argv = {rocprofv3.string(), "--kernel-trace", "--output-format",
+                                     "rocpd", "-d", dir.string(), "--"};
+    argv.insert(argv.end(), options.app.begin(), options.app.end());
+    const auto outcome = run_once(options, argv, "rocprofv3, run " + std::to_string(run + 1));
     if (!outcome.succeeded()) {
-      std::string tail = outcome.output.size() > 2000
-                             ? outcome.output.substr(outcome.output.size() - 2000)
-                             : outcome.output;
-      throw run_error("run " + std::to_string(run + 1) + ": rocprofv3 " +
-                      (outcome.launched ? (outcome.timed_out ? "timed out"
-                                           : outcome.term_signal != 0
-                                               ? "was killed by " + workers::describe_signal(outcome.term_signal)
-                                               : "exited with status " + std::to_string(outcome.exit_code))
-                                        : outcome.launch_error) +
-                      "; fix: run with --debug to see rocprofv3's output\n" + tail);
+      throw run_error("run " + std::to_string(run + 1) + ": rocprofv3 " + describe_failure(outcome) +
+                      "; fix: run with --debug to see rocprofv3's output\n" + output_tail(outcome));
     }
     runs.push_back({dir});
   }
@@ -534,29 +540,14 @@ std::vector<std::vector<std::filesystem::path>> cuda_runs(const profile_options&
     // The child inherits these; nothing else runs in this process meanwhile.
     ::setenv("CUDA_INJECTION64_PATH", tracer.c_str(), 1);
     ::setenv("RPL_TRACE_DIR", dir.c_str(), 1);
-    workers::child_options child;
-    child.argv = options.app;
-    child.max_output_bytes = 1 << 20;
-    const auto outcome = workers::run_child(
-        child, std::chrono::milliseconds(options.timeout_s > 0 ? static_cast<long>(options.timeout_s * 1000)
-                                                               : 24L * 3600 * 1000));
+    const auto outcome = run_once(options, options.app, "application, run " + std::to_string(run + 1));
     ::unsetenv("CUDA_INJECTION64_PATH");
     ::unsetenv("RPL_TRACE_DIR");
-    if (options.debug) {
-      std::fprintf(stderr, "--- application, run %u ---\n%s", run + 1, outcome.output.c_str());
-    }
     if (!outcome.succeeded()) {
-      std::string tail = outcome.output.size() > 2000
-                             ? outcome.output.substr(outcome.output.size() - 2000)
-                             : outcome.output;
       throw run_error("run " + std::to_string(run + 1) + ": " + join(options.app) + " " +
-                      (outcome.launched ? (outcome.timed_out ? "timed out"
-                                           : outcome.term_signal != 0
-                                               ? "was killed by " + workers::describe_signal(outcome.term_signal)
-                                               : "exited with status " + std::to_string(outcome.exit_code))
-                                        : outcome.launch_error) +
+                      describe_failure(outcome) +
                       " under the CUPTI tracer; fix: run it alone, or with --debug to see its output\n" +
-                      tail);
+                      output_tail(outcome));
     }
     bool traced = false;
     for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {

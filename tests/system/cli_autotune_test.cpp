@@ -5,11 +5,8 @@
 #include <sys/socket.h>
 
 #include <nlohmann/json.hpp>
-#include <valijson/adapters/nlohmann_json_adapter.hpp>
-#include <valijson/schema.hpp>
-#include <valijson/schema_parser.hpp>
-#include <valijson/validator.hpp>
 
+#include "support/json_schema.hpp"
 #include "support/test_support.hpp"
 
 namespace rpl {
@@ -29,30 +26,8 @@ std::vector<std::string> autotune_args(const std::filesystem::path& space,
           "--heartbeat-ms", "100", "--db", db.string()};
 }
 
-/// Validates a document against docs/schema/autotune.schema.json; returns the errors.
 std::vector<std::string> schema_errors(const nlohmann::json& document) {
-  const auto schema_text =
-      rpl::testing::read_text(rpl::testing::source_dir / "docs/schema/autotune.schema.json");
-  const auto schema_json = nlohmann::json::parse(schema_text);
-  valijson::Schema schema;
-  valijson::SchemaParser parser;
-  valijson::adapters::NlohmannJsonAdapter schema_adapter(schema_json);
-  parser.populateSchema(schema_adapter, schema);
-  valijson::Validator validator;
-  valijson::ValidationResults results;
-  valijson::adapters::NlohmannJsonAdapter target(document);
-  std::vector<std::string> errors;
-  if (!validator.validate(schema, target, &results)) {
-    valijson::ValidationResults::Error error;
-    while (results.popError(error)) {
-      std::string where;
-      for (const auto& part : error.context) {
-        where += part;
-      }
-      errors.push_back(where + ": " + error.description);
-    }
-  }
-  return errors;
+  return rpl::testing::schema_errors(document, "autotune.schema.json");
 }
 
 TEST(cli, prints_its_version) {

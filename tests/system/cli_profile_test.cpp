@@ -4,11 +4,8 @@
 #include <stdlib.h>
 
 #include <nlohmann/json.hpp>
-#include <valijson/adapters/nlohmann_json_adapter.hpp>
-#include <valijson/schema.hpp>
-#include <valijson/schema_parser.hpp>
-#include <valijson/validator.hpp>
 
+#include "support/json_schema.hpp"
 #include "support/test_support.hpp"
 
 namespace rpl {
@@ -47,27 +44,7 @@ private:
 };
 
 std::vector<std::string> validate(const nlohmann::json& document, const std::string& schema_file) {
-  const auto schema_json =
-      nlohmann::json::parse(rpl::testing::read_text(rpl::testing::source_dir / "docs/schema" / schema_file));
-  valijson::Schema schema;
-  valijson::SchemaParser parser;
-  valijson::adapters::NlohmannJsonAdapter schema_adapter(schema_json);
-  parser.populateSchema(schema_adapter, schema);
-  valijson::Validator validator;
-  valijson::ValidationResults results;
-  valijson::adapters::NlohmannJsonAdapter target(document);
-  std::vector<std::string> errors;
-  if (!validator.validate(schema, target, &results)) {
-    valijson::ValidationResults::Error error;
-    while (results.popError(error)) {
-      std::string where;
-      for (const auto& part : error.context) {
-        where += part;
-      }
-      errors.push_back(where + ": " + error.description);
-    }
-  }
-  return errors;
+  return rpl::testing::schema_errors(document, schema_file);
 }
 
 nlohmann::json parse_json_output(const std::string& output) {
