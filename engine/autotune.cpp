@@ -73,21 +73,50 @@ std::string toolchain_id(const std::string& compiler) {
   return compiler + " " + first_line;
 }
 
-/// The compute capability of this host's first NVIDIA GPU as "sm_XY", or empty without one.
+/// The compute capability of this host's first NVIDIA GPU as "sm_XY", or empty without one. Asks
+/// nvidia-smi first, then the CUDA toolkit's own device query (what `nvcc -arch=native` uses), since
+/// some drivers' nvidia-smi cannot report compute_cap.
 std::string local_nvidia_arch() {
-  workers::child_options options;
-  options.argv = {"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"};
-  options.max_output_bytes = 4096;
-  const auto outcome = workers::run_child(options, std::chrono::milliseconds(10000));
-  if (!outcome.succeeded()) {
+  auto first_number = [](const std::string& text) {
+    std::string digits;
+    for (char c : text) {
+      if (std::isdigit(static_cast<unsigned char>(c)) != 0) {
+        digits += c;
+      } else if (c == '.') {
+        continue;
+      } else if (!digits.empty()) {
+        break;
+      }
+    }
+    return digits;
+  };
+  std::error_code ec;
+  if (!std::filesystem::exists("/dev/nvidia0", ec) && !std::filesystem::exists("/proc/driver/nvidia", ec)) {
     return {};
   }
-  std::string cap = outcome.output.substr(0, outcome.output.find('\n'));
-  cap.erase(std::remove(cap.begin(), cap.end(), '.'), cap.end());
-  cap.erase(std::remove_if(cap.begin(), cap.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); }),
-            cap.end());
-  return cap.empty() || cap.find_first_not_of("0123456789") != std::string::npos ? std::string()
-                                                                                : "sm_" + cap;
+  std::vector<std::vector<std::string>> queries = {
+      {"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"}};
+  for (const char* dir : {"/usr/local/cuda/bin", "/usr/bin"}) {
+    const auto tool = std::filesystem::path(dir) / "__nvcc_device_query";
+    if (std::filesystem::exists(tool, ec)) {
+      queries.push_back({tool.string()});
+    }
+  }
+  for (const auto& argv : queries) {
+    workers::child_options options;
+    options.argv = argv;
+    options.max_output_bytes = 4096;
+    // The first query on a freshly booted host can take seconds while the driver initialises.
+    const auto outcome = workers::run_child(options, std::chrono::milliseconds(30000));
+    if (!outcome.succeeded()) {
+      continue;
+    }
+    const auto cap = first_number(outcome.output);
+    if (cap.size() >= 2 && cap.size() <= 3) {
+      return "sm_" + cap;
+    }
+  }
+  return {};
 }
 
 /// nvcc without an architecture flag builds for an old default; such builds get the local GPU's.
