@@ -541,28 +541,16 @@ void autotune_job::report(const candidate_state& c) {
   on_progress_(progress);
 }
 
-std::string first_line(const std::string& text) {
-  const auto start = text.find_first_not_of(" \n\t");
-  if (start == std::string::npos) {
-    return {};
-  }
-  auto line = text.substr(start, text.find('\n', start) - start);
-  if (line.size() > 200) {
-    line = line.substr(0, 200) + "...";
-  }
-  return line;
-}
-
 /// The first line that reads like a compiler diagnostic, else the first line.
 std::string compiler_summary(const std::string& output) {
   std::istringstream in(output);
   std::string line;
   while (std::getline(in, line)) {
     if (line.find("error") != std::string::npos) {
-      return first_line(line);
+      return workers::first_output_line(line);
     }
   }
-  return first_line(output);
+  return workers::first_output_line(output);
 }
 
 autotune_result autotune_job::run() {

@@ -336,6 +336,28 @@ child_outcome run_child(const child_options& options, std::chrono::milliseconds 
   return child.finish();
 }
 
+std::string first_output_line(std::string_view output, std::size_t max_chars) {
+  std::size_t begin = 0;
+  while (begin < output.size()) {
+    std::size_t end = output.find('\n', begin);
+    if (end == std::string_view::npos) {
+      end = output.size();
+    }
+    std::string_view line = output.substr(begin, end - begin);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
+      line.remove_suffix(1);
+    }
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) {
+      line.remove_prefix(1);
+    }
+    if (!line.empty()) {
+      return line.size() > max_chars ? std::string(line.substr(0, max_chars)) + "..." : std::string(line);
+    }
+    begin = end + 1;
+  }
+  return {};
+}
+
 std::string describe_signal(int sig) {
   const char* abbrev = ::sigabbrev_np(sig);
   const char* description = ::sigdescr_np(sig);

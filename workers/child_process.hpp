@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rpl::workers {
@@ -102,5 +103,9 @@ child_outcome run_child(const child_options& options, std::chrono::milliseconds 
 
 /// "SIGSEGV (Segmentation fault)"; "signal 77" for numbers the C library does not know.
 std::string describe_signal(int sig);
+
+/// The first non-blank line of a program's output, trailing blanks removed, cut to `max_chars`
+/// (with "..."), for quoting it in a reason; empty when there is none.
+std::string first_output_line(std::string_view output, std::size_t max_chars = 200);
 
 }  // namespace rpl::workers

@@ -11,25 +11,6 @@ namespace {
 
 /// Output is kept only to quote it in a failure reason, so a little is enough.
 constexpr std::size_t kept_output_bytes = 4096;
-constexpr std::size_t quoted_line_chars = 200;
-
-std::string first_line(const std::string& output) {
-  std::size_t begin = 0;
-  while (begin < output.size()) {
-    std::size_t end = output.find('\n', begin);
-    if (end == std::string::npos) end = output.size();
-    std::string line = output.substr(begin, end - begin);
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
-      line.pop_back();
-    }
-    if (!line.empty()) {
-      if (line.size() > quoted_line_chars) line = line.substr(0, quoted_line_chars) + "...";
-      return line;
-    }
-    begin = end + 1;
-  }
-  return {};
-}
 
 std::string describe_timeout(std::uint32_t timeout_ms) {
   if (timeout_ms < 1000) return std::to_string(timeout_ms) + " ms";
@@ -84,7 +65,7 @@ messages::measure_result run_timing_measurement(const messages::measure_request&
     } else {
       result.status = messages::measure_status::nonzero_exit;
       result.reason = run_name + " exited with status " + std::to_string(outcome.exit_code);
-      const std::string line = first_line(outcome.output);
+      const std::string line = first_output_line(outcome.output);
       if (!line.empty()) result.reason += ": " + line;
     }
     return result;
