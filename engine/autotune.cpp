@@ -31,6 +31,7 @@
 #include "stages/strategy.hpp"
 #include "workers/child_process.hpp"
 #include "workers/compile_worker.hpp"
+#include "workers/nvcc_resource_usage.hpp"
 #include "workers/timing_lane.hpp"
 
 namespace rpl::engine {
@@ -117,21 +118,6 @@ std::string local_nvidia_arch() {
     }
   }
   return {};
-}
-
-/// nvcc without an architecture flag builds for an old default; such builds get the local GPU's.
-bool nvcc_without_arch(const std::vector<std::string>& argv) {
-  if (argv.empty() || std::filesystem::path(argv[0]).filename() != "nvcc") {
-    return false;
-  }
-  for (const auto& word : argv) {
-    for (const char* flag : {"-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code"}) {
-      if (word.rfind(flag, 0) == 0) {
-        return false;
-      }
-    }
-  }
-  return true;
 }
 
 std::string make_run_id() {
@@ -444,7 +430,7 @@ candidate_ptr autotune_job::next_candidate() {
     values["BIN"] = "{BIN}";
     try {
       c->build_argv = build_->expand(values);
-      if (!nvidia_arch_.empty() && nvcc_without_arch(c->build_argv)) {
+      if (!nvidia_arch_.empty() && workers::nvcc_names_no_architecture(c->build_argv)) {
         c->build_argv.push_back("-arch=" + nvidia_arch_);
       }
       c->run_argv = cmd_->expand(values);

@@ -64,8 +64,26 @@ std::vector<messages::kernel_resource_usage> parse_ptxas_resource_usage(std::str
   return kernels;
 }
 
+bool is_nvcc(const std::vector<std::string>& argv) {
+  return !argv.empty() && std::filesystem::path(argv[0]).filename() == "nvcc";
+}
+
+bool nvcc_names_no_architecture(const std::vector<std::string>& argv) {
+  if (!is_nvcc(argv)) {
+    return false;
+  }
+  for (const auto& word : argv) {
+    for (const char* flag : {"-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code"}) {
+      if (word.rfind(flag, 0) == 0) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 bool nvcc_needs_resource_flag(const std::vector<std::string>& argv) {
-  if (argv.empty() || std::filesystem::path(argv[0]).filename() != "nvcc") {
+  if (!is_nvcc(argv)) {
     return false;
   }
   for (const auto& word : argv) {
