@@ -14,7 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/autotune.hpp"
-#include "workers/child_process.hpp"
+#include "workers/process/child_process.hpp"
 
 namespace {
 using clock_type = std::chrono::steady_clock;

@@ -16,9 +16,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "stages/rocpd_reader.hpp"
-#include "stages/rocpd_writer.hpp"
-#include "stages/runtime_accounting.hpp"
+#include "stages/trace/rocpd_reader.hpp"
+#include "stages/trace/rocpd_writer.hpp"
+#include "stages/trace/runtime_accounting.hpp"
 
 namespace {
 

@@ -16,10 +16,10 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/autotune.hpp"
-#include "stages/command_template.hpp"
-#include "stages/space.hpp"
-#include "stages/strategy.hpp"
-#include "workers/child_process.hpp"
+#include "stages/search/command_template.hpp"
+#include "stages/search/space.hpp"
+#include "stages/search/strategy.hpp"
+#include "workers/process/child_process.hpp"
 
 namespace {
 

@@ -22,17 +22,17 @@
 #include <spdlog/spdlog.h>
 #include <tbb/flow_graph.h>
 
-#include "engine/local_workers.hpp"
+#include "engine/broker/local_workers.hpp"
 #include "messages/codec.hpp"
-#include "stages/acceptance.hpp"
-#include "stages/candidate_key.hpp"
-#include "stages/command_template.hpp"
-#include "stages/space.hpp"
-#include "stages/strategy.hpp"
-#include "workers/child_process.hpp"
-#include "workers/compile_worker.hpp"
-#include "workers/nvcc_resource_usage.hpp"
-#include "workers/timing_lane.hpp"
+#include "stages/search/acceptance.hpp"
+#include "stages/search/candidate_key.hpp"
+#include "stages/search/command_template.hpp"
+#include "stages/search/space.hpp"
+#include "stages/search/strategy.hpp"
+#include "workers/process/child_process.hpp"
+#include "workers/compile/compile_worker.hpp"
+#include "workers/compilers/nvcc/nvcc_resource_usage.hpp"
+#include "workers/lanes/timing/timing_lane.hpp"
 
 namespace rpl::engine {
 

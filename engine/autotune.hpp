@@ -15,9 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/broker.hpp"
+#include "engine/broker/broker.hpp"
 #include "engine/candidate_state.hpp"
-#include "engine/results_store.hpp"
+#include "engine/store/results_store.hpp"
 
 namespace rpl::engine {
 

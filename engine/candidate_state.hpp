@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "messages/wire.hpp"
-#include "stages/space.hpp"
-#include "stages/statistics.hpp"
+#include "stages/search/space.hpp"
+#include "stages/statistics/statistics.hpp"
 
 namespace rpl::engine {
 

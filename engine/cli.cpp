@@ -13,10 +13,10 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/autotune.hpp"
-#include "engine/inspect_command.hpp"
-#include "engine/profile_command.hpp"
-#include "stages/space.hpp"
-#include "workers/compile_worker.hpp"
+#include "engine/commands/inspect_command.hpp"
+#include "engine/commands/profile_command.hpp"
+#include "stages/search/space.hpp"
+#include "workers/compile/compile_worker.hpp"
 
 namespace rpl::engine {
 

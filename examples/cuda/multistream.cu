@@ -1,4 +1,4 @@
-// multistream: a small CUDA application for checking the CUPTI tracer (workers/cupti_tracer)
+// multistream: a small CUDA application for checking the CUPTI tracer (workers/tracers/cupti)
 // against the program's own CUDA-event timings.
 //
 // Four non-blocking streams run distinctly named kernels of different lengths (a short one and

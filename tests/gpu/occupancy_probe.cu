@@ -1,7 +1,7 @@
 // occupancy_probe: asks the CUDA runtime how many blocks of many kernel variants fit on one SM
 // (cudaOccupancyMaxActiveBlocksPerMultiprocessor) and prints one JSON line per combination, for
 // tests/gpu/occupancy_vs_runtime_test.cpp to compare with the occupancy model
-// (stages/occupancy_model.hpp).
+// (stages/hardware/occupancy_model.hpp).
 //
 // The variants cover registers per thread (register-heavy bodies with N live float accumulators,
 // and __launch_bounds__ caps), static shared memory (0, 1, 8, 20, 40 KiB), dynamic shared memory

@@ -1,4 +1,4 @@
-// The occupancy model (stages/occupancy_model.hpp) against the CUDA runtime: runs
+// The occupancy model (stages/hardware/occupancy_model.hpp) against the CUDA runtime: runs
 // tests/gpu/occupancy_probe.cu, which prints cudaOccupancyMaxActiveBlocksPerMultiprocessor for many
 // kernels (registers, static and dynamic shared memory, block sizes), and checks that the model
 // gives the same blocks per SM for every one. Skips without an NVIDIA GPU (the probe exits 77) or
@@ -19,9 +19,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "stages/arch_model.hpp"
-#include "stages/occupancy_model.hpp"
-#include "workers/child_process.hpp"
+#include "stages/hardware/arch_model.hpp"
+#include "stages/hardware/occupancy_model.hpp"
+#include "workers/process/child_process.hpp"
 
 namespace rpl::stages {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <zmq_addon.hpp>
 
-#include "engine/broker.hpp"
+#include "engine/broker/broker.hpp"
 #include "messages/codec.hpp"
 #include "support/test_support.hpp"
 

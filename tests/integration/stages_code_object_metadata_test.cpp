@@ -2,7 +2,7 @@
 // read_code_objects agrees with `llvm-readelf --notes` on every kernel, for bare code objects,
 // offload bundles, object files, executables and a multi-target shared library.
 
-#include "stages/code_object_metadata.hpp"
+#include "stages/hardware/code_object_metadata.hpp"
 
 #include <gtest/gtest.h>
 

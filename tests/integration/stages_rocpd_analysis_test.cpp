@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "stages/rocpd_reader.hpp"
-#include "stages/runtime_accounting.hpp"
+#include "stages/trace/rocpd_reader.hpp"
+#include "stages/trace/runtime_accounting.hpp"
 #include "support/rocpd_fixtures.hpp"
 #include "support/test_support.hpp"
 

@@ -1,7 +1,7 @@
 // The compile worker against a broker played by the test: a real ROUTER socket on ipc:// in a
 // private temp dir, the worker in a thread of this process (docs/protocol.md is the contract).
 
-#include "workers/compile_worker.hpp"
+#include "workers/compile/compile_worker.hpp"
 
 #include <stdlib.h>
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "stages/rocpd_writer.hpp"
+#include "stages/trace/rocpd_writer.hpp"
 
 namespace rpl::testing {
 

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "workers/child_process.hpp"
+#include "workers/process/child_process.hpp"
 
 namespace rpl::testing {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "stages/rocpd_writer.hpp"
+#include "stages/trace/rocpd_writer.hpp"
 
 namespace rocpd = rpl::stages::rocpd;
 

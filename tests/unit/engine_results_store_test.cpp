@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "engine/results_store.hpp"
+#include "engine/store/results_store.hpp"
 #include "support/test_support.hpp"
 
 namespace rpl::engine {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "stages/acceptance.hpp"
+#include "stages/search/acceptance.hpp"
 
 namespace rpl::stages {
 namespace {

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "stages/arch_model.hpp"
-#include "stages/embedded_arch_models.hpp"
+#include "stages/hardware/arch_model.hpp"
+#include "stages/hardware/embedded_arch_models.hpp"
 
 namespace rpl::stages {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "stages/candidate_key.hpp"
+#include "stages/search/candidate_key.hpp"
 
 namespace rpl::stages {
 namespace {

@@ -1,4 +1,4 @@
-#include "stages/code_object_metadata.hpp"
+#include "stages/hardware/code_object_metadata.hpp"
 
 #include <gtest/gtest.h>
 

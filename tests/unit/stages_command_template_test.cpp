@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "stages/command_template.hpp"
+#include "stages/search/command_template.hpp"
 
 namespace rpl::stages {
 namespace {

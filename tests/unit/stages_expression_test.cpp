@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "stages/expression.hpp"
+#include "stages/search/expression.hpp"
 
 namespace rpl::stages {
 namespace {

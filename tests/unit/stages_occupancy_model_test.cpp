@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "stages/occupancy_model.hpp"
+#include "stages/hardware/occupancy_model.hpp"
 
 // NVIDIA's own calculator, header-only, where the CUDA toolkit is installed (the development
 // machine has CUDA 13.0): the NVIDIA rules are cross-checked against it.

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "stages/param_value.hpp"
+#include "stages/search/param_value.hpp"
 
 namespace rpl::stages {
 namespace {

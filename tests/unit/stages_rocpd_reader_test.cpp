@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "stages/rocpd_reader.hpp"
-#include "stages/rocpd_schema.hpp"
+#include "stages/trace/rocpd_reader.hpp"
+#include "stages/trace/rocpd_schema.hpp"
 #include "support/rocpd_fixtures.hpp"
 #include "support/test_support.hpp"
 

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "stages/rocpd_schema.hpp"
-#include "stages/rocpd_writer.hpp"
+#include "stages/trace/rocpd_schema.hpp"
+#include "stages/trace/rocpd_writer.hpp"
 #include "support/rocpd_fixtures.hpp"
 #include "support/test_support.hpp"
 

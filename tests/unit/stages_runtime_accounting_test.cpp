@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "stages/rocpd_writer.hpp"
-#include "stages/runtime_accounting.hpp"
+#include "stages/trace/rocpd_writer.hpp"
+#include "stages/trace/runtime_accounting.hpp"
 #include "support/rocpd_fixtures.hpp"
 #include "support/test_support.hpp"
 

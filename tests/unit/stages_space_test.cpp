@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "stages/space.hpp"
+#include "stages/search/space.hpp"
 
 namespace rpl::stages {
 namespace {

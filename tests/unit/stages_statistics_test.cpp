@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "stages/statistics.hpp"
+#include "stages/statistics/statistics.hpp"
 
 namespace rpl::stages {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "stages/strategy.hpp"
+#include "stages/search/strategy.hpp"
 
 namespace rpl::stages {
 namespace {

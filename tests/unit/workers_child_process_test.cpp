@@ -1,4 +1,4 @@
-#include "workers/child_process.hpp"
+#include "workers/process/child_process.hpp"
 
 #include <poll.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "workers/nvcc_resource_usage.hpp"
+#include "workers/compilers/nvcc/nvcc_resource_usage.hpp"
 
 namespace rpl::workers {
 namespace {

@@ -1,4 +1,4 @@
-#include "workers/timing_lane.hpp"
+#include "workers/lanes/timing/timing_lane.hpp"
 
 #include <signal.h>
 #include <unistd.h>

@@ -1,0 +1,355 @@
+#include "engine/broker/broker.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "messages/codec.hpp"
+
+namespace rpl::engine {
+
+namespace {
+using clock_type = std::chrono::steady_clock;
+
+zmq::message_t frame(const std::string& bytes) { return zmq::message_t(bytes.data(), bytes.size()); }
+}  // namespace
+
+broker::broker(broker_config config) : config_(std::move(config)) {
+  router_ = zmq::socket_t(context_, zmq::socket_type::router);
+  router_.set(zmq::sockopt::linger, 0);
+  router_.set(zmq::sockopt::maxmsgsize, config_.max_message_bytes);
+  // Unroutable replies (a worker that vanished) must not block or throw.
+  router_.set(zmq::sockopt::router_mandatory, 0);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
+broker::~broker() {
+  stop();
+  if (wake_fd_ >= 0) {
+    ::close(wake_fd_);
+  }
+}
+
+void broker::start() {
+  for (const auto& endpoint : config_.bind_endpoints) {
+    router_.bind(endpoint);
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+void broker::stop() {
+  if (!thread_.joinable()) {
+    return;
+  }
+  stopping_ = true;
+  std::uint64_t one = 1;
+  [[maybe_unused]] auto written = ::write(wake_fd_, &one, sizeof one);
+  thread_.join();
+}
+
+void broker::set_tick(std::function<void()> tick) { tick_ = std::move(tick); }
+
+broker_stats broker::stats() const {
+  std::lock_guard lock(stats_mutex_);
+  return stats_;
+}
+
+std::uint64_t broker::submit(std::string run_id, messages::compile_request request,
+                             completion done) {
+  job j;
+  j.id = next_job_id_++;
+  j.run_id = std::move(run_id);
+  j.request = std::move(request);
+  j.done = std::move(done);
+  const auto id = j.id;
+  {
+    std::lock_guard lock(submit_mutex_);
+    submitted_.push_back(std::move(j));
+  }
+  std::uint64_t one = 1;
+  [[maybe_unused]] auto written = ::write(wake_fd_, &one, sizeof one);
+  return id;
+}
+
+broker::worker* broker::find(const std::string& identity) {
+  auto it = std::find_if(workers_.begin(), workers_.end(),
+                         [&](const worker& w) { return w.identity == identity; });
+  return it == workers_.end() ? nullptr : &*it;
+}
+
+template <class T>
+void broker::send(worker& w, std::uint64_t job_id, const std::string& run_id, const T& body) {
+  messages::envelope env;
+  env.kind = T::kind;
+  env.job_id = job_id;
+  env.run_id = run_id;
+  std::array<zmq::message_t, 4> frames{frame(w.identity), frame(messages::protocol_header),
+                                       frame(messages::encode(env)), frame(messages::encode(body))};
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    router_.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+  }
+  w.last_sent = clock_type::now();
+}
+
+void broker::send_disconnect(const std::string& identity, const std::string& reason) {
+  worker ghost;
+  ghost.identity = identity;
+  send(ghost, 0, "", messages::disconnect{reason});
+}
+
+void broker::fail(job& j, messages::compile_status status, const std::string& why) {
+  messages::compile_reply reply;
+  reply.status = status;
+  reply.error = why;
+  if (j.done) {
+    j.done(reply);
+  }
+}
+
+void broker::requeue(job j, const std::string& why) {
+  if (j.attempts >= config_.max_attempts) {
+    spdlog::warn("job {}: {}; giving up after {} attempts", j.id, why, j.attempts);
+    fail(j, messages::compile_status::worker_lost,
+         why + "; the job was tried on " + std::to_string(j.attempts) + " workers");
+    return;
+  }
+  spdlog::warn("job {}: {}; re-queued (attempt {} of {})", j.id, why, j.attempts + 1,
+               config_.max_attempts);
+  {
+    std::lock_guard lock(stats_mutex_);
+    ++stats_.jobs_requeued;
+  }
+  queue_.push_front(std::move(j));
+}
+
+void broker::handle_message(std::vector<zmq::message_t>& frames) {
+  if (frames.size() != 4) {
+    std::lock_guard lock(stats_mutex_);
+    ++stats_.malformed_messages;
+    return;
+  }
+  const std::string identity = frames[0].to_string();
+  messages::parsed_frames parsed;
+  try {
+    parsed = messages::parse_frames(frames[1].to_string_view(), frames[2].to_string_view(),
+                                    frames[3].to_string_view());
+  } catch (const messages::decode_error& error) {
+    spdlog::warn("broker: dropped a malformed message: {}", error.what());
+    std::lock_guard lock(stats_mutex_);
+    ++stats_.malformed_messages;
+    return;
+  }
+  const auto now = clock_type::now();
+  const auto expiry = now + config_.heartbeat * config_.liveness;
+  worker* w = find(identity);
+
+  switch (parsed.env.kind) {
+  case messages::message_kind::ready: {
+    auto info = messages::decode<messages::ready>(parsed.body);
+    if (w != nullptr) {
+      // A READY from a known identity means the worker restarted its session: its job is lost.
+      if (w->busy) {
+        w->busy = false;
+        requeue(std::move(w->current), "worker " + w->worker_id + " re-registered mid-job");
+      }
+      w->expiry = expiry;
+      w->worker_id = info.worker_id;
+    } else {
+      // A worker that reconnects gets a new socket identity: the session under the old identity
+      // is over, and its job will never be answered.
+      for (auto it = workers_.begin(); it != workers_.end(); ++it) {
+        if (it->worker_id == info.worker_id && !info.worker_id.empty()) {
+          if (it->busy) {
+            requeue(std::move(it->current), "worker " + info.worker_id + " reconnected mid-job");
+          }
+          workers_.erase(it);
+          break;
+        }
+      }
+      worker fresh;
+      fresh.identity = identity;
+      fresh.worker_id = info.worker_id;
+      fresh.expiry = expiry;
+      fresh.last_sent = now;
+      workers_.push_back(std::move(fresh));
+      std::lock_guard lock(stats_mutex_);
+      ++stats_.workers_seen;
+    }
+    spdlog::debug("broker: worker {} ready ({} compilers)", info.worker_id, info.compilers.size());
+    break;
+  }
+  case messages::message_kind::heartbeat:
+    if (w == nullptr) {
+      send_disconnect(identity, "unknown worker; send READY first");
+      return;
+    }
+    w->expiry = expiry;
+    break;
+  case messages::message_kind::disconnect:
+    if (w != nullptr) {
+      spdlog::info("broker: worker {} disconnected", w->worker_id);
+      if (w->busy) {
+        auto j = std::move(w->current);
+        w->busy = false;
+        requeue(std::move(j), "worker " + w->worker_id + " disconnected mid-job");
+      }
+      workers_.erase(workers_.begin() + (w - workers_.data()));
+    }
+    break;
+  case messages::message_kind::compile_reply: {
+    if (w == nullptr) {
+      send_disconnect(identity, "unknown worker; send READY first");
+      std::lock_guard lock(stats_mutex_);
+      ++stats_.duplicate_replies;
+      return;
+    }
+    w->expiry = expiry;
+    if (!w->busy || w->current.id != parsed.env.job_id) {
+      spdlog::debug("broker: dropped a duplicate reply for job {}", parsed.env.job_id);
+      std::lock_guard lock(stats_mutex_);
+      ++stats_.duplicate_replies;
+      return;
+    }
+    messages::compile_reply reply;
+    try {
+      reply = messages::decode<messages::compile_reply>(parsed.body);
+    } catch (const messages::decode_error& error) {
+      reply.status = messages::compile_status::internal_error;
+      reply.error = std::string("undecodable reply: ") + error.what();
+    }
+    auto j = std::move(w->current);
+    w->busy = false;
+    if (j.done) {
+      j.done(reply);
+    }
+    break;
+  }
+  default:
+    if (w == nullptr) {
+      send_disconnect(identity, "unexpected message from an unknown peer");
+    }
+    break;
+  }
+}
+
+void broker::dispatch() {
+  for (auto& w : workers_) {
+    if (queue_.empty()) {
+      return;
+    }
+    if (w.busy) {
+      continue;
+    }
+    w.current = std::move(queue_.front());
+    queue_.pop_front();
+    ++w.current.attempts;
+    w.busy = true;
+    send(w, w.current.id, w.current.run_id, w.current.request);
+  }
+}
+
+void broker::purge(clock_type::time_point now) {
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    if (it->expiry > now) {
+      ++it;
+      continue;
+    }
+    spdlog::warn("broker: worker {} missed {} heartbeats; presumed dead", it->worker_id,
+                 config_.liveness);
+    {
+      std::lock_guard lock(stats_mutex_);
+      ++stats_.workers_expired;
+    }
+    if (it->busy) {
+      requeue(std::move(it->current), "worker " + it->worker_id + " died mid-job");
+    }
+    it = workers_.erase(it);
+  }
+}
+
+void broker::send_heartbeats(clock_type::time_point now) {
+  for (auto& w : workers_) {
+    if (now - w.last_sent >= config_.heartbeat) {
+      send(w, 0, "", messages::heartbeat{++heartbeat_sequence_});
+    }
+  }
+}
+
+void broker::fail_queued(const std::string& why) {
+  {
+    std::lock_guard lock(submit_mutex_);
+    while (!submitted_.empty()) {
+      queue_.push_back(std::move(submitted_.front()));
+      submitted_.pop_front();
+    }
+  }
+  for (auto& j : queue_) {
+    fail(j, messages::compile_status::worker_lost, why);
+  }
+  queue_.clear();
+}
+
+void broker::run() {
+  const auto poll_interval = std::min<std::chrono::milliseconds>(config_.heartbeat / 2,
+                                                                 std::chrono::milliseconds(100));
+  while (!stopping_) {
+    zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
+                               {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 2, poll_interval);
+    if ((items[1].revents & ZMQ_POLLIN) != 0) {
+      std::uint64_t counter = 0;
+      [[maybe_unused]] auto got = ::read(wake_fd_, &counter, sizeof counter);
+    }
+    {
+      std::lock_guard lock(submit_mutex_);
+      while (!submitted_.empty()) {
+        queue_.push_back(std::move(submitted_.front()));
+        submitted_.pop_front();
+      }
+    }
+    while (true) {
+      std::vector<zmq::message_t> frames;
+      zmq::message_t part;
+      if (!router_.recv(part, zmq::recv_flags::dontwait)) {
+        break;
+      }
+      frames.push_back(std::move(part));
+      while (frames.back().more()) {
+        zmq::message_t next;
+        (void)router_.recv(next, zmq::recv_flags::none);
+        frames.push_back(std::move(next));
+      }
+      try {
+        handle_message(frames);
+      } catch (const std::exception& error) {
+        spdlog::error("broker: {}", error.what());
+      }
+    }
+    const auto now = clock_type::now();
+    purge(now);
+    dispatch();
+    send_heartbeats(now);
+    live_workers_ = workers_.size();
+    if (tick_) {
+      tick_();
+    }
+  }
+  // Answer what is left so that no caller waits forever.
+  std::lock_guard lock(submit_mutex_);
+  for (auto& j : submitted_) {
+    fail(j, messages::compile_status::worker_lost, "engine stopping");
+  }
+  for (auto& j : queue_) {
+    fail(j, messages::compile_status::worker_lost, "engine stopping");
+  }
+  for (auto& w : workers_) {
+    if (w.busy) {
+      fail(w.current, messages::compile_status::worker_lost, "engine stopping");
+    }
+  }
+}
+
+}  // namespace rpl::engine

@@ -1,0 +1,125 @@
+#include "engine/broker/local_workers.hpp"
+
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+namespace rpl::engine {
+
+local_workers::local_workers(local_workers_config config) : config_(std::move(config)) {
+  if (config_.max_restarts == 0) {
+    config_.max_restarts = 2 * config_.count;
+  }
+}
+
+local_workers::~local_workers() { stop(); }
+
+pid_t local_workers::spawn_one() {
+  std::vector<std::string> args = {config_.executable.string(), "worker", "compile", "--connect",
+                                   config_.endpoint, "--heartbeat-ms",
+                                   std::to_string(config_.heartbeat.count()), "--liveness",
+                                   std::to_string(config_.liveness), "--quiet"};
+  for (const auto& compiler : config_.allowed_compilers) {
+    args.push_back("--allow-compiler");
+    args.push_back(compiler);
+  }
+  std::vector<char*> argv;
+  for (auto& arg : args) {
+    argv.push_back(arg.data());
+  }
+  argv.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    throw std::runtime_error("cannot start a local compile worker: fork failed");
+  }
+  if (pid == 0) {
+    // SIGTERM (not SIGKILL) so the worker can kill its compiler's process group on the way out.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (!config_.cpus.empty()) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      for (int cpu : config_.cpus) {
+        CPU_SET(cpu, &set);
+      }
+      sched_setaffinity(0, sizeof set, &set);
+    }
+    if (getppid() != parent) {
+      _exit(0);
+    }
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+void local_workers::start() {
+  for (std::size_t i = 0; i < config_.count; ++i) {
+    pids_.push_back(spawn_one());
+  }
+}
+
+void local_workers::supervise() {
+  for (auto& pid : pids_) {
+    if (pid <= 0) {
+      continue;
+    }
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) != pid) {
+      continue;
+    }
+    const std::string how = WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                                                : "exited with status " + std::to_string(WEXITSTATUS(status));
+    if (restarts_ >= config_.max_restarts) {
+      spdlog::error("local compile worker {} {}; restart budget ({}) spent", pid, how,
+                    config_.max_restarts);
+      pid = -1;
+      continue;
+    }
+    ++restarts_;
+    const pid_t replacement = spawn_one();
+    spdlog::warn("local compile worker {} {}; started {} in its place", pid, how, replacement);
+    pid = replacement;
+  }
+}
+
+bool local_workers::exhausted() const {
+  return !pids_.empty() && std::all_of(pids_.begin(), pids_.end(), [](pid_t pid) { return pid <= 0; });
+}
+
+void local_workers::stop(std::chrono::milliseconds grace) {
+  for (pid_t pid : pids_) {
+    if (pid > 0) {
+      kill(pid, SIGTERM);
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  for (pid_t& pid : pids_) {
+    while (pid > 0) {
+      int status = 0;
+      const pid_t got = waitpid(pid, &status, WNOHANG);
+      if (got == pid || got < 0) {
+        pid = -1;
+        break;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        pid = -1;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  pids_.clear();
+}
+
+}  // namespace rpl::engine

@@ -1,0 +1,84 @@
+#include "stages/search/strategy.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rpl::stages {
+
+namespace {
+
+/// Every index in order.
+class exhaustive_strategy final : public strategy {
+public:
+  explicit exhaustive_strategy(std::size_t count) : count_(count) {}
+
+  std::optional<std::size_t> next() override {
+    if (next_ >= count_) {
+      return std::nullopt;
+    }
+    return next_++;
+  }
+  void feedback(std::size_t, const messages::verdict&) override {}
+  std::size_t planned() const override { return count_; }
+  std::string_view name() const override { return "exhaustive"; }
+
+private:
+  std::size_t count_;
+  std::size_t next_ = 0;
+};
+
+/// Distinct indices in a seeded random order.
+class random_strategy final : public strategy {
+public:
+  random_strategy(std::size_t space_size, std::size_t count, std::uint64_t seed) {
+    // std::mt19937_64's output sequence is fixed by the standard; a partial Fisher-Yates shuffle
+    // with bounded_draw turns it into the same permutation on every platform.
+    std::mt19937_64 rng(seed);
+    std::vector<std::size_t> pool(space_size);
+    std::iota(pool.begin(), pool.end(), std::size_t{0});
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t j = i + static_cast<std::size_t>(bounded_draw(rng, space_size - i));
+      std::swap(pool[i], pool[j]);
+    }
+    pool.resize(count);
+    order_ = std::move(pool);
+  }
+
+  std::optional<std::size_t> next() override {
+    if (next_ >= order_.size()) {
+      return std::nullopt;
+    }
+    return order_[next_++];
+  }
+  void feedback(std::size_t, const messages::verdict&) override {}
+  std::size_t planned() const override { return order_.size(); }
+  std::string_view name() const override { return "random"; }
+
+private:
+  std::vector<std::size_t> order_;
+  std::size_t next_ = 0;
+};
+
+} // namespace
+
+std::unique_ptr<strategy> make_strategy(std::string_view name,
+                                        std::size_t space_size,
+                                        std::optional<std::size_t> budget,
+                                        std::uint64_t seed) {
+  const std::size_t count = std::min(space_size, budget.value_or(space_size));
+  if (name == "exhaustive") {
+    return std::make_unique<exhaustive_strategy>(count);
+  }
+  if (name == "random") {
+    return std::make_unique<random_strategy>(space_size, count, seed);
+  }
+  throw std::invalid_argument("unknown strategy '" + std::string(name) +
+                              "'; known: exhaustive, random; fix: pass one of the known names");
+}
+
+} // namespace rpl::stages

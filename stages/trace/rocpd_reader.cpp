@@ -1,0 +1,467 @@
+#include "stages/trace/rocpd_reader.hpp"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+namespace rpl::stages::rocpd {
+namespace {
+
+constexpr std::string_view record_fix =
+    "fix: record with rocprofv3 --output-format rocpd (ROCm 7.x) and pass its results.db file or "
+    "output directory";
+
+struct stmt_deleter {
+  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
+};
+using stmt_ptr = std::unique_ptr<sqlite3_stmt, stmt_deleter>;
+
+std::string quote_identifier(std::string_view name) {
+  std::string out = "\"";
+  for (const char c : name) {
+    out += c;
+    if (c == '"') {
+      out += '"';
+    }
+  }
+  return out + "\"";
+}
+
+std::string column_text(sqlite3_stmt* stmt, int column) {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, column));
+  return text != nullptr ? std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(stmt, column)))
+                         : std::string();
+}
+
+std::uint32_t column_u32(sqlite3_stmt* stmt, int column) {
+  const std::int64_t value = sqlite3_column_int64(stmt, column);
+  return value < 0 ? 0u : static_cast<std::uint32_t>(std::min<std::int64_t>(value, UINT32_MAX));
+}
+
+/// One uuid suffix of a file: the tables `rocpd_X<suffix>`, or the unsuffixed views when the file
+/// has exactly one suffix and its views exist (the way rocprofv3's own views read the file).
+struct source {
+  std::string suffix;
+  bool use_views = false;
+  std::string table(std::string_view base) const {
+    return quote_identifier(use_views ? std::string(base) : std::string(base) + suffix);
+  }
+};
+
+} // namespace
+
+struct reader::database {
+  std::string file;
+  sqlite3* db = nullptr;
+  std::vector<source> sources;
+
+  ~database() {
+    if (db != nullptr) {
+      sqlite3_close(db);
+    }
+  }
+
+  [[noreturn]] void fail(const std::string& problem, std::string_view fix) const {
+    throw rocpd_error(file + ": " + problem + "; " + std::string(fix));
+  }
+
+  stmt_ptr prepare(const std::string& sql) const {
+    sqlite3_stmt* raw = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &raw, nullptr) != SQLITE_OK) {
+      fail(std::string("cannot query the rocpd tables (") + sqlite3_errmsg(db) + ")",
+           "fix: the file may be damaged or from an unsupported rocpd version; re-record it with "
+           "rocprofv3 from ROCm 7.x");
+    }
+    return stmt_ptr(raw);
+  }
+
+  /// Steps `stmt` to the end, calling `row` on each row.
+  template <typename Row>
+  void each(sqlite3_stmt* stmt, Row&& row) const {
+    for (;;) {
+      const int rc = sqlite3_step(stmt);
+      if (rc == SQLITE_DONE) {
+        return;
+      }
+      if (rc != SQLITE_ROW) {
+        fail(std::string("reading failed (") + sqlite3_errmsg(db) + ")",
+             "fix: the file may be damaged or still being written; re-record it");
+      }
+      row(stmt);
+    }
+  }
+
+  std::set<std::string> columns(const std::string& table) const {
+    std::set<std::string> names;
+    stmt_ptr stmt = prepare("PRAGMA table_info(" + table + ")");
+    each(stmt.get(), [&](sqlite3_stmt* s) { names.insert(column_text(s, 1)); });
+    return names;
+  }
+
+  /// The listed columns of `base` as SQL, NULL where this schema variant lacks an optional one.
+  std::string select_list(const source& src, std::string_view base, std::string_view alias,
+                          const std::vector<std::string_view>& required,
+                          const std::vector<std::string_view>& optional) const {
+    const std::set<std::string> present = columns(src.table(base));
+    std::string out;
+    for (const std::string_view name : required) {
+      if (present.count(std::string(name)) == 0) {
+        fail("table " + std::string(base) + src.suffix + " has no column '" + std::string(name) + "'",
+             "fix: the file is not a complete rocpd schema 3 database; re-record it with rocprofv3 "
+             "from ROCm 7.x");
+      }
+      out += (out.empty() ? "" : ", ") + std::string(alias) + "." + quote_identifier(name);
+    }
+    for (const std::string_view name : optional) {
+      out += out.empty() ? "" : ", ";
+      out += present.count(std::string(name)) != 0 ? std::string(alias) + "." + quote_identifier(name)
+                                                   : std::string("NULL");
+    }
+    return out;
+  }
+};
+
+reader::reader() = default;
+reader::reader(reader&&) noexcept = default;
+reader& reader::operator=(reader&&) noexcept = default;
+reader::~reader() = default;
+
+namespace {
+
+std::vector<std::filesystem::path> expand(const std::vector<std::filesystem::path>& paths) {
+  if (paths.empty()) {
+    throw rocpd_error("rocpd: no trace files given; fix: pass a rocprofv3 results.db file or the "
+                      "output directory rocprofv3 wrote (-d DIR)");
+  }
+  std::vector<std::filesystem::path> files;
+  for (const std::filesystem::path& path : paths) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (ec || !std::filesystem::exists(status)) {
+      throw rocpd_error(path.string() +
+                        ": no such file or directory; fix: check the path (rocprofv3 writes "
+                        "<dir>/<hostname>/<pid>_results.db)");
+    }
+    if (std::filesystem::is_directory(status)) {
+      std::vector<std::filesystem::path> found;
+      for (auto it = std::filesystem::recursive_directory_iterator(
+               path, std::filesystem::directory_options::skip_permission_denied, ec);
+           !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->is_regular_file(ec) && it->path().extension() == ".db") {
+          found.push_back(it->path());
+        }
+      }
+      if (found.empty()) {
+        throw rocpd_error(path.string() +
+                          ": directory holds no *.db file; fix: pass the directory rocprofv3 wrote "
+                          "(-d DIR; files are <DIR>/<hostname>/<pid>_results.db), or the .db files");
+      }
+      std::sort(found.begin(), found.end()); // a stable database order for a given directory
+      files.insert(files.end(), found.begin(), found.end());
+    } else {
+      files.push_back(path);
+    }
+  }
+  return files;
+}
+
+bool supported_version(std::string_view version) {
+  return version == "3" || version.substr(0, 2) == "3.";
+}
+
+} // namespace
+
+reader reader::open(const std::vector<std::filesystem::path>& paths) {
+  reader result;
+  result.paths_ = expand(paths);
+  for (const std::filesystem::path& path : result.paths_) {
+    auto db = std::make_unique<database>();
+    db->file = path.string();
+    if (sqlite3_open_v2(db->file.c_str(), &db->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+                        nullptr) != SQLITE_OK) {
+      db->fail(std::string("cannot open (") + (db->db != nullptr ? sqlite3_errmsg(db->db) : "out of memory") + ")",
+               "fix: check that the file is readable");
+    }
+    // The first read of the schema is where SQLite notices a file that is not a database.
+    std::set<std::string> tables;
+    std::set<std::string> views;
+    {
+      sqlite3_stmt* raw = nullptr;
+      const char* sql = "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view')";
+      if (sqlite3_prepare_v2(db->db, sql, -1, &raw, nullptr) != SQLITE_OK) {
+        db->fail(std::string("not an SQLite database (") + sqlite3_errmsg(db->db) + ")", record_fix);
+      }
+      stmt_ptr stmt(raw);
+      int rc = 0;
+      while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
+        (column_text(stmt.get(), 0) == "table" ? tables : views).insert(column_text(stmt.get(), 1));
+      }
+      if (rc != SQLITE_DONE) {
+        db->fail(std::string("not an SQLite database (") + sqlite3_errmsg(db->db) + ")", record_fix);
+      }
+    }
+    auto has = [&](const std::string& name) { return tables.count(name) + views.count(name) != 0; };
+
+    database_info info;
+    info.path = path;
+    std::vector<std::string> suffixes;
+    for (const std::string& name : tables) {
+      if (name == "rocpd_metadata" || name.rfind("rocpd_metadata_", 0) == 0) {
+        suffixes.push_back(name.substr(std::string_view("rocpd_metadata").size()));
+      }
+    }
+    bool has_event = false;
+    for (const std::string& name : tables) {
+      has_event = has_event || name.rfind("rocpd_event", 0) == 0;
+    }
+    if (!has_event && (has("rocpd_api") || has("rocpd_op"))) {
+      db->fail("not a rocpd database (no rocpd_metadata table with schema_version 3); it looks like "
+               "a legacy RPD file (table rocpd_api)",
+               "fix: record with rocprofv3 --output-format rocpd (ROCm 7.x)");
+    }
+    if (suffixes.empty()) {
+      db->fail("not a rocpd database (no rocpd_metadata table with schema_version 3)", record_fix);
+    }
+    for (const std::string& suffix : suffixes) {
+      std::string version;
+      stmt_ptr stmt = db->prepare("SELECT value FROM " + quote_identifier("rocpd_metadata" + suffix) +
+                                  " WHERE tag = 'schema_version'");
+      db->each(stmt.get(), [&](sqlite3_stmt* s) { version = column_text(s, 0); });
+      if (version.empty()) {
+        db->fail("not a rocpd database (table rocpd_metadata" + suffix + " has no schema_version)",
+                 record_fix);
+      }
+      if (!supported_version(version)) {
+        db->fail("rocpd schema_version " + version +
+                     " is not supported (this reader reads schema 3, i.e. 3 to 3.0.x)",
+                 "fix: record with rocprofv3 --output-format rocpd from ROCm 7.x, which writes "
+                 "schema 3");
+      }
+      if (info.schema_version.empty()) {
+        info.schema_version = version;
+      }
+      for (const std::string_view base :
+           {"rocpd_kernel_dispatch", "rocpd_info_kernel_symbol", "rocpd_info_agent",
+            "rocpd_info_queue", "rocpd_info_stream", "rocpd_info_process"}) {
+        if (tables.count(std::string(base) + suffix) == 0) {
+          db->fail("rocpd table " + std::string(base) + suffix + " is missing",
+                   "fix: the file is incomplete (was the profiled process killed before rocprofv3 "
+                   "finished writing?); re-record it");
+        }
+      }
+      info.uuids.push_back(suffix);
+    }
+    // One suffix: read through the unsuffixed views rocprofv3 creates, when they are there. Several
+    // suffixes: those views cover one of them at most, so each suffix's tables are read directly.
+    const bool views_ok = suffixes.size() == 1 && !suffixes.front().empty() &&
+                          views.count("rocpd_kernel_dispatch") != 0 &&
+                          views.count("rocpd_info_kernel_symbol") != 0 &&
+                          views.count("rocpd_info_agent") != 0 && views.count("rocpd_info_queue") != 0 &&
+                          views.count("rocpd_info_stream") != 0 && views.count("rocpd_info_process") != 0;
+    for (const std::string& suffix : suffixes) {
+      db->sources.push_back(source{suffix, views_ok});
+    }
+    result.infos_.push_back(std::move(info));
+    result.databases_.push_back(std::move(db));
+  }
+  return result;
+}
+
+void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& visit) const {
+  for (std::size_t index = 0; index < databases_.size(); ++index) {
+    const database& db = *databases_[index];
+    for (const source& src : db.sources) {
+      // Selected by name, so the 3.0.2 columns inserted before region_name_id change nothing.
+      const std::string columns = db.select_list(
+          src, "rocpd_kernel_dispatch", "K",
+          {"start", "end", "kernel_id", "agent_id", "queue_id", "stream_id", "pid", "dispatch_id",
+           "grid_size_x", "grid_size_y", "grid_size_z", "workgroup_size_x", "workgroup_size_y",
+           "workgroup_size_z", "guid"},
+          {"tid", "group_segment_size", "private_segment_size"});
+      const std::string sql =
+          "SELECT " + columns +
+          ", COALESCE(NULLIF(S.display_name, ''), S.kernel_name) FROM " +
+          src.table("rocpd_kernel_dispatch") + " K LEFT JOIN " + src.table("rocpd_info_kernel_symbol") +
+          " S ON S.id = K.kernel_id AND S.guid = K.guid";
+      stmt_ptr stmt = db.prepare(sql);
+      dispatch_row row;
+      row.database = index;
+      std::string fallback;
+      db.each(stmt.get(), [&](sqlite3_stmt* s) {
+        row.start_ns = sqlite3_column_int64(s, 0);
+        row.end_ns = sqlite3_column_int64(s, 1);
+        row.kernel_id = sqlite3_column_int64(s, 2);
+        row.agent_id = sqlite3_column_int64(s, 3);
+        row.queue_id = sqlite3_column_int64(s, 4);
+        row.stream_id = sqlite3_column_int64(s, 5);
+        row.pid = sqlite3_column_int64(s, 6);
+        row.dispatch_id = sqlite3_column_int64(s, 7);
+        for (int axis = 0; axis < 3; ++axis) {
+          row.grid[axis] = column_u32(s, 8 + axis);
+          row.workgroup[axis] = column_u32(s, 11 + axis);
+        }
+        row.tid = sqlite3_column_int64(s, 15);
+        row.group_segment_size = sqlite3_column_int64(s, 16);
+        row.private_segment_size = sqlite3_column_int64(s, 17);
+        const auto* name = reinterpret_cast<const char*>(sqlite3_column_text(s, 18));
+        if (name != nullptr) {
+          row.kernel_name = std::string_view(name, static_cast<std::size_t>(sqlite3_column_bytes(s, 18)));
+        } else {
+          // A dispatch whose symbol row is missing still counts, under a name that says so.
+          fallback = "<unknown kernel " + std::to_string(row.kernel_id) + ">";
+          row.kernel_name = fallback;
+        }
+        visit(row);
+      });
+    }
+  }
+}
+
+std::vector<agent_row> reader::agents() const {
+  std::vector<agent_row> rows;
+  for (std::size_t index = 0; index < databases_.size(); ++index) {
+    const database& db = *databases_[index];
+    for (const source& src : db.sources) {
+      const std::string columns = db.select_list(
+          src, "rocpd_info_agent", "A", {"id"},
+          {"type", "name", "model_name", "product_name", "absolute_index", "logical_index",
+           "type_index", "extdata"});
+      stmt_ptr stmt = db.prepare("SELECT " + columns + " FROM " + src.table("rocpd_info_agent") +
+                                 " A ORDER BY A.id");
+      db.each(stmt.get(), [&](sqlite3_stmt* s) {
+        agent_row row;
+        row.database = index;
+        row.id = sqlite3_column_int64(s, 0);
+        row.type = column_text(s, 1);
+        row.name = column_text(s, 2);
+        row.model_name = column_text(s, 3);
+        row.product_name = column_text(s, 4);
+        row.absolute_index = sqlite3_column_int64(s, 5);
+        row.logical_index = sqlite3_column_int64(s, 6);
+        row.type_index = sqlite3_column_int64(s, 7);
+        // Malformed JSON in one agent must not make the whole trace unreadable.
+        row.extdata = nlohmann::json::parse(column_text(s, 8), nullptr, false);
+        if (row.extdata.is_discarded() || !row.extdata.is_object()) {
+          row.extdata = nlohmann::json::object();
+        }
+        rows.push_back(std::move(row));
+      });
+    }
+  }
+  return rows;
+}
+
+std::vector<kernel_symbol_row> reader::kernel_symbols() const {
+  std::vector<kernel_symbol_row> rows;
+  for (std::size_t index = 0; index < databases_.size(); ++index) {
+    const database& db = *databases_[index];
+    for (const source& src : db.sources) {
+      const std::string columns = db.select_list(
+          src, "rocpd_info_kernel_symbol", "S", {"id", "kernel_name", "display_name"},
+          {"pid", "code_object_id", "sgpr_count", "arch_vgpr_count", "accum_vgpr_count",
+           "group_segment_size", "private_segment_size", "kernarg_segment_size"});
+      stmt_ptr stmt = db.prepare("SELECT " + columns + " FROM " +
+                                 src.table("rocpd_info_kernel_symbol") + " S ORDER BY S.id");
+      db.each(stmt.get(), [&](sqlite3_stmt* s) {
+        kernel_symbol_row row;
+        row.database = index;
+        row.id = sqlite3_column_int64(s, 0);
+        row.kernel_name = column_text(s, 1);
+        row.display_name = column_text(s, 2);
+        if (row.display_name.empty()) {
+          row.display_name = row.kernel_name;
+        }
+        row.pid = sqlite3_column_int64(s, 3);
+        row.code_object_id = sqlite3_column_int64(s, 4);
+        row.sgpr_count = sqlite3_column_int64(s, 5);
+        row.arch_vgpr_count = sqlite3_column_int64(s, 6);
+        row.accum_vgpr_count = sqlite3_column_int64(s, 7);
+        row.group_segment_size = sqlite3_column_int64(s, 8);
+        row.private_segment_size = sqlite3_column_int64(s, 9);
+        row.kernarg_segment_size = sqlite3_column_int64(s, 10);
+        rows.push_back(std::move(row));
+      });
+    }
+  }
+  return rows;
+}
+
+std::vector<queue_row> reader::queues() const {
+  std::vector<queue_row> rows;
+  for (std::size_t index = 0; index < databases_.size(); ++index) {
+    const database& db = *databases_[index];
+    for (const source& src : db.sources) {
+      const std::string columns = db.select_list(src, "rocpd_info_queue", "Q", {"id", "pid"}, {"name"});
+      stmt_ptr stmt = db.prepare("SELECT " + columns + " FROM " + src.table("rocpd_info_queue") +
+                                 " Q ORDER BY Q.id");
+      db.each(stmt.get(), [&](sqlite3_stmt* s) {
+        rows.push_back(queue_row{index, sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
+                                 column_text(s, 2)});
+      });
+    }
+  }
+  return rows;
+}
+
+std::vector<stream_row> reader::streams() const {
+  std::vector<stream_row> rows;
+  for (std::size_t index = 0; index < databases_.size(); ++index) {
+    const database& db = *databases_[index];
+    for (const source& src : db.sources) {
+      const std::string columns = db.select_list(src, "rocpd_info_stream", "T", {"id", "pid"}, {"name"});
+      stmt_ptr stmt = db.prepare("SELECT " + columns + " FROM " + src.table("rocpd_info_stream") +
+                                 " T ORDER BY T.id");
+      db.each(stmt.get(), [&](sqlite3_stmt* s) {
+        rows.push_back(stream_row{index, sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
+                                  column_text(s, 2)});
+      });
+    }
+  }
+  return rows;
+}
+
+std::vector<process_row> reader::processes() const {
+  std::vector<process_row> rows;
+  for (std::size_t index = 0; index < databases_.size(); ++index) {
+    const database& db = *databases_[index];
+    for (const source& src : db.sources) {
+      const std::string columns =
+          db.select_list(src, "rocpd_info_process", "P", {"pid"}, {"ppid", "command"});
+      std::string sql = "SELECT " + columns;
+      // The hostname lives in the node table; a file without one still lists its processes.
+      const std::set<std::string> node_columns = db.columns(src.table("rocpd_info_node"));
+      const bool with_node = node_columns.count("hostname") != 0 && node_columns.count("guid") != 0;
+      sql += with_node ? ", N.hostname" : ", NULL";
+      sql += " FROM " + src.table("rocpd_info_process") + " P";
+      if (with_node) {
+        sql += " LEFT JOIN " + src.table("rocpd_info_node") + " N ON N.id = P.nid AND N.guid = P.guid";
+      }
+      stmt_ptr stmt = db.prepare(sql + " ORDER BY P.pid");
+      db.each(stmt.get(), [&](sqlite3_stmt* s) {
+        rows.push_back(process_row{index, sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
+                                   column_text(s, 2), column_text(s, 3)});
+      });
+    }
+  }
+  return rows;
+}
+
+std::size_t reader::dispatch_count() const {
+  std::size_t count = 0;
+  for (const auto& db : databases_) {
+    for (const source& src : db->sources) {
+      stmt_ptr stmt = db->prepare("SELECT COUNT(*) FROM " + src.table("rocpd_kernel_dispatch"));
+      db->each(stmt.get(), [&](sqlite3_stmt* s) {
+        count += static_cast<std::size_t>(sqlite3_column_int64(s, 0));
+      });
+    }
+  }
+  return count;
+}
+
+const std::vector<std::filesystem::path>& reader::paths() const { return paths_; }
+const std::vector<database_info>& reader::databases() const { return infos_; }
+
+} // namespace rpl::stages::rocpd

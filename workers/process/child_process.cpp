@@ -1,0 +1,370 @@
+#include "workers/process/child_process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace rpl::workers {
+
+namespace {
+
+/// What the child writes into the CLOEXEC error pipe when it cannot reach exec: which step failed
+/// and its errno. An empty read means exec succeeded (the pipe closed on exec).
+struct exec_failure {
+  int stage = 0;
+  int error = 0;
+};
+
+enum exec_stage : int { stage_setup = 1, stage_chdir = 2, stage_redirect = 3, stage_exec = 4 };
+
+std::string errno_text(int error) { return std::strerror(error); }
+
+void close_fd(int& fd) {
+  if (fd >= 0) {
+    ::close(fd);
+    fd = -1;
+  }
+}
+
+int open_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  const long fd = ::syscall(SYS_pidfd_open, pid, 0);
+  return fd < 0 ? -1 : static_cast<int>(fd);
+#else
+  (void)pid;
+  return -1;
+#endif
+}
+
+/// Async-signal-safe: only called between fork and exec.
+[[noreturn]] void child_fail(int report_fd, int stage) {
+  const exec_failure failure{stage, errno};
+  // Nothing useful to do if the parent went away; the exit status still says 127.
+  [[maybe_unused]] const ssize_t written = ::write(report_fd, &failure, sizeof failure);
+  ::_exit(127);
+}
+
+}  // namespace
+
+child_process child_process::spawn(const child_options& options) {
+  child_process child;
+  child.max_output_bytes_ = options.max_output_bytes;
+  child.reaped_ = true;  // until a pid exists there is nothing to reap
+  if (options.argv.empty() || options.argv.front().empty()) {
+    child.outcome_.launch_error = "empty argv: nothing to run";
+    return child;
+  }
+
+  // Everything the child needs is prepared before fork: after fork in a threaded process only
+  // async-signal-safe calls are allowed.
+  std::vector<char*> args;
+  args.reserve(options.argv.size() + 1);
+  for (const std::string& word : options.argv) {
+    args.push_back(const_cast<char*>(word.c_str()));
+  }
+  args.push_back(nullptr);
+  const std::string cwd = options.cwd.string();
+
+  int report_pipe[2] = {-1, -1};
+  int output_pipe[2] = {-1, -1};
+  int dev_null = -1;
+  auto close_all = [&] {
+    close_fd(report_pipe[0]);
+    close_fd(report_pipe[1]);
+    close_fd(output_pipe[0]);
+    close_fd(output_pipe[1]);
+    close_fd(dev_null);
+  };
+  if (::pipe2(report_pipe, O_CLOEXEC) != 0 ||
+      (options.capture_output && ::pipe2(output_pipe, O_CLOEXEC) != 0)) {
+    child.outcome_.launch_error = "pipe: " + errno_text(errno);
+    close_all();
+    return child;
+  }
+  dev_null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (dev_null < 0) {
+    child.outcome_.launch_error = "open /dev/null: " + errno_text(errno);
+    close_all();
+    return child;
+  }
+
+  const pid_t parent = ::getpid();
+  child.start_ = std::chrono::steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    child.outcome_.launch_error = "fork: " + errno_text(errno);
+    close_all();
+    return child;
+  }
+
+  if (pid == 0) {
+    // Own process group, so kill(-pid) reaches everything the program starts.
+    if (::setpgid(0, 0) != 0) child_fail(report_pipe[1], stage_setup);
+    if (options.kill_on_parent_death) {
+      if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(report_pipe[1], stage_setup);
+      if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
+    }
+    // The engine may block or ignore signals in its threads; both survive exec, so reset them.
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (const int sig : {SIGPIPE, SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGCHLD}) {
+      ::signal(sig, SIG_DFL);
+    }
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) child_fail(report_pipe[1], stage_chdir);
+    const int out = options.capture_output ? output_pipe[1] : dev_null;
+    if (::dup2(dev_null, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0 ||
+        ::dup2(out, STDERR_FILENO) < 0) {
+      child_fail(report_pipe[1], stage_redirect);
+    }
+#ifdef SYS_close_range
+    // Descriptors some library opened without O_CLOEXEC must not leak into the program (a leaked
+    // socket or pipe end can keep a peer waiting). CLOSE_RANGE_CLOEXEC = 1u << 2, Linux >= 5.11;
+    // on older kernels this fails harmlessly.
+    ::syscall(SYS_close_range, 3u, ~0u, 1u << 2);
+#endif
+    ::execvp(args[0], args.data());
+    child_fail(report_pipe[1], stage_exec);
+  }
+
+  // Also set the group from the parent: whichever runs first wins, so a kill_group() issued right
+  // after spawn cannot miss. EACCES (the child already exec'd) is fine.
+  ::setpgid(pid, pid);
+  child.pid_ = pid;
+  child.reaped_ = false;
+  close_fd(report_pipe[1]);
+  close_fd(output_pipe[1]);
+  close_fd(dev_null);
+
+  exec_failure failure{};
+  ssize_t got = 0;
+  do {
+    got = ::read(report_pipe[0], &failure, sizeof failure);
+  } while (got < 0 && errno == EINTR);
+  close_fd(report_pipe[0]);
+
+  if (got > 0) {
+    switch (failure.stage) {
+    case stage_chdir:
+      child.outcome_.launch_error = "chdir " + cwd + ": " + errno_text(failure.error);
+      break;
+    case stage_redirect:
+      child.outcome_.launch_error = "dup2: " + errno_text(failure.error);
+      break;
+    case stage_exec:
+      child.outcome_.launch_error = "execvp " + options.argv.front() + ": " + errno_text(failure.error);
+      break;
+    default:
+      child.outcome_.launch_error = "child setup: " + errno_text(failure.error);
+      break;
+    }
+    close_fd(output_pipe[0]);
+    child.reap_blocking();
+    child.outcome_.launched = false;
+    child.outcome_.exit_code = -1;
+    child.outcome_.term_signal = 0;
+    return child;
+  }
+
+  child.outcome_.launched = true;
+  child.output_fd_ = output_pipe[0];
+  if (child.output_fd_ >= 0) {
+    ::fcntl(child.output_fd_, F_SETFL, ::fcntl(child.output_fd_, F_GETFL) | O_NONBLOCK);
+  }
+  child.exit_fd_ = open_pidfd(pid);
+  return child;
+}
+
+child_process::child_process(child_process&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      output_fd_(std::exchange(other.output_fd_, -1)),
+      exit_fd_(std::exchange(other.exit_fd_, -1)),
+      reaped_(std::exchange(other.reaped_, true)),
+      max_output_bytes_(other.max_output_bytes_),
+      start_(other.start_),
+      outcome_(std::move(other.outcome_)) {}
+
+child_process& child_process::operator=(child_process&& other) noexcept {
+  if (this != &other) {
+    child_process doomed(std::move(*this));  // kills and reaps what this held
+    pid_ = std::exchange(other.pid_, -1);
+    output_fd_ = std::exchange(other.output_fd_, -1);
+    exit_fd_ = std::exchange(other.exit_fd_, -1);
+    reaped_ = std::exchange(other.reaped_, true);
+    max_output_bytes_ = other.max_output_bytes_;
+    start_ = other.start_;
+    outcome_ = std::move(other.outcome_);
+  }
+  return *this;
+}
+
+child_process::~child_process() {
+  if (pid_ > 0 && !reaped_) {
+    kill_group(SIGKILL);
+    reap_blocking();
+  }
+  close_fds();
+}
+
+void child_process::close_fds() {
+  close_fd(output_fd_);
+  close_fd(exit_fd_);
+}
+
+void child_process::drain_output() {
+  if (output_fd_ < 0) return;
+  char buffer[16384];
+  // Bounded so that a child writing without pause cannot trap the caller's poll loop here.
+  for (int reads = 0; reads < 64; ++reads) {
+    const ssize_t got = ::read(output_fd_, buffer, sizeof buffer);
+    if (got > 0) {
+      const std::size_t room = max_output_bytes_ - std::min(max_output_bytes_, outcome_.output.size());
+      const std::size_t keep = std::min(room, static_cast<std::size_t>(got));
+      outcome_.output.append(buffer, keep);
+      if (keep < static_cast<std::size_t>(got)) outcome_.output_truncated = true;
+      continue;
+    }
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    close_fd(output_fd_);  // EOF, or an error that will not go away
+    return;
+  }
+}
+
+void child_process::record_status(int status) {
+  if (WIFEXITED(status)) {
+    outcome_.exit_code = WEXITSTATUS(status);
+    outcome_.term_signal = 0;
+  } else if (WIFSIGNALED(status)) {
+    outcome_.exit_code = -1;
+    outcome_.term_signal = WTERMSIG(status);
+  }
+}
+
+bool child_process::try_reap() {
+  if (reaped_ || pid_ <= 0) return true;
+  siginfo_t info{};
+  // WNOWAIT leaves the zombie in place, so its pid (= the group id) cannot be reused while the
+  // stragglers of its group are killed below.
+  if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+    if (errno == EINTR) return false;
+    // ECHILD: someone else reaped it (SIGCHLD set to SIG_IGN); the status is lost.
+    outcome_.wall = std::chrono::steady_clock::now() - start_;
+    reaped_ = true;
+    close_fd(exit_fd_);
+    return true;
+  }
+  if (info.si_pid == 0) return false;
+  const auto end = std::chrono::steady_clock::now();
+  ::kill(-pid_, SIGKILL);  // a background grandchild must not outlive the job or hold the pipe
+  int status = 0;
+  pid_t got = 0;
+  do {
+    got = ::waitpid(pid_, &status, 0);
+  } while (got < 0 && errno == EINTR);
+  if (got == pid_) record_status(status);
+  outcome_.wall = end - start_;
+  reaped_ = true;
+  close_fd(exit_fd_);
+  return true;
+}
+
+void child_process::reap_blocking() {
+  if (reaped_ || pid_ <= 0) return;
+  siginfo_t info{};
+  int rc = 0;
+  do {
+    rc = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT);
+  } while (rc != 0 && errno == EINTR);
+  (void)try_reap();
+  if (!reaped_) {  // waitid failed for another reason; do not hang or leak the state
+    reaped_ = true;
+    outcome_.wall = std::chrono::steady_clock::now() - start_;
+  }
+}
+
+void child_process::kill_group(int sig) {
+  if (pid_ <= 0 || reaped_) return;
+  if (::kill(-pid_, sig) != 0) ::kill(pid_, sig);
+}
+
+void child_process::time_out() {
+  if (pid_ <= 0 || reaped_) return;
+  outcome_.timed_out = true;
+  kill_group(SIGKILL);
+}
+
+child_outcome child_process::finish() {
+  reap_blocking();
+  drain_output();  // what the child wrote before exiting is still in the pipe
+  close_fds();
+  return std::move(outcome_);
+}
+
+child_outcome run_child(const child_options& options, std::chrono::milliseconds timeout) {
+  child_process child = child_process::spawn(options);
+  if (!child.launched()) return child.finish();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!child.try_reap()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      child.time_out();
+      break;
+    }
+    pollfd fds[2]{};
+    nfds_t count = 0;
+    if (child.output_fd() >= 0) fds[count++] = pollfd{child.output_fd(), POLLIN, 0};
+    if (child.exit_fd() >= 0) fds[count++] = pollfd{child.exit_fd(), POLLIN, 0};
+    auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now);
+    // Without a pidfd nothing wakes us when the child exits, so look again after 1 ms.
+    if (child.exit_fd() < 0) wait = std::min<std::chrono::nanoseconds>(wait, std::chrono::milliseconds(1));
+    const timespec ts{static_cast<time_t>(wait.count() / 1'000'000'000),
+                      static_cast<long>(wait.count() % 1'000'000'000)};
+    const int ready = ::ppoll(fds, count, &ts, nullptr);
+    if (ready > 0 && count > 0 && fds[0].fd == child.output_fd() && fds[0].revents != 0) {
+      child.drain_output();
+    }
+  }
+  return child.finish();
+}
+
+std::string first_output_line(std::string_view output, std::size_t max_chars) {
+  std::size_t begin = 0;
+  while (begin < output.size()) {
+    std::size_t end = output.find('\n', begin);
+    if (end == std::string_view::npos) {
+      end = output.size();
+    }
+    std::string_view line = output.substr(begin, end - begin);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
+      line.remove_suffix(1);
+    }
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) {
+      line.remove_prefix(1);
+    }
+    if (!line.empty()) {
+      return line.size() > max_chars ? std::string(line.substr(0, max_chars)) + "..." : std::string(line);
+    }
+    begin = end + 1;
+  }
+  return {};
+}
+
+std::string describe_signal(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  const char* description = ::sigdescr_np(sig);
+  if (abbrev == nullptr) return "signal " + std::to_string(sig);
+  std::string text = std::string("SIG") + abbrev;
+  if (description != nullptr) text += std::string(" (") + description + ")";
+  return text;
+}
+
+}  // namespace rpl::workers
