@@ -203,5 +203,19 @@ TEST(workers_child_process, describe_signal_names_it) {
   EXPECT_EQ(describe_signal(1000), "signal 1000");
 }
 
+
+TEST(workers_child_process, environment_changes_reach_only_the_child) {
+  ::setenv("RPL_TEST_REMOVED", "present", 1);
+  child_options options;
+  options.argv = {"sh", "-c", "echo \"set=$RPL_TEST_SET removed=${RPL_TEST_REMOVED-unset}\""};
+  options.environment = {{"RPL_TEST_SET", "yes"}, {"RPL_TEST_REMOVED", std::nullopt}};
+  const auto outcome = run_child(options, std::chrono::seconds(10));
+  ASSERT_TRUE(outcome.succeeded()) << outcome.output;
+  EXPECT_EQ(outcome.output, "set=yes removed=unset\n");
+  EXPECT_EQ(std::getenv("RPL_TEST_SET"), nullptr);
+  EXPECT_STREQ(std::getenv("RPL_TEST_REMOVED"), "present");
+  ::unsetenv("RPL_TEST_REMOVED");
+}
+
 }  // namespace
 }  // namespace rpl::workers

@@ -52,6 +52,23 @@ int open_pidfd(pid_t pid) {
   ::_exit(127);
 }
 
+/// The parent's environment with `changes` applied, as NAME=VALUE strings.
+std::vector<std::string> child_environment(
+    const std::vector<std::pair<std::string, std::optional<std::string>>>& changes) {
+  std::vector<std::string> entries;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    entries.emplace_back(*entry);
+  }
+  for (const auto& [name, value] : changes) {
+    const auto prefix = name + "=";
+    std::erase_if(entries, [&](const std::string& e) { return e.starts_with(prefix); });
+    if (value) {
+      entries.push_back(prefix + *value);
+    }
+  }
+  return entries;
+}
+
 }  // namespace
 
 child_process child_process::spawn(const child_options& options) {
@@ -72,6 +89,15 @@ child_process child_process::spawn(const child_options& options) {
   }
   args.push_back(nullptr);
   const std::string cwd = options.cwd.string();
+  std::vector<std::string> env_entries;
+  std::vector<char*> envp;
+  if (!options.environment.empty()) {
+    env_entries = child_environment(options.environment);
+    for (std::string& entry : env_entries) {
+      envp.push_back(entry.data());
+    }
+    envp.push_back(nullptr);
+  }
 
   int report_pipe[2] = {-1, -1};
   int output_pipe[2] = {-1, -1};
@@ -131,7 +157,11 @@ child_process child_process::spawn(const child_options& options) {
     // on older kernels this fails harmlessly.
     ::syscall(SYS_close_range, 3u, ~0u, 1u << 2);
 #endif
-    ::execvp(args[0], args.data());
+    if (envp.empty()) {
+      ::execvp(args[0], args.data());
+    } else {
+      ::execvpe(args[0], args.data(), envp.data());
+    }
     child_fail(report_pipe[1], stage_exec);
   }
 

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,9 @@ struct child_options {
   /// worker killed with SIGKILL does not leave its compiler running. Only for spawning threads that
   /// outlive their children (the signal follows the thread, not the process).
   bool kill_on_parent_death = false;
+  /// Changes to the child's environment, applied in order over the parent's: a value sets the
+  /// variable, nullopt removes it. The parent's own environment never changes.
+  std::vector<std::pair<std::string, std::optional<std::string>>> environment;
 };
 
 /// Everything known about a finished (or never started) child.

@@ -1,0 +1,26 @@
+#pragma once
+/// The lane seam: how one candidate is measured on one device. The engine serialises calls per
+/// lane (exactly one measurement per device at a time) and never cares which backend answers.
+/// Implementations: lanes/timing/ (whole-process wall time); kernel, cuda, rocm and recorded lanes
+/// come next, each in its own folder. tests/support/fake_lane.hpp is the test double.
+
+#include <memory>
+#include <string>
+
+#include "messages/wire.hpp"
+
+namespace rpl::workers {
+
+class lane_backend {
+public:
+  virtual ~lane_backend() = default;
+  /// Runs `request` to completion. Expected failures (crash, timeout, wrong result, a tool that is
+  /// missing) come back as a measure_result status with a reason; only a broken backend throws.
+  virtual messages::measure_result measure(const messages::measure_request& request) = 0;
+  /// The lane's name, recorded with every measurement (e.g. "cpu0", "gpu1").
+  virtual const std::string& name() const = 0;
+};
+
+using lane_backend_ptr = std::unique_ptr<lane_backend>;
+
+}  // namespace rpl::workers
