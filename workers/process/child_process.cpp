@@ -388,13 +388,4 @@ std::string first_output_line(std::string_view output, std::size_t max_chars) {
   return {};
 }
 
-std::string describe_signal(int sig) {
-  const char* abbrev = ::sigabbrev_np(sig);
-  const char* description = ::sigdescr_np(sig);
-  if (abbrev == nullptr) return "signal " + std::to_string(sig);
-  std::string text = std::string("SIG") + abbrev;
-  if (description != nullptr) text += std::string(" (") + description + ")";
-  return text;
-}
-
 }  // namespace rpl::workers

@@ -15,6 +15,10 @@
 #include <string_view>
 #include <vector>
 
+// describe_signal() and describe_exit() live there; included because every caller of run_child
+// reports how the child ended.
+#include "workers/process/exit_description.hpp"
+
 namespace rpl::workers {
 
 /// What to run and how.
@@ -104,9 +108,6 @@ private:
 /// Runs a child to completion, draining its output, and kills its whole process group at
 /// `timeout` (timed_out = true, term_signal = SIGKILL).
 child_outcome run_child(const child_options& options, std::chrono::milliseconds timeout);
-
-/// "SIGSEGV (Segmentation fault)"; "signal 77" for numbers the C library does not know.
-std::string describe_signal(int sig);
 
 /// The first non-blank line of a program's output, trailing blanks removed, cut to `max_chars`
 /// (with "..."), for quoting it in a reason; empty when there is none.

@@ -1,8 +1,9 @@
 #include "workers/compilers/nvcc/nvcc_resource_usage.hpp"
 
-#include <filesystem>
 #include <regex>
 #include <sstream>
+
+#include "workers/compilers/nvcc/nvcc_rules.hpp"
 
 namespace rpl::workers {
 
@@ -64,34 +65,16 @@ std::vector<messages::kernel_resource_usage> parse_ptxas_resource_usage(std::str
   return kernels;
 }
 
-bool is_nvcc(const std::vector<std::string>& argv) {
-  return !argv.empty() && std::filesystem::path(argv[0]).filename() == "nvcc";
-}
+bool is_nvcc(const std::vector<std::string>& argv) { return nvcc_rules().matches(argv); }
 
 bool nvcc_names_no_architecture(const std::vector<std::string>& argv) {
-  if (!is_nvcc(argv)) {
-    return false;
-  }
-  for (const auto& word : argv) {
-    for (const char* flag : {"-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code"}) {
-      if (word.rfind(flag, 0) == 0) {
-        return false;
-      }
-    }
-  }
-  return true;
+  const nvcc_rules nvcc;
+  return nvcc.matches(argv) && !nvcc.names_target(argv);
 }
 
 bool nvcc_needs_resource_flag(const std::vector<std::string>& argv) {
-  if (!is_nvcc(argv)) {
-    return false;
-  }
-  for (const auto& word : argv) {
-    if (word == "--resource-usage" || word == "-res-usage") {
-      return false;
-    }
-  }
-  return true;
+  const nvcc_rules nvcc;
+  return nvcc.matches(argv) && nvcc.worker_argv(argv).size() != argv.size();
 }
 
 }  // namespace rpl::workers

@@ -1,7 +1,7 @@
 #include "workers/lanes/timing/timing_lane.hpp"
 
 #include <chrono>
-#include <cstdio>
+#include <utility>
 
 #include "workers/process/child_process.hpp"
 
@@ -12,19 +12,33 @@ namespace {
 /// Output is kept only to quote it in a failure reason, so a little is enough.
 constexpr std::size_t kept_output_bytes = 4096;
 
-std::string describe_timeout(std::uint32_t timeout_ms) {
-  if (timeout_ms < 1000) return std::to_string(timeout_ms) + " ms";
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f s", static_cast<double>(timeout_ms) / 1000.0);
-  return text;
+/// Fills status and reason for a run that did not succeed; `run_name` is "run 2" or "warm-up 1".
+void record_failure(messages::measure_result& result, const child_outcome& outcome,
+                    const std::string& run_name, std::chrono::milliseconds timeout) {
+  result.exit_code = outcome.exit_code;
+  result.term_signal = outcome.term_signal;
+  result.reason = run_name + " " + describe_exit(outcome, timeout);
+  if (!outcome.launched) {
+    result.status = messages::measure_status::launch_failed;
+  } else if (outcome.timed_out) {
+    result.status = messages::measure_status::timed_out;
+    result.reason += "; its process group was killed";
+  } else if (outcome.term_signal != 0) {
+    result.status = messages::measure_status::crashed;
+  } else {
+    result.status = messages::measure_status::nonzero_exit;
+    const std::string line = first_output_line(outcome.output);
+    if (!line.empty()) result.reason += ": " + line;
+  }
 }
 
 }  // namespace
 
-messages::measure_result run_timing_measurement(const messages::measure_request& request,
-                                                const std::string& lane_name) {
+timing_lane::timing_lane(std::string name) : name_(std::move(name)) {}
+
+messages::measure_result timing_lane::measure(const messages::measure_request& request) {
   messages::measure_result result;
-  result.lane = lane_name;
+  result.lane = name_;
   result.samples_ns.reserve(request.runs);
 
   child_options options;
@@ -40,40 +54,26 @@ messages::measure_result run_timing_measurement(const messages::measure_request&
     const bool warmup = index < request.warmup;
     // Warm-ups are numbered -1, -2, ... and named "warm-up 1, 2, ..."; timed runs from 0.
     const auto run_index = static_cast<std::int32_t>(warmup ? -(index + 1) : index - request.warmup);
-    const std::string run_name =
-        warmup ? "warm-up " + std::to_string(-run_index) : "run " + std::to_string(run_index);
-
     const child_outcome outcome = run_child(options, timeout);
     if (outcome.succeeded()) {
       if (!warmup) result.samples_ns.push_back(outcome.wall.count());
       continue;
     }
-
     result.failed_run = run_index;
-    result.exit_code = outcome.exit_code;
-    result.term_signal = outcome.term_signal;
-    if (!outcome.launched) {
-      result.status = messages::measure_status::launch_failed;
-      result.reason = run_name + " could not be started: " + outcome.launch_error;
-    } else if (outcome.timed_out) {
-      result.status = messages::measure_status::timed_out;
-      result.reason = run_name + " timed out after " + describe_timeout(request.timeout_ms) +
-                      "; its process group was killed";
-    } else if (outcome.term_signal != 0) {
-      result.status = messages::measure_status::crashed;
-      result.reason = run_name + " was killed by " + describe_signal(outcome.term_signal);
-    } else {
-      result.status = messages::measure_status::nonzero_exit;
-      result.reason = run_name + " exited with status " + std::to_string(outcome.exit_code);
-      const std::string line = first_output_line(outcome.output);
-      if (!line.empty()) result.reason += ": " + line;
-    }
+    record_failure(result, outcome,
+                   warmup ? "warm-up " + std::to_string(-run_index) : "run " + std::to_string(run_index),
+                   timeout);
     return result;
   }
 
   result.status = messages::measure_status::ok;
   result.failed_run = -1;
   return result;
+}
+
+messages::measure_result run_timing_measurement(const messages::measure_request& request,
+                                                const std::string& lane_name) {
+  return timing_lane(lane_name).measure(request);
 }
 
 }  // namespace rpl::workers

@@ -1,0 +1,144 @@
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "engine/autotune.hpp"
+#include "engine/commands/autotune_output.hpp"
+#include "engine/commands/command.hpp"
+
+namespace rpl::engine::commands {
+
+namespace {
+
+int run_autotune_verb(const autotune_options& options, bool json, bool quiet) {
+  install_signal_handlers();
+  const bool interactive = isatty(STDERR_FILENO) != 0 && !json;
+  progress_printer printer(interactive, quiet);
+  autotune_result result;
+  try {
+    result = run_autotune(
+        options, [&printer](const autotune_progress& p) { printer(p); }, stop_requested());
+  } catch (const config_error& error) {
+    printer.finish();
+    std::fprintf(stderr, "rocm-perf autotune: error: %s\n", error.what());
+    return bad_input;
+  } catch (const store_error& error) {
+    printer.finish();
+    std::fprintf(stderr, "rocm-perf autotune: error: %s\n", error.what());
+    return bad_input;
+  }
+  printer.finish();
+  if (json) {
+    std::cout << to_json(result).dump(2) << std::endl;
+  } else if (quiet) {
+    for (const auto& c : result.candidates) {
+      if (c.key == result.winner_key) {
+        std::printf("%s\n", format_ms(c.stats.median).c_str());
+      }
+    }
+  } else {
+    print_table(result);
+  }
+  if (result.run_status == "failed") {
+    std::fprintf(stderr, "rocm-perf autotune: error: %s\n", result.error.c_str());
+    return run_failed;
+  }
+  if (result.run_status == "interrupted") {
+    std::fprintf(stderr, "rocm-perf autotune: interrupted; continue with --resume --db %s\n",
+                 result.db.c_str());
+    return interrupted;
+  }
+  if (result.winner_key.empty()) {
+    if (!json && quiet) {
+      std::fprintf(stderr, "rocm-perf autotune: no candidate produced a valid measurement\n");
+    }
+    return no_result;
+  }
+  return done;
+}
+
+class autotune_command final : public command {
+public:
+  void add_to(CLI::App& app) override {
+    auto* cmd = app.add_subcommand("autotune", "Find the fastest configuration of a kernel");
+    cmd_ = cmd;
+    cmd->add_option("--space", options_.space_file, "Space file (JSON)")->required();
+    cmd->add_option("--build-template", options_.build_template,
+                    "Build command; {NAME} parameters, {OUT} artifact path")
+        ->required();
+    cmd->add_option("--cmd-template", options_.cmd_template,
+                    "Run command; {NAME} parameters, {BIN} artifact path")
+        ->required();
+    cmd->add_option("--source", options_.sources, "Source file shipped to the compile workers");
+    cmd->add_option("--strategy", options_.strategy, "exhaustive | random")
+        ->check(CLI::IsMember({"exhaustive", "random"}));
+    budget_opt_ =
+        cmd->add_option("--budget", budget_, "At most N candidates")->check(CLI::PositiveNumber);
+    cmd->add_option("--seed", options_.seed, "Seed of the random strategy");
+    workers_opt_ = cmd->add_option("--compile-workers", workers_,
+                                   "Local compile worker processes (default: cores - lanes, >= 1)");
+    cmd->add_option("--listen", options_.listen,
+                    "Also accept compile workers on this endpoint, e.g. tcp://0.0.0.0:5555");
+    cmd->add_option("--lanes", options_.lanes, "Measurement lanes (CPU slots for timing)");
+    cmd->add_option("--runs", options_.runs, "Timed runs per candidate");
+    cmd->add_option("--warmup", options_.warmup, "Untimed runs before the timed ones");
+    cmd->add_option("--timeout", options_.timeout_s, "Per-run timeout, seconds");
+    cmd->add_option("--compile-timeout", options_.compile_timeout_s,
+                    "Per-compile deadline, seconds");
+    cmd->add_option("--db", options_.db, "Results database (SQLite)");
+    cmd->add_flag("--resume", options_.resume, "Continue the matching run in --db");
+    cmd->add_flag("--json", json_, "Print the result as JSON (docs/schema/autotune.schema.json)");
+    cmd->add_flag("--quiet", quiet_, "Print only the winner's median runtime in ms");
+    cmd->add_option("--allow-compiler", options_.allowed_compilers,
+                    "Compilers the local workers may run (replaces the default list)");
+    cmd->add_option("--heartbeat-ms", heartbeat_ms_, "Broker heartbeat interval")
+        ->check(CLI::Range(10, 60000));
+    cmd->add_option("--liveness", options_.liveness, "Missed heartbeats before a worker is dead")
+        ->check(CLI::Range(1, 100));
+    in_flight_opt_ = cmd->add_option("--max-in-flight", in_flight_,
+                                     "Candidates in flight (default 2 x (workers + lanes))")
+                         ->check(CLI::PositiveNumber);
+  }
+
+  bool chosen() const override { return cmd_->parsed(); }
+
+  int run() override {
+    setup_logging(quiet_ || json_);
+    if (*budget_opt_) {
+      options_.budget = budget_;
+    }
+    if (*workers_opt_) {
+      options_.compile_workers = workers_;
+    }
+    if (*in_flight_opt_) {
+      options_.max_in_flight = in_flight_;
+    }
+    options_.heartbeat = std::chrono::milliseconds(heartbeat_ms_);
+    try {
+      return run_autotune_verb(options_, json_, quiet_);
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "rocm-perf autotune: error: %s\n", error.what());
+      return run_failed;
+    }
+  }
+
+private:
+  CLI::App* cmd_ = nullptr;
+  autotune_options options_;
+  bool json_ = false;
+  bool quiet_ = false;
+  std::int64_t heartbeat_ms_ = 1000;
+  std::size_t budget_ = 0;
+  std::size_t workers_ = 0;
+  std::size_t in_flight_ = 0;
+  CLI::Option* budget_opt_ = nullptr;
+  CLI::Option* workers_opt_ = nullptr;
+  CLI::Option* in_flight_opt_ = nullptr;
+};
+
+}  // namespace
+
+command_ptr make_autotune_command() { return std::make_unique<autotune_command>(); }
+
+}  // namespace rpl::engine::commands

@@ -1,0 +1,43 @@
+#pragma once
+/// One CLI verb per file in engine/commands/: each registers its own subcommand and options, then
+/// runs when it was chosen. engine/cli.cpp only collects them, parses and dispatches. The helpers
+/// here (signals, logging) are what every verb shares.
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace rpl::engine::commands {
+
+/// Exit codes, the contract in README.md: 0 done, 1 the run failed, 2 bad input (argument errors
+/// included), 3 no valid result, 130 interrupted.
+enum exit_code : int { done = 0, run_failed = 1, bad_input = 2, no_result = 3, interrupted = 130 };
+
+class command {
+public:
+  virtual ~command() = default;
+  /// Adds the verb's subcommand and its options to `app`.
+  virtual void add_to(CLI::App& app) = 0;
+  /// True when the parsed command line chose this verb.
+  virtual bool chosen() const = 0;
+  /// Runs the verb after a successful parse; returns the process exit code.
+  virtual int run() = 0;
+};
+
+using command_ptr = std::unique_ptr<command>;
+
+command_ptr make_autotune_command();
+command_ptr make_profile_command();
+command_ptr make_analyze_command();
+command_ptr make_inspect_command();
+command_ptr make_worker_command();
+
+/// Set by SIGINT/SIGTERM (a second signal ends the process at once).
+std::atomic<bool>& stop_requested();
+void install_signal_handlers();
+/// spdlog to stderr; warnings and errors only when `quiet`.
+void setup_logging(bool quiet);
+
+}  // namespace rpl::engine::commands

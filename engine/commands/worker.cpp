@@ -1,0 +1,64 @@
+#include <cstdio>
+
+#include "engine/commands/command.hpp"
+#include "workers/compile/compile_worker.hpp"
+
+namespace rpl::engine::commands {
+
+namespace {
+
+/// `rocm-perf worker compile`: a compile worker process serving an engine's broker.
+class worker_command final : public command {
+public:
+  void add_to(CLI::App& app) override {
+    auto* worker = app.add_subcommand("worker", "Run a worker process");
+    worker->require_subcommand(1);
+    compile_ = worker->add_subcommand("compile", "Compile worker serving an engine");
+    compile_->add_option("--connect", options_.endpoint, "Engine endpoint")->required();
+    compile_->add_option("--heartbeat-ms", heartbeat_ms_, "Heartbeat interval")
+        ->check(CLI::Range(10, 60000));
+    compile_->add_option("--liveness", options_.liveness, "Missed heartbeats before reconnecting")
+        ->check(CLI::Range(1, 100));
+    compile_->add_option("--reconnect-ms", reconnect_ms_, "First reconnect back-off");
+    compile_->add_option("--reconnect-max-ms", reconnect_max_ms_, "Largest reconnect back-off");
+    compile_->add_option("--allow-compiler", compilers_,
+                         "Allowed compiler (repeatable; replaces the default list)");
+    compile_->add_option("--work-dir", options_.work_root, "Where job folders are created");
+    compile_->add_flag("--keep-temp", options_.keep_temp, "Keep job folders (debugging)");
+    compile_->add_flag("--quiet", quiet_, "Log warnings and errors only");
+  }
+
+  bool chosen() const override { return compile_->parsed(); }
+
+  int run() override {
+    setup_logging(quiet_);
+    options_.heartbeat = std::chrono::milliseconds(heartbeat_ms_);
+    options_.reconnect_initial = std::chrono::milliseconds(reconnect_ms_);
+    options_.reconnect_max = std::chrono::milliseconds(reconnect_max_ms_);
+    if (!compilers_.empty()) {
+      options_.allowed_compilers = compilers_;
+    }
+    install_signal_handlers();
+    try {
+      return workers::run_compile_worker(options_, stop_requested());
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "rocm-perf worker compile: error: %s\n", error.what());
+      return bad_input;
+    }
+  }
+
+private:
+  CLI::App* compile_ = nullptr;
+  workers::compile_worker_options options_;
+  bool quiet_ = false;
+  std::int64_t heartbeat_ms_ = 1000;
+  std::int64_t reconnect_ms_ = 1000;
+  std::int64_t reconnect_max_ms_ = 32000;
+  std::vector<std::string> compilers_;
+};
+
+}  // namespace
+
+command_ptr make_worker_command() { return std::make_unique<worker_command>(); }
+
+}  // namespace rpl::engine::commands
