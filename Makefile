@@ -19,7 +19,7 @@ FORMAT_DIRS := $(wildcard messages stages workers engine tests bench examples)
 DEMO_BUILD := g++ -O2 -std=c++17 -march=native -DTILE_I={TILE_I} -DTILE_J={TILE_J} -DTILE_K={TILE_K} -DUNROLL={UNROLL} matmul.cpp -o {OUT}
 DEMO_CMD   := {BIN} --n 256
 
-.PHONY: all deps build demo test bench gpu-bundle format clean
+.PHONY: all deps build demo test bench gpu-bundle format format-check clean
 
 all: build
 
@@ -47,14 +47,18 @@ bench: build
 gpu-bundle: build
 	scripts/bundle $(BUILD_DIR) .bundle
 
-format:
-	@command -v clang-format >/dev/null || { echo "# Build, then collect a relocatable bundle for a GPU host; there: bash scripts/gpu-check .bundle
-gpu-bundle: build
-	scripts/bundle $(BUILD_DIR) .bundle
-
-format: clang-format not found (apt-get install clang-format)" >&2; exit 1; }
-	find $(FORMAT_DIRS) -type f \( -name '*.hpp' -o -name '*.cpp' \) -print0 \
+format: deps
+	find $(FORMAT_DIRS) -type f \( -name '*.hpp' -o -name '*.cpp' -o -name '*.cu' \) -print0 \
 	  | xargs -0 -r clang-format -i
+
+# Fails, listing the files, when any source differs from `make format`'s output (.ci/run runs it).
+format-check: deps
+	@unformatted=$$(find $(FORMAT_DIRS) -type f \( -name '*.hpp' -o -name '*.cpp' -o -name '*.cu' \) \
+	  -exec sh -c 'clang-format --style=file "$$1" | cmp -s - "$$1" || echo "$$1"' _ {} \;); \
+	if [ -n "$$unformatted" ]; then \
+	  echo "format-check: these files differ from clang-format's output; fix: make format" >&2; \
+	  echo "$$unformatted" >&2; exit 1; \
+	fi; echo "format-check: every source is clang-format clean"
 
 clean:
 	rm -rf $(BUILD_DIR)

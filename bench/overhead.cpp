@@ -13,7 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "engine/autotune.hpp"
+#include "engine/autotune/autotune.hpp"
 #include "workers/process/child_process.hpp"
 
 namespace {

@@ -15,7 +15,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "engine/autotune.hpp"
+#include "engine/autotune/autotune.hpp"
 #include "stages/search/command_template.hpp"
 #include "stages/search/space.hpp"
 #include "stages/search/strategy.hpp"

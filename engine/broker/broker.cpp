@@ -1,9 +1,9 @@
 #include "engine/broker/broker.hpp"
 
+#include <algorithm>
+#include <stdexcept>
 #include <sys/eventfd.h>
 #include <unistd.h>
-
-#include <algorithm>
 
 #include <spdlog/spdlog.h>
 
@@ -14,10 +14,20 @@ namespace rpl::engine {
 namespace {
 using clock_type = std::chrono::steady_clock;
 
-zmq::message_t frame(const std::string& bytes) { return zmq::message_t(bytes.data(), bytes.size()); }
-}  // namespace
+/// Dispatch, purge and heartbeats run once per turn; this bounds how late they see the clock.
+constexpr std::chrono::milliseconds max_poll_wait{100};
+
+zmq::message_t frame(const std::string& bytes) {
+  return zmq::message_t(bytes.data(), bytes.size());
+}
+} // namespace
 
 broker::broker(broker_config config) : config_(std::move(config)) {
+  if (!config_.clock) {
+    throw std::invalid_argument(
+        "broker_config.clock is empty; fix: leave the default (steady_clock) or "
+        "pass a function that returns the time");
+  }
   router_ = zmq::socket_t(context_, zmq::socket_type::router);
   router_.set(zmq::sockopt::linger, 0);
   router_.set(zmq::sockopt::maxmsgsize, config_.max_message_bytes);
@@ -50,15 +60,22 @@ void broker::stop() {
   thread_.join();
 }
 
-void broker::set_tick(std::function<void()> tick) { tick_ = std::move(tick); }
+void broker::set_tick(std::function<void()> tick) {
+  tick_ = std::move(tick);
+}
 
 broker_stats broker::stats() const {
   std::lock_guard lock(stats_mutex_);
   return stats_;
 }
 
-std::uint64_t broker::submit(std::string run_id, messages::compile_request request,
-                             completion done) {
+void broker::count(std::uint64_t broker_stats::*counter) {
+  std::lock_guard lock(stats_mutex_);
+  ++(stats_.*counter);
+}
+
+std::uint64_t
+broker::submit(std::string run_id, messages::compile_request request, completion done) {
   job j;
   j.id = next_job_id_++;
   j.run_id = std::move(run_id);
@@ -89,9 +106,10 @@ void broker::send(worker& w, std::uint64_t job_id, const std::string& run_id, co
   std::array<zmq::message_t, 4> frames{frame(w.identity), frame(messages::protocol_header),
                                        frame(messages::encode(env)), frame(messages::encode(body))};
   for (std::size_t i = 0; i < frames.size(); ++i) {
-    router_.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    router_.send(frames[i],
+                 i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
   }
-  w.last_sent = clock_type::now();
+  w.last_sent = config_.clock();
 }
 
 void broker::send_disconnect(const std::string& identity, const std::string& reason) {
@@ -118,17 +136,14 @@ void broker::requeue(job j, const std::string& why) {
   }
   spdlog::warn("job {}: {}; re-queued (attempt {} of {})", j.id, why, j.attempts + 1,
                config_.max_attempts);
-  {
-    std::lock_guard lock(stats_mutex_);
-    ++stats_.jobs_requeued;
-  }
+  count(&broker_stats::jobs_requeued);
   queue_.push_front(std::move(j));
 }
 
 void broker::handle_message(std::vector<zmq::message_t>& frames) {
   if (frames.size() != 4) {
-    std::lock_guard lock(stats_mutex_);
-    ++stats_.malformed_messages;
+    spdlog::warn("broker: dropped a message of {} frames (expected identity + 3)", frames.size());
+    count(&broker_stats::malformed_messages);
     return;
   }
   const std::string identity = frames[0].to_string();
@@ -138,55 +153,20 @@ void broker::handle_message(std::vector<zmq::message_t>& frames) {
                                     frames[3].to_string_view());
   } catch (const messages::decode_error& error) {
     spdlog::warn("broker: dropped a malformed message: {}", error.what());
-    std::lock_guard lock(stats_mutex_);
-    ++stats_.malformed_messages;
+    count(&broker_stats::malformed_messages);
     return;
   }
-  const auto now = clock_type::now();
-  const auto expiry = now + config_.heartbeat * config_.liveness;
   worker* w = find(identity);
-
-  switch (parsed.env.kind) {
-  case messages::message_kind::ready: {
-    auto info = messages::decode<messages::ready>(parsed.body);
-    if (w != nullptr) {
-      // A READY from a known identity means the worker restarted its session: its job is lost.
-      if (w->busy) {
-        w->busy = false;
-        requeue(std::move(w->current), "worker " + w->worker_id + " re-registered mid-job");
-      }
-      w->expiry = expiry;
-      w->worker_id = info.worker_id;
-    } else {
-      // A worker that reconnects gets a new socket identity: the session under the old identity
-      // is over, and its job will never be answered.
-      for (auto it = workers_.begin(); it != workers_.end(); ++it) {
-        if (it->worker_id == info.worker_id && !info.worker_id.empty()) {
-          if (it->busy) {
-            requeue(std::move(it->current), "worker " + info.worker_id + " reconnected mid-job");
-          }
-          workers_.erase(it);
-          break;
-        }
-      }
-      worker fresh;
-      fresh.identity = identity;
-      fresh.worker_id = info.worker_id;
-      fresh.expiry = expiry;
-      fresh.last_sent = now;
-      workers_.push_back(std::move(fresh));
-      std::lock_guard lock(stats_mutex_);
-      ++stats_.workers_seen;
-    }
-    spdlog::debug("broker: worker {} ready ({} compilers)", info.worker_id, info.compilers.size());
-    break;
+  // Any message from a known worker proves it alive.
+  if (w != nullptr) {
+    w->expiry = config_.clock() + config_.heartbeat * config_.liveness;
   }
+  switch (parsed.env.kind) {
+  case messages::message_kind::ready: on_ready(identity, w, parsed.body); break;
   case messages::message_kind::heartbeat:
     if (w == nullptr) {
       send_disconnect(identity, "unknown worker; send READY first");
-      return;
     }
-    w->expiry = expiry;
     break;
   case messages::message_kind::disconnect:
     if (w != nullptr) {
@@ -199,39 +179,90 @@ void broker::handle_message(std::vector<zmq::message_t>& frames) {
       workers_.erase(workers_.begin() + (w - workers_.data()));
     }
     break;
-  case messages::message_kind::compile_reply: {
-    if (w == nullptr) {
-      send_disconnect(identity, "unknown worker; send READY first");
-      std::lock_guard lock(stats_mutex_);
-      ++stats_.duplicate_replies;
-      return;
-    }
-    w->expiry = expiry;
-    if (!w->busy || w->current.id != parsed.env.job_id) {
-      spdlog::debug("broker: dropped a duplicate reply for job {}", parsed.env.job_id);
-      std::lock_guard lock(stats_mutex_);
-      ++stats_.duplicate_replies;
-      return;
-    }
-    messages::compile_reply reply;
-    try {
-      reply = messages::decode<messages::compile_reply>(parsed.body);
-    } catch (const messages::decode_error& error) {
-      reply.status = messages::compile_status::internal_error;
-      reply.error = std::string("undecodable reply: ") + error.what();
-    }
-    auto j = std::move(w->current);
-    w->busy = false;
-    if (j.done) {
-      j.done(reply);
-    }
+  case messages::message_kind::compile_reply:
+    on_reply(identity, w, parsed.env.job_id, parsed.body);
     break;
-  }
   default:
+    spdlog::warn("broker: dropped an unexpected {} from {}", messages::to_string(parsed.env.kind),
+                 w != nullptr ? w->worker_id : std::string("an unknown peer"));
+    count(&broker_stats::malformed_messages);
     if (w == nullptr) {
       send_disconnect(identity, "unexpected message from an unknown peer");
     }
     break;
+  }
+}
+
+void broker::on_ready(const std::string& identity, worker* known, const std::string& body) {
+  messages::ready info;
+  try {
+    info = messages::decode<messages::ready>(body);
+  } catch (const messages::decode_error& error) {
+    spdlog::warn("broker: dropped an unreadable READY: {}", error.what());
+    count(&broker_stats::malformed_messages);
+    return;
+  }
+  const auto now = config_.clock();
+  if (known != nullptr) {
+    // A READY from a known identity means the worker restarted its session: its job is lost.
+    if (known->busy) {
+      known->busy = false;
+      requeue(std::move(known->current), "worker " + known->worker_id + " re-registered mid-job");
+    }
+    known->worker_id = info.worker_id;
+  } else {
+    // A worker that reconnects gets a new socket identity: the session under the old identity is
+    // over, and its job will never be answered.
+    for (auto it = workers_.begin(); it != workers_.end(); ++it) {
+      if (it->worker_id == info.worker_id && !info.worker_id.empty()) {
+        if (it->busy) {
+          requeue(std::move(it->current), "worker " + info.worker_id + " reconnected mid-job");
+        }
+        workers_.erase(it);
+        break;
+      }
+    }
+    worker fresh;
+    fresh.identity = identity;
+    fresh.worker_id = info.worker_id;
+    fresh.expiry = now + config_.heartbeat * config_.liveness;
+    fresh.last_sent = now;
+    workers_.push_back(std::move(fresh));
+  }
+  // A reconnecting worker keeps its worker_id (host:pid): it is the same worker, seen once.
+  if (worker_ids_seen_.insert(info.worker_id.empty() ? "identity:" + identity : info.worker_id)
+          .second) {
+    count(&broker_stats::workers_seen);
+  }
+  spdlog::debug("broker: worker {} ready ({} compilers)", info.worker_id, info.compilers.size());
+}
+
+void broker::on_reply(const std::string& identity,
+                      worker* known,
+                      std::uint64_t job_id,
+                      const std::string& body) {
+  if (known == nullptr) {
+    spdlog::debug("broker: dropped a reply for job {} from an unknown peer", job_id);
+    send_disconnect(identity, "unknown worker; send READY first");
+    count(&broker_stats::unknown_replies);
+    return;
+  }
+  if (!known->busy || known->current.id != job_id) {
+    spdlog::debug("broker: dropped a duplicate reply for job {}", job_id);
+    count(&broker_stats::duplicate_replies);
+    return;
+  }
+  messages::compile_reply reply;
+  try {
+    reply = messages::decode<messages::compile_reply>(body);
+  } catch (const messages::decode_error& error) {
+    reply.status = messages::compile_status::internal_error;
+    reply.error = std::string("undecodable reply: ") + error.what();
+  }
+  auto j = std::move(known->current);
+  known->busy = false;
+  if (j.done) {
+    j.done(reply);
   }
 }
 
@@ -259,10 +290,7 @@ void broker::purge(clock_type::time_point now) {
     }
     spdlog::warn("broker: worker {} missed {} heartbeats; presumed dead", it->worker_id,
                  config_.liveness);
-    {
-      std::lock_guard lock(stats_mutex_);
-      ++stats_.workers_expired;
-    }
+    count(&broker_stats::workers_expired);
     if (it->busy) {
       requeue(std::move(it->current), "worker " + it->worker_id + " died mid-job");
     }
@@ -278,23 +306,46 @@ void broker::send_heartbeats(clock_type::time_point now) {
   }
 }
 
-void broker::fail_queued(const std::string& why) {
-  {
-    std::lock_guard lock(submit_mutex_);
-    while (!submitted_.empty()) {
-      queue_.push_back(std::move(submitted_.front()));
-      submitted_.pop_front();
-    }
+void broker::take_submitted() {
+  std::lock_guard lock(submit_mutex_);
+  while (!submitted_.empty()) {
+    queue_.push_back(std::move(submitted_.front()));
+    submitted_.pop_front();
   }
+}
+
+void broker::fail_queued(const std::string& why) {
+  take_submitted();
   for (auto& j : queue_) {
     fail(j, messages::compile_status::worker_lost, why);
   }
   queue_.clear();
 }
 
+void broker::receive_all() {
+  while (true) {
+    std::vector<zmq::message_t> frames;
+    zmq::message_t part;
+    if (!router_.recv(part, zmq::recv_flags::dontwait)) {
+      return;
+    }
+    frames.push_back(std::move(part));
+    while (frames.back().more()) {
+      zmq::message_t next;
+      (void)router_.recv(next, zmq::recv_flags::none);
+      frames.push_back(std::move(next));
+    }
+    try {
+      handle_message(frames);
+    } catch (const std::exception& error) {
+      spdlog::error("broker: {}", error.what());
+    }
+  }
+}
+
 void broker::run() {
-  const auto poll_interval = std::min<std::chrono::milliseconds>(config_.heartbeat / 2,
-                                                                 std::chrono::milliseconds(100));
+  const auto poll_interval =
+      std::min<std::chrono::milliseconds>(config_.heartbeat / 2, max_poll_wait);
   while (!stopping_) {
     zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
                                {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
@@ -303,32 +354,9 @@ void broker::run() {
       std::uint64_t counter = 0;
       [[maybe_unused]] auto got = ::read(wake_fd_, &counter, sizeof counter);
     }
-    {
-      std::lock_guard lock(submit_mutex_);
-      while (!submitted_.empty()) {
-        queue_.push_back(std::move(submitted_.front()));
-        submitted_.pop_front();
-      }
-    }
-    while (true) {
-      std::vector<zmq::message_t> frames;
-      zmq::message_t part;
-      if (!router_.recv(part, zmq::recv_flags::dontwait)) {
-        break;
-      }
-      frames.push_back(std::move(part));
-      while (frames.back().more()) {
-        zmq::message_t next;
-        (void)router_.recv(next, zmq::recv_flags::none);
-        frames.push_back(std::move(next));
-      }
-      try {
-        handle_message(frames);
-      } catch (const std::exception& error) {
-        spdlog::error("broker: {}", error.what());
-      }
-    }
-    const auto now = clock_type::now();
+    take_submitted();
+    receive_all();
+    const auto now = config_.clock();
     purge(now);
     dispatch();
     send_heartbeats(now);
@@ -338,10 +366,7 @@ void broker::run() {
     }
   }
   // Answer what is left so that no caller waits forever.
-  std::lock_guard lock(submit_mutex_);
-  for (auto& j : submitted_) {
-    fail(j, messages::compile_status::worker_lost, "engine stopping");
-  }
+  take_submitted();
   for (auto& j : queue_) {
     fail(j, messages::compile_status::worker_lost, "engine stopping");
   }
@@ -352,4 +377,4 @@ void broker::run() {
   }
 }
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

@@ -1,8 +1,10 @@
 #pragma once
-/// The engine's ROUTER broker (Paranoid Pirate queue, docs/protocol.md): one thread owns the socket,
-/// tracks worker liveness, hands each queued compile job to an idle worker, re-queues the jobs of
-/// dead workers and drops duplicate replies. Other threads only call submit(); completions come back
-/// through each job's callback, on the broker thread.
+/// The engine's ROUTER broker (Paranoid Pirate queue, docs/protocol.md): one thread owns the
+/// socket, tracks worker liveness, hands each queued compile job to an idle worker, re-queues the
+/// jobs of dead workers and drops duplicate replies. Other threads only call submit(); completions
+/// come back through each job's callback, on the broker thread. Every time-based decision
+/// (heartbeats to send, workers to expire) reads broker_config::clock, so tests drive it with a
+/// manual clock.
 
 #include <atomic>
 #include <chrono>
@@ -10,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,19 +23,35 @@
 
 namespace rpl::engine {
 
+/// Where the broker reads the time. steady_clock by default; tests pass a manual clock
+/// (tests/support/manual_clock.hpp). Called on the broker thread only.
+using broker_clock = std::function<std::chrono::steady_clock::time_point()>;
+
 struct broker_config {
-  std::vector<std::string> bind_endpoints;  ///< ipc:// for local workers, tcp:// for --listen
+  std::vector<std::string> bind_endpoints; ///< ipc:// for local workers, tcp:// for --listen
   std::chrono::milliseconds heartbeat{1000};
   int liveness = 3;
-  int max_attempts = 3;  ///< a job is tried on this many workers before it fails with worker_lost
+  int max_attempts = 3; ///< a job is tried on this many workers before it fails with worker_lost
   std::int64_t max_message_bytes = 256LL << 20;
+  /// Decides when to heartbeat and when a worker is dead. The broker still waits on its socket in
+  /// real time (at most min(heartbeat / 2, 100 ms) per turn), so a clock moved by hand is acted on
+  /// at the next turn.
+  broker_clock clock = [] { return std::chrono::steady_clock::now(); };
 };
 
+/// What the broker saw during a run; every counter only grows.
 struct broker_stats {
-  std::uint64_t workers_seen = 0;
-  std::uint64_t workers_expired = 0;
-  std::uint64_t jobs_requeued = 0;
+  std::uint64_t workers_seen = 0;    ///< distinct workers (by worker_id) that sent READY
+  std::uint64_t workers_expired = 0; ///< workers presumed dead after `liveness` silent intervals
+  std::uint64_t jobs_requeued = 0;   ///< jobs put back at the front of the queue (not those failed)
+  /// Replies from a known worker for a job it no longer holds (answered already, or taken away
+  /// from it by a READY or DISCONNECT).
   std::uint64_t duplicate_replies = 0;
+  /// Replies from a peer the broker does not know (typically a worker presumed dead that answers
+  /// late); dropped, and the peer told to DISCONNECT.
+  std::uint64_t unknown_replies = 0;
+  /// Messages dropped because they could not be read (frame count, header, version, kind, body)
+  /// or have no place in the protocol (a kind a worker never sends).
   std::uint64_t malformed_messages = 0;
 };
 
@@ -91,6 +110,14 @@ private:
   void send(worker& w, std::uint64_t job_id, const std::string& run_id, const T& body);
   void send_disconnect(const std::string& identity, const std::string& reason);
   worker* find(const std::string& identity);
+  void on_ready(const std::string& identity, worker* known, const std::string& body);
+  void on_reply(const std::string& identity,
+                worker* known,
+                std::uint64_t job_id,
+                const std::string& body);
+  void take_submitted();
+  void receive_all();
+  void count(std::uint64_t broker_stats::*counter);
 
   broker_config config_;
   zmq::context_t context_{1};
@@ -101,7 +128,7 @@ private:
   std::atomic<std::size_t> live_workers_{0};
 
   std::mutex submit_mutex_;
-  std::deque<job> submitted_;  // guarded by submit_mutex_; drained by the broker thread
+  std::deque<job> submitted_; // guarded by submit_mutex_; drained by the broker thread
   std::atomic<std::uint64_t> next_job_id_{1};
   std::function<void()> tick_;
 
@@ -109,8 +136,9 @@ private:
   std::deque<job> queue_;
   std::vector<worker> workers_;
   std::uint64_t heartbeat_sequence_ = 0;
+  std::set<std::string> worker_ids_seen_; // for broker_stats::workers_seen
   mutable std::mutex stats_mutex_;
   broker_stats stats_;
 };
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

@@ -1,16 +1,17 @@
 #include "engine/broker/local_workers.hpp"
 
-#include <sched.h>
+#include <algorithm>
 #include <signal.h>
+#include <stdexcept>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
-#include <algorithm>
-#include <stdexcept>
-#include <thread>
-
+#include <sched.h>
 #include <spdlog/spdlog.h>
+
+#include "workers/process/exit_description.hpp"
 
 namespace rpl::engine {
 
@@ -20,13 +21,21 @@ local_workers::local_workers(local_workers_config config) : config_(std::move(co
   }
 }
 
-local_workers::~local_workers() { stop(); }
+local_workers::~local_workers() {
+  stop();
+}
 
 pid_t local_workers::spawn_one() {
-  std::vector<std::string> args = {config_.executable.string(), "worker", "compile", "--connect",
-                                   config_.endpoint, "--heartbeat-ms",
-                                   std::to_string(config_.heartbeat.count()), "--liveness",
-                                   std::to_string(config_.liveness), "--quiet"};
+  std::vector<std::string> args = {config_.executable.string(),
+                                   "worker",
+                                   "compile",
+                                   "--connect",
+                                   config_.endpoint,
+                                   "--heartbeat-ms",
+                                   std::to_string(config_.heartbeat.count()),
+                                   "--liveness",
+                                   std::to_string(config_.liveness),
+                                   "--quiet"};
   for (const auto& compiler : config_.allowed_compilers) {
     args.push_back("--allow-compiler");
     args.push_back(compiler);
@@ -76,8 +85,7 @@ void local_workers::supervise() {
     if (waitpid(pid, &status, WNOHANG) != pid) {
       continue;
     }
-    const std::string how = WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
-                                                : "exited with status " + std::to_string(WEXITSTATUS(status));
+    const std::string how = workers::describe_wait_status(status);
     if (restarts_ >= config_.max_restarts) {
       spdlog::error("local compile worker {} {}; restart budget ({}) spent", pid, how,
                     config_.max_restarts);
@@ -92,7 +100,8 @@ void local_workers::supervise() {
 }
 
 bool local_workers::exhausted() const {
-  return !pids_.empty() && std::all_of(pids_.begin(), pids_.end(), [](pid_t pid) { return pid <= 0; });
+  return !pids_.empty() &&
+         std::all_of(pids_.begin(), pids_.end(), [](pid_t pid) { return pid <= 0; });
 }
 
 void local_workers::stop(std::chrono::milliseconds grace) {
@@ -122,4 +131,4 @@ void local_workers::stop(std::chrono::milliseconds grace) {
   pids_.clear();
 }
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

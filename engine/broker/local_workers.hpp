@@ -3,24 +3,23 @@
 /// `worker compile --connect ENDPOINT`), restarts one that exits, and stops them all at the end.
 /// Local workers get the parent-death signal, so a killed engine leaves no worker behind.
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 namespace rpl::engine {
 
 struct local_workers_config {
-  std::filesystem::path executable;  ///< usually /proc/self/exe, resolved
+  std::filesystem::path executable; ///< usually /proc/self/exe, resolved
   std::string endpoint;
   std::size_t count = 1;
   std::chrono::milliseconds heartbeat{1000};
   int liveness = 3;
-  std::vector<std::string> allowed_compilers;  ///< empty: the worker's default list
-  std::size_t max_restarts = 0;                ///< 0: 2 × count
-  std::vector<int> cpus;  ///< CPUs the workers (and so their compilers) may run on; empty: any
+  std::vector<std::string> allowed_compilers; ///< empty: the worker's default list
+  std::size_t max_restarts = 0;               ///< 0: 2 × count
+  std::vector<int> cpus; ///< CPUs the workers (and so their compilers) may run on; empty: any
 };
 
 class local_workers {
@@ -37,8 +36,6 @@ public:
   /// SIGTERM, then SIGKILL after the grace period.
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
 
-  std::vector<pid_t> pids() const { return pids_; }
-  std::size_t restarts() const { return restarts_; }
   /// True once every local worker has exited and the restart budget is spent.
   bool exhausted() const;
 
@@ -50,4 +47,4 @@ private:
   std::size_t restarts_ = 0;
 };
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

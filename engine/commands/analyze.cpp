@@ -1,9 +1,51 @@
+// `rocm-perf analyze`: the profile report from rocpd databases recorded elsewhere (rocprofv3 -d,
+// our CUPTI tracer, or an earlier `profile --out`), built exactly as profile builds it.
+
+#include <cstdio>
+
 #include "engine/commands/command.hpp"
-#include "engine/commands/profile_command.hpp"
+#include "engine/commands/profile_output.hpp"
+#include "stages/analysis/profile_report_builder.hpp"
+#include "stages/trace/rocpd_schema.hpp"
 
 namespace rpl::engine::commands {
 
 namespace {
+
+struct analyze_options {
+  std::vector<std::filesystem::path> inputs;
+  bool per_run = false; ///< each input (file or folder) is one run, for stability across runs
+  report_options report;
+};
+
+/// 0 done, 2 bad input (no, unreadable or empty databases; profile.json not writable).
+int analyze(const analyze_options& options) {
+  if (options.inputs.empty()) {
+    std::fprintf(stderr, "rocm-perf analyze: error: analyze: no database given; fix: rocm-perf "
+                         "analyze DB... (files or folders that rocprofv3 wrote)\n");
+    return exit_code::bad_input;
+  }
+  try {
+    std::vector<std::vector<std::filesystem::path>> runs;
+    if (options.per_run) {
+      for (const auto& input : options.inputs) {
+        runs.push_back({input});
+      }
+    } else {
+      runs.push_back(options.inputs);
+    }
+    stages::report_context context;
+    context.backend = "rocpd"; // no command: the databases were recorded elsewhere
+    context.arch = options.report.arch;
+    return emit_report(stages::build_profile_report(runs, context), options.report);
+  } catch (const stages::report_error& error) {
+    std::fprintf(stderr, "rocm-perf analyze: error: %s\n", error.what());
+    return exit_code::bad_input;
+  } catch (const stages::rocpd::rocpd_error& error) {
+    std::fprintf(stderr, "rocm-perf analyze: error: %s\n", error.what());
+    return exit_code::bad_input;
+  }
+}
 
 class analyze_command final : public command {
 public:
@@ -16,15 +58,14 @@ public:
     cmd_->add_flag("--json", options_.report.json, "Print strict JSON");
     cmd_->add_flag("--quiet", options_.report.quiet, "Print only the runtime in ms");
     cmd_->add_option("--out", options_.report.out, "Write profile.json here");
-    cmd_->add_option("--arch", options_.report.arch,
-                     "Target for occupancy (default: the agent's)");
+    cmd_->add_option("--arch", options_.report.arch, "Target for occupancy (default: the agent's)");
   }
 
   bool chosen() const override { return cmd_->parsed(); }
 
   int run() override {
     setup_logging(true);
-    return analyze_main(options_);
+    return analyze(options_);
   }
 
 private:
@@ -32,8 +73,10 @@ private:
   analyze_options options_;
 };
 
-}  // namespace
+} // namespace
 
-command_ptr make_analyze_command() { return std::make_unique<analyze_command>(); }
+command_ptr make_analyze_command() {
+  return std::make_unique<analyze_command>();
+}
 
-}  // namespace rpl::engine::commands
+} // namespace rpl::engine::commands

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "engine/autotune.hpp"
+#include "engine/autotune/autotune.hpp"
 #include "engine/commands/autotune_output.hpp"
 #include "engine/commands/command.hpp"
 

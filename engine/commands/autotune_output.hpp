@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/autotune.hpp"
+#include "engine/autotune/autotune.hpp"
 
 namespace rpl::engine::commands {
 

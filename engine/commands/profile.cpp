@@ -1,9 +1,223 @@
+// `rocm-perf profile`: runs an application `--runs` times under a trace recorder (rocprofv3, our
+// CUPTI tracer, or plain wall-clock timing) and reports its kernels from the databases exactly as
+// `analyze` would: runtime, stability across runs, resources, occupancy.
+
+#include <cstdio>
+#include <optional>
+#include <stdexcept>
+
+#include <stdlib.h>
+
 #include "engine/commands/command.hpp"
-#include "engine/commands/profile_command.hpp"
+#include "engine/commands/profile_output.hpp"
+#include "stages/analysis/profile_report_builder.hpp"
+#include "stages/trace/rocpd_schema.hpp"
+#include "workers/devices/nvidia_gpu.hpp"
+#include "workers/tracers/cuda/cupti_recorder.hpp"
+#include "workers/tracers/rocprofv3/rocprofv3_recorder.hpp"
+#include "workers/tracers/timing/timing_recorder.hpp"
 
 namespace rpl::engine::commands {
 
 namespace {
+
+struct profile_options {
+  std::vector<std::string> app; ///< argv after `--`
+  std::string backend = "rocm"; ///< rocm | cuda | timing | auto
+  unsigned runs = 5;
+  bool debug = false;
+  bool no_rocprof = false;
+  std::filesystem::path rocprofv3; ///< empty: $ROCPROFV3, then PATH
+  std::filesystem::path
+      tracer; ///< CUPTI tracer library; empty: $RPL_CUPTI_TRACER, then beside this executable
+  double timeout_s = 0.0; ///< per run; 0: none
+  report_options report;
+};
+
+/// Bad input or a missing tool: exit 2.
+class input_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The application or the tracer failed: exit 1.
+class run_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The tools found for the backends that need one.
+struct found_tools {
+  std::optional<std::filesystem::path> rocprofv3;
+  std::optional<std::filesystem::path> tracer;
+};
+
+std::chrono::milliseconds run_timeout(const profile_options& options) {
+  return std::chrono::milliseconds(
+      options.timeout_s > 0 ? static_cast<long>(options.timeout_s * 1000) : 24L * 3600 * 1000);
+}
+
+/// --backend auto: rocm when rocprofv3 is there, cuda with an NVIDIA GPU and the tracer, else
+/// timing; says which and why on stderr unless the output is machine-read.
+std::string choose_backend(const profile_options& options, const found_tools& tools) {
+  std::string backend = options.no_rocprof ? "timing" : options.backend;
+  if (backend != "auto") {
+    return backend;
+  }
+  std::string why;
+  if (tools.rocprofv3) {
+    backend = "rocm";
+    why = "rocprofv3 found";
+  } else if (tools.tracer && workers::nvidia_gpu_present()) {
+    backend = "cuda";
+    why = "an NVIDIA GPU and the CUPTI tracer found";
+  } else {
+    backend = "timing";
+    why = "no rocprofv3 on PATH and no NVIDIA GPU with the CUPTI tracer";
+  }
+  if (!options.report.json && !options.report.quiet) {
+    std::fprintf(stderr, "rocm-perf profile: --backend auto chose %s (%s)\n", backend.c_str(),
+                 why.c_str());
+  }
+  return backend;
+}
+
+/// The recorder of a tracing backend (rocm or cuda), or input_error naming the missing tool.
+workers::trace_recorder_ptr make_trace_recorder(const std::string& backend,
+                                                const found_tools& tools,
+                                                const profile_options& options) {
+  if (backend == "cuda" && !tools.tracer) {
+    throw input_error("the CUPTI tracer librpl_cupti_tracer.so was not found beside rocm-perf; "
+                      "fix: build with the CUDA toolkit (RPL_BUILD_CUDA=ON), pass --tracer PATH, "
+                      "or set RPL_CUPTI_TRACER");
+  }
+  if (backend != "rocm" && backend != "cuda") {
+    throw input_error("--backend " + backend +
+                      ": unknown backend; fix: rocm, cuda, timing or auto");
+  }
+  if (backend == "rocm" && !tools.rocprofv3) {
+    throw input_error("rocprofv3 not found on PATH (it comes with ROCm 7.x, in rocprofiler-sdk); "
+                      "fix: install ROCm and put /opt/rocm/bin on PATH, pass --rocprofv3 PATH, or "
+                      "use --no-rocprof to time whole processes instead");
+  }
+  if (backend == "cuda") {
+    return std::make_unique<workers::cupti_recorder>(
+        workers::cupti_recorder_options{*tools.tracer, run_timeout(options), options.debug});
+  }
+  return std::make_unique<workers::rocprofv3_recorder>(
+      workers::rocprofv3_options{*tools.rocprofv3, run_timeout(options), options.debug});
+}
+
+/// Records run `run`; a failure becomes run_error (exit 1), a run without a trace input_error.
+workers::recorded_run record_run(workers::trace_recorder& recorder,
+                                 const profile_options& options,
+                                 const std::filesystem::path& folder,
+                                 unsigned run) {
+  auto recorded = recorder.record(options.app, folder, run);
+  const std::string what = "run " + std::to_string(run) + ": " + recorded.reason;
+  if (recorded.status == workers::record_status::run_failed) {
+    throw run_error(what);
+  }
+  if (recorded.status == workers::record_status::no_trace) {
+    throw input_error(what);
+  }
+  return recorded;
+}
+
+/// The timing backend: whole-process wall time of each run, no per-kernel data.
+stages::profile_report timing_report(const profile_options& options) {
+  workers::timing_recorder recorder({run_timeout(options), options.debug});
+  std::vector<std::int64_t> samples;
+  for (unsigned run = 1; run <= options.runs; ++run) {
+    samples.push_back(record_run(recorder, options, {}, run).wall.count());
+  }
+  return stages::timing_profile_report(options.app, samples);
+}
+
+/// The runs' folder: --out's traces/ (emptied first), or a temporary one that `temporary` says to
+/// remove afterwards.
+std::filesystem::path traces_root(const profile_options& options, bool& temporary) {
+  if (!options.report.out.empty()) {
+    const auto root = options.report.out / "traces";
+    std::filesystem::remove_all(root);
+    temporary = false;
+    return root;
+  }
+  char pattern[] = "/tmp/rocm-perf-profile-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) {
+    throw input_error("cannot create a temporary folder under /tmp");
+  }
+  temporary = true;
+  return pattern;
+}
+
+/// Records every run under `root`/run-N, then reports on all of them.
+int trace_and_report(const profile_options& options,
+                     const std::string& backend,
+                     workers::trace_recorder& recorder,
+                     const std::filesystem::path& root) {
+  std::vector<std::vector<std::filesystem::path>> runs;
+  for (unsigned run = 1; run <= options.runs; ++run) {
+    const auto folder = root / ("run-" + std::to_string(run));
+    record_run(recorder, options, folder, run);
+    // The folder, not the files: the reader expands it and says what is wrong with an empty one.
+    runs.push_back({folder});
+  }
+  const auto report = stages::build_profile_report(
+      runs, {.backend = backend, .command = options.app, .arch = options.report.arch});
+  return emit_report(report, options.report);
+}
+
+int profile(const profile_options& options) {
+  if (options.app.empty()) {
+    throw input_error(
+        "profile: no application given; fix: rocm-perf profile [options] -- APP [ARGS...]");
+  }
+  if (options.runs == 0) {
+    throw input_error("--runs 0: at least one run is needed; fix: --runs 5");
+  }
+  const found_tools tools{workers::find_rocprofv3(options.rocprofv3),
+                          workers::find_cupti_tracer(options.tracer)};
+  const std::string backend = choose_backend(options, tools);
+  if (backend == "timing") {
+    return emit_report(timing_report(options), options.report);
+  }
+  const auto recorder = make_trace_recorder(backend, tools, options);
+  bool temporary = false;
+  const auto root = traces_root(options, temporary);
+  const bool remove_root = temporary && !options.debug; // --debug keeps the traces
+  try {
+    const int code = trace_and_report(options, backend, *recorder, root);
+    if (remove_root) {
+      std::filesystem::remove_all(root);
+    }
+    return code;
+  } catch (...) {
+    if (remove_root) {
+      std::filesystem::remove_all(root);
+    }
+    throw;
+  }
+}
+
+/// 0 done, 1 the application or tracer failed, 2 bad input or a missing tool.
+int profile_main(const profile_options& options) {
+  try {
+    return profile(options);
+  } catch (const input_error& error) {
+    std::fprintf(stderr, "rocm-perf profile: error: %s\n", error.what());
+    return exit_code::bad_input;
+  } catch (const stages::report_error& error) {
+    std::fprintf(stderr, "rocm-perf profile: error: %s\n", error.what());
+    return exit_code::bad_input;
+  } catch (const stages::rocpd::rocpd_error& error) {
+    std::fprintf(stderr, "rocm-perf profile: error: %s\n", error.what());
+    return exit_code::bad_input;
+  } catch (const run_error& error) {
+    std::fprintf(stderr, "rocm-perf profile: error: %s\n", error.what());
+    return exit_code::run_failed;
+  }
+}
 
 class profile_command final : public command {
 public:
@@ -23,8 +237,7 @@ public:
     cmd_->add_flag("--no-rocprof", options_.no_rocprof,
                    "Timing backend: whole-process wall time, no per-kernel data");
     cmd_->add_option("--out", options_.report.out, "Write profile.json (and the traces) here");
-    cmd_->add_option("--arch", options_.report.arch,
-                     "Target for occupancy (default: the agent's)");
+    cmd_->add_option("--arch", options_.report.arch, "Target for occupancy (default: the agent's)");
     cmd_->add_option("--rocprofv3", options_.rocprofv3, "rocprofv3 executable (default: PATH)");
     cmd_->add_option("--timeout", options_.timeout_s, "Per-run timeout, seconds (0: none)");
     cmd_->add_option("app", options_.app, "-- APP [ARGS...]")->expected(-1);
@@ -42,8 +255,10 @@ private:
   profile_options options_;
 };
 
-}  // namespace
+} // namespace
 
-command_ptr make_profile_command() { return std::make_unique<profile_command>(); }
+command_ptr make_profile_command() {
+  return std::make_unique<profile_command>();
+}
 
-}  // namespace rpl::engine::commands
+} // namespace rpl::engine::commands

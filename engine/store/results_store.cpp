@@ -214,7 +214,7 @@ void results_store::set_run_status(const std::string& run_id, const std::string&
   s.step();
 }
 
-void results_store::record(const std::string& run_id, const candidate_state& c) {
+void results_store::record(const std::string& run_id, const candidate_record& c) {
   exec("BEGIN IMMEDIATE");
   try {
     const bool valid = c.verdict.decision != messages::verdict_kind::invalid;
@@ -226,7 +226,7 @@ void results_store::record(const std::string& run_id, const candidate_state& c) 
                   "max_ns, stability, completed_at) "
                   "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
       s.bind(1, run_id).bind(2, c.key).bind(3, static_cast<std::int64_t>(c.space_index));
-      s.bind(4, c.config.to_json().dump()).bind(5, argv_json(c.build_argv).dump());
+      s.bind(4, c.params.dump()).bind(5, argv_json(c.build_argv).dump());
       s.bind(6, argv_json(c.run_argv).dump()).bind(7, std::string(valid ? "ok" : "invalid"));
       if (valid) {
         s.bind_null(8);

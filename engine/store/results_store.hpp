@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/candidate_state.hpp"
+#include "engine/store/candidate_record.hpp"
 
 struct sqlite3;
 
@@ -66,7 +66,7 @@ public:
   void set_run_status(const std::string& run_id, const std::string& status);
 
   /// Writes the candidate, its artifact, its samples and its verdict in one transaction.
-  void record(const std::string& run_id, const candidate_state& candidate);
+  void record(const std::string& run_id, const candidate_record& candidate);
 
   std::vector<stored_candidate> candidates(const std::string& run_id) const;
 

@@ -39,8 +39,9 @@ bool in_bounds(std::uint64_t offset, std::uint64_t size, std::uint64_t total) {
 
 bool starts_with(std::span<const std::byte> bytes, std::string_view prefix) {
   return bytes.size() >= prefix.size() &&
-         std::equal(prefix.begin(), prefix.end(), bytes.begin(),
-                    [](char c, std::byte b) { return static_cast<unsigned char>(c) == std::to_integer<unsigned char>(b); });
+         std::equal(prefix.begin(), prefix.end(), bytes.begin(), [](char c, std::byte b) {
+           return static_cast<unsigned char>(c) == std::to_integer<unsigned char>(b);
+         });
 }
 
 std::string_view as_chars(std::span<const std::byte> bytes) {
@@ -50,7 +51,8 @@ std::string_view as_chars(std::span<const std::byte> bytes) {
 /// Bounds-checked little-endian loads from a byte range; every failure names the origin.
 class byte_reader {
 public:
-  byte_reader(std::span<const std::byte> bytes, std::string_view origin) : bytes_(bytes), origin_(origin) {}
+  byte_reader(std::span<const std::byte> bytes, std::string_view origin)
+      : bytes_(bytes), origin_(origin) {}
 
   std::uint64_t size() const { return bytes_.size(); }
   std::span<const std::byte> bytes() const { return bytes_; }
@@ -62,19 +64,24 @@ public:
   std::uint32_t u32(std::uint64_t offset, std::string_view what) const {
     return static_cast<std::uint32_t>(load(offset, 4, what));
   }
-  std::uint64_t u64(std::uint64_t offset, std::string_view what) const { return load(offset, 8, what); }
+  std::uint64_t u64(std::uint64_t offset, std::string_view what) const {
+    return load(offset, 8, what);
+  }
 
   /// The sub-range [offset, offset + size), or a metadata_error describing `what`.
-  std::span<const std::byte> slice(std::uint64_t offset, std::uint64_t size, std::string_view what) const {
+  std::span<const std::byte>
+  slice(std::uint64_t offset, std::uint64_t size, std::string_view what) const {
     if (!in_bounds(offset, size, bytes_.size())) {
       truncated(offset, size, what);
     }
     return bytes_.subspan(static_cast<std::size_t>(offset), static_cast<std::size_t>(size));
   }
 
-  [[noreturn]] void truncated(std::uint64_t offset, std::uint64_t size, std::string_view what) const {
-    fail(origin_, std::string(what) + " at byte " + std::to_string(offset) + " (" + std::to_string(size) +
-                      " bytes) lies outside the " + std::to_string(bytes_.size()) +
+  [[noreturn]] void
+  truncated(std::uint64_t offset, std::uint64_t size, std::string_view what) const {
+    fail(origin_, std::string(what) + " at byte " + std::to_string(offset) + " (" +
+                      std::to_string(size) + " bytes) lies outside the " +
+                      std::to_string(bytes_.size()) +
                       "-byte input; the file is truncated or corrupt, rebuild it");
   }
 
@@ -85,7 +92,8 @@ private:
     }
     std::uint64_t value = 0;
     for (std::uint64_t i = 0; i < width; ++i) {
-      value |= static_cast<std::uint64_t>(std::to_integer<unsigned char>(bytes_[offset + i])) << (8 * i);
+      value |= static_cast<std::uint64_t>(std::to_integer<unsigned char>(bytes_[offset + i]))
+               << (8 * i);
     }
     return value;
   }
@@ -113,9 +121,13 @@ struct elf_file {
   std::vector<elf_segment> segments;
 };
 
-bool is_elf(std::span<const std::byte> bytes) { return starts_with(bytes, "\x7f" "ELF"); }
+bool is_elf(std::span<const std::byte> bytes) {
+  return starts_with(bytes, "\x7f"
+                            "ELF");
+}
 
-elf_file parse_elf(const byte_reader& in) {
+/// Refuses what is not a 64-bit little-endian ELF before any field is read.
+void check_elf_ident(const byte_reader& in) {
   const auto origin = in.origin();
   if (in.size() < elf64_header_size) {
     fail(origin, "ELF header truncated (" + std::to_string(in.size()) +
@@ -131,59 +143,84 @@ elf_file parse_elf(const byte_reader& in) {
     fail(origin, "big-endian ELF (EI_DATA " + std::to_string(ident_data) +
                      ") is not supported; AMDGPU code objects are little-endian");
   }
-  elf_file elf;
-  elf.machine = in.u16(18, "e_machine");
-  elf.flags = in.u32(48, "e_flags");
-  const auto phoff = in.u64(32, "e_phoff");
-  const auto shoff = in.u64(40, "e_shoff");
-  const auto phentsize = in.u16(54, "e_phentsize");
-  std::uint64_t phnum = in.u16(56, "e_phnum");
-  const auto shentsize = in.u16(58, "e_shentsize");
-  std::uint64_t shnum = in.u16(60, "e_shnum");
-  std::uint64_t shstrndx = in.u16(62, "e_shstrndx");
+}
 
-  if (shoff != 0) {
-    if (shoff >= in.size()) {
-      fail(origin, "e_shoff " + std::to_string(shoff) + " lies outside the " + std::to_string(in.size()) +
-                       "-byte file; the file is truncated or corrupt, rebuild it");
-    }
-    if (shentsize < elf64_shdr_size) {
-      fail(origin, "e_shentsize " + std::to_string(shentsize) +
-                       " is smaller than an ELF64 section header (64); the file is corrupt, rebuild it");
-    }
-    // Huge section counts (>= 0xff00) live in section 0; e_shnum 0 with e_shoff set means that.
-    if (shnum == 0) {
-      shnum = in.u64(shoff + 32, "section header 0 (sh_size, extended section count)");
-    }
-    if (shstrndx == 0xffff) {
-      shstrndx = in.u32(shoff + 40, "section header 0 (sh_link, extended string table index)");
-    }
-    if (phnum == 0xffff) {
-      phnum = in.u32(shoff + 44, "section header 0 (sh_info, extended program header count)");
-    }
-    if (shnum > in.size() / shentsize || !in_bounds(shoff, shnum * shentsize, in.size())) {
-      fail(origin, "section header table (e_shoff " + std::to_string(shoff) + ", " + std::to_string(shnum) +
-                       " entries of " + std::to_string(shentsize) + " bytes) lies outside the " +
-                       std::to_string(in.size()) + "-byte file; the file is truncated or corrupt, rebuild it");
-    }
+/// Where the section and program header tables are, extended counts resolved, both checked to lie
+/// inside the file.
+struct elf_tables {
+  std::uint64_t phoff = 0, phentsize = 0, phnum = 0;
+  std::uint64_t shoff = 0, shentsize = 0, shnum = 0, shstrndx = 0;
+};
+
+void check_section_table(const byte_reader& in, elf_tables& t) {
+  const auto origin = in.origin();
+  if (t.shoff >= in.size()) {
+    fail(origin, "e_shoff " + std::to_string(t.shoff) + " lies outside the " +
+                     std::to_string(in.size()) +
+                     "-byte file; the file is truncated or corrupt, rebuild it");
+  }
+  if (t.shentsize < elf64_shdr_size) {
+    fail(origin,
+         "e_shentsize " + std::to_string(t.shentsize) +
+             " is smaller than an ELF64 section header (64); the file is corrupt, rebuild it");
+  }
+  // Huge section counts (>= 0xff00) live in section 0; e_shnum 0 with e_shoff set means that.
+  if (t.shnum == 0) {
+    t.shnum = in.u64(t.shoff + 32, "section header 0 (sh_size, extended section count)");
+  }
+  if (t.shstrndx == 0xffff) {
+    t.shstrndx = in.u32(t.shoff + 40, "section header 0 (sh_link, extended string table index)");
+  }
+  if (t.phnum == 0xffff) {
+    t.phnum = in.u32(t.shoff + 44, "section header 0 (sh_info, extended program header count)");
+  }
+  if (t.shnum > in.size() / t.shentsize || !in_bounds(t.shoff, t.shnum * t.shentsize, in.size())) {
+    fail(origin, "section header table (e_shoff " + std::to_string(t.shoff) + ", " +
+                     std::to_string(t.shnum) + " entries of " + std::to_string(t.shentsize) +
+                     " bytes) lies outside the " + std::to_string(in.size()) +
+                     "-byte file; the file is truncated or corrupt, rebuild it");
+  }
+}
+
+void check_program_table(const byte_reader& in, const elf_tables& t) {
+  const auto origin = in.origin();
+  if (t.phentsize < elf64_phdr_size) {
+    fail(origin,
+         "e_phentsize " + std::to_string(t.phentsize) +
+             " is smaller than an ELF64 program header (56); the file is corrupt, rebuild it");
+  }
+  if (t.phnum > in.size() / t.phentsize || !in_bounds(t.phoff, t.phnum * t.phentsize, in.size())) {
+    fail(origin, "program header table (e_phoff " + std::to_string(t.phoff) + ", " +
+                     std::to_string(t.phnum) + " entries of " + std::to_string(t.phentsize) +
+                     " bytes) lies outside the " + std::to_string(in.size()) +
+                     "-byte file; the file is truncated or corrupt, rebuild it");
+  }
+}
+
+elf_tables read_elf_tables(const byte_reader& in) {
+  elf_tables t;
+  t.phoff = in.u64(32, "e_phoff");
+  t.shoff = in.u64(40, "e_shoff");
+  t.phentsize = in.u16(54, "e_phentsize");
+  t.phnum = in.u16(56, "e_phnum");
+  t.shentsize = in.u16(58, "e_shentsize");
+  t.shnum = in.u16(60, "e_shnum");
+  t.shstrndx = in.u16(62, "e_shstrndx");
+  if (t.shoff != 0) {
+    check_section_table(in, t);
   } else {
-    shnum = 0;
+    t.shnum = 0;
   }
-  if (phnum != 0) {
-    if (phentsize < elf64_phdr_size) {
-      fail(origin, "e_phentsize " + std::to_string(phentsize) +
-                       " is smaller than an ELF64 program header (56); the file is corrupt, rebuild it");
-    }
-    if (phnum > in.size() / phentsize || !in_bounds(phoff, phnum * phentsize, in.size())) {
-      fail(origin, "program header table (e_phoff " + std::to_string(phoff) + ", " + std::to_string(phnum) +
-                       " entries of " + std::to_string(phentsize) + " bytes) lies outside the " +
-                       std::to_string(in.size()) + "-byte file; the file is truncated or corrupt, rebuild it");
-    }
+  if (t.phnum != 0) {
+    check_program_table(in, t);
   }
+  return t;
+}
 
+void read_sections(const byte_reader& in, const elf_tables& t, elf_file& elf) {
   std::vector<std::uint64_t> name_offsets;
-  for (std::uint64_t i = 0; i < shnum; ++i) {
-    const auto base = shoff + i * shentsize;
+  for (std::uint64_t i = 0; i < t.shnum; ++i) {
+    const auto base = t.shoff + i * t.shentsize;
     elf_section section;
     name_offsets.push_back(in.u32(base + 0, "sh_name"));
     section.type = in.u32(base + 4, "sh_type");
@@ -194,8 +231,8 @@ elf_file parse_elf(const byte_reader& in) {
   }
   // Section names are a convenience (only `.hip_fatbin*` is looked up by name): a missing or
   // out-of-range string table leaves names empty instead of rejecting the file.
-  if (shstrndx < elf.sections.size()) {
-    const auto& strtab = elf.sections[shstrndx];
+  if (t.shstrndx < elf.sections.size()) {
+    const auto& strtab = elf.sections[t.shstrndx];
     if (strtab.type != sht_nobits && in_bounds(strtab.offset, strtab.size, in.size())) {
       const auto table = as_chars(in.bytes().subspan(strtab.offset, strtab.size));
       for (std::size_t i = 0; i < elf.sections.size(); ++i) {
@@ -206,8 +243,11 @@ elf_file parse_elf(const byte_reader& in) {
       }
     }
   }
-  for (std::uint64_t i = 0; i < phnum; ++i) {
-    const auto base = phoff + i * phentsize;
+}
+
+void read_segments(const byte_reader& in, const elf_tables& t, elf_file& elf) {
+  for (std::uint64_t i = 0; i < t.phnum; ++i) {
+    const auto base = t.phoff + i * t.phentsize;
     elf_segment segment;
     segment.type = in.u32(base + 0, "p_type");
     segment.offset = in.u64(base + 8, "p_offset");
@@ -215,6 +255,16 @@ elf_file parse_elf(const byte_reader& in) {
     segment.align = in.u64(base + 48, "p_align");
     elf.segments.push_back(segment);
   }
+}
+
+elf_file parse_elf(const byte_reader& in) {
+  check_elf_ident(in);
+  elf_file elf;
+  elf.machine = in.u16(18, "e_machine");
+  elf.flags = in.u32(48, "e_flags");
+  const elf_tables tables = read_elf_tables(in);
+  read_sections(in, tables, elf);
+  read_segments(in, tables, elf);
   return elf;
 }
 
@@ -240,7 +290,8 @@ public:
     return nullptr;
   }
 
-  std::string string_at(const msgpack::object& map, std::string_view key, const std::string& where) const {
+  std::string
+  string_at(const msgpack::object& map, std::string_view key, const std::string& where) const {
     const auto* value = find(map, key);
     if (value == nullptr) {
       return {};
@@ -252,7 +303,9 @@ public:
   }
 
   template <class Unsigned>
-  void unsigned_at(const msgpack::object& map, std::string_view key, const std::string& where,
+  void unsigned_at(const msgpack::object& map,
+                   std::string_view key,
+                   const std::string& where,
                    Unsigned& out) const {
     const auto* value = find(map, key);
     if (value == nullptr) {
@@ -263,12 +316,16 @@ public:
     }
     if (value->via.u64 > std::numeric_limits<Unsigned>::max()) {
       fail(origin_, "metadata " + where + " key " + std::string(key) + " has value " +
-                        std::to_string(value->via.u64) + ", out of range; the code object is corrupt, rebuild it");
+                        std::to_string(value->via.u64) +
+                        ", out of range; the code object is corrupt, rebuild it");
     }
     out = static_cast<Unsigned>(value->via.u64);
   }
 
-  void bool_at(const msgpack::object& map, std::string_view key, const std::string& where, bool& out) const {
+  void bool_at(const msgpack::object& map,
+               std::string_view key,
+               const std::string& where,
+               bool& out) const {
     const auto* value = find(map, key);
     if (value == nullptr) {
       return;
@@ -279,8 +336,10 @@ public:
     out = value->via.boolean;
   }
 
-  [[noreturn]] void wrong_type(const std::string& where, std::string_view key, std::string_view expected) const {
-    fail(origin_, "metadata " + where + " key " + std::string(key) + " is not " + std::string(expected) +
+  [[noreturn]] void
+  wrong_type(const std::string& where, std::string_view key, std::string_view expected) const {
+    fail(origin_, "metadata " + where + " key " + std::string(key) + " is not " +
+                      std::string(expected) +
                       "; the NT_AMDGPU_METADATA note is corrupt, rebuild the code object");
   }
 
@@ -290,11 +349,13 @@ private:
   std::string origin_;
 };
 
-kernel_metadata read_kernel(const metadata_walker& walk, const msgpack::object& map, std::size_t index) {
+kernel_metadata
+read_kernel(const metadata_walker& walk, const msgpack::object& map, std::size_t index) {
   std::string where = "amdhsa.kernels[" + std::to_string(index) + "]";
   if (map.type != msgpack::type::MAP) {
-    fail(walk.origin(), "metadata " + where +
-                            " is not a map; the NT_AMDGPU_METADATA note is corrupt, rebuild the code object");
+    fail(walk.origin(),
+         "metadata " + where +
+             " is not a map; the NT_AMDGPU_METADATA note is corrupt, rebuild the code object");
   }
   kernel_metadata kernel;
   kernel.name = walk.string_at(map, ".name", where);
@@ -322,8 +383,9 @@ kernel_metadata read_kernel(const metadata_walker& walk, const msgpack::object& 
       const auto& arg_map = args->via.array.ptr[i];
       const auto arg_where = where + ".args[" + std::to_string(i) + "]";
       if (arg_map.type != msgpack::type::MAP) {
-        fail(walk.origin(), "metadata " + arg_where +
-                                " is not a map; the NT_AMDGPU_METADATA note is corrupt, rebuild the code object");
+        fail(walk.origin(),
+             "metadata " + arg_where +
+                 " is not a map; the NT_AMDGPU_METADATA note is corrupt, rebuild the code object");
       }
       kernel_argument arg;
       arg.name = walk.string_at(arg_map, ".name", arg_where);
@@ -365,7 +427,8 @@ void split_target(code_object& object) {
   }
   const auto colon = rest.find(':');
   object.processor = std::string(rest.substr(0, colon));
-  object.features = colon == std::string_view::npos ? std::string() : std::string(rest.substr(colon + 1));
+  object.features =
+      colon == std::string_view::npos ? std::string() : std::string(rest.substr(colon + 1));
 }
 
 code_object decode_metadata(std::span<const std::byte> desc, const std::string& origin) {
@@ -375,14 +438,17 @@ code_object decode_metadata(std::span<const std::byte> desc, const std::string& 
     // keeps a corrupt length prefix from asking for gigabytes.
     const auto limit = desc.size();
     const msgpack::unpack_limit limits(limit, limit, limit, limit, limit, 64);
-    handle = msgpack::unpack(reinterpret_cast<const char*>(desc.data()), desc.size(), nullptr, nullptr, limits);
+    handle = msgpack::unpack(reinterpret_cast<const char*>(desc.data()), desc.size(), nullptr,
+                             nullptr, limits);
   } catch (const std::exception& e) {
     fail(origin, std::string("NT_AMDGPU_METADATA note is not valid msgpack (") + e.what() +
-                     "); the code object is corrupt or was written by an unsupported tool; rebuild it with hipcc");
+                     "); the code object is corrupt or was written by an unsupported tool; rebuild "
+                     "it with hipcc");
   }
   const auto& root = handle.get();
   if (root.type != msgpack::type::MAP) {
-    fail(origin, "NT_AMDGPU_METADATA note is not a msgpack map; the code object is corrupt, rebuild it");
+    fail(origin,
+         "NT_AMDGPU_METADATA note is not a msgpack map; the code object is corrupt, rebuild it");
   }
   const metadata_walker walk(origin);
   code_object object;
@@ -402,16 +468,19 @@ code_object decode_metadata(std::span<const std::byte> desc, const std::string& 
 // ---------------------------------------------------------------------------------------------
 // code objects and bundles
 
-std::uint64_t align_up(std::uint64_t value, std::uint64_t align) { return (value + align - 1) / align * align; }
+std::uint64_t align_up(std::uint64_t value, std::uint64_t align) {
+  return (value + align - 1) / align * align;
+}
 
 /// Finds the NT_AMDGPU_METADATA note in the note ranges (SHT_NOTE sections, PT_NOTE segments).
-std::optional<std::span<const std::byte>> find_metadata_note(const byte_reader& in, const elf_file& elf,
-                                                             bool& saw_legacy_note) {
+std::optional<std::span<const std::byte>>
+find_metadata_note(const byte_reader& in, const elf_file& elf, bool& saw_legacy_note) {
   std::set<std::pair<std::uint64_t, std::uint64_t>> ranges_seen;
   std::vector<std::pair<std::span<const std::byte>, std::uint64_t>> ranges;
   for (const auto& section : elf.sections) {
     if (section.type == sht_note && ranges_seen.insert({section.offset, section.size}).second) {
-      ranges.emplace_back(in.slice(section.offset, section.size, "note section " + section.name), section.align);
+      ranges.emplace_back(in.slice(section.offset, section.size, "note section " + section.name),
+                          section.align);
     }
   }
   for (const auto& segment : elf.segments) {
@@ -421,13 +490,15 @@ std::optional<std::span<const std::byte>> find_metadata_note(const byte_reader& 
   }
   for (const auto& [range, declared_align] : ranges) {
     const byte_reader notes(range, in.origin());
-    // ELF notes pad name and description to 4 bytes, or 8 in a range that declares 8-byte alignment.
+    // ELF notes pad name and description to 4 bytes, or 8 in a range that declares 8-byte
+    // alignment.
     const std::uint64_t align = declared_align == 8 ? 8 : 4;
     std::uint64_t pos = 0;
     while (pos < notes.size()) {
       if (notes.size() - pos < 12) {
-        fail(in.origin(), "ELF note at byte " + std::to_string(pos) + " of a note range has a truncated header; "
-                          "the code object is corrupt, rebuild it");
+        fail(in.origin(), "ELF note at byte " + std::to_string(pos) +
+                              " of a note range has a truncated header; "
+                              "the code object is corrupt, rebuild it");
       }
       const auto namesz = notes.u32(pos, "note namesz");
       const auto descsz = notes.u32(pos + 4, "note descsz");
@@ -436,10 +507,11 @@ std::optional<std::span<const std::byte>> find_metadata_note(const byte_reader& 
       const auto desc_at = align_up(name_at + namesz, align);
       const auto next = align_up(desc_at + descsz, align);
       if (!in_bounds(name_at, namesz, notes.size()) || !in_bounds(desc_at, descsz, notes.size())) {
-        fail(in.origin(), "ELF note at byte " + std::to_string(pos) + " of a note range declares " +
-                              std::to_string(namesz) + "-byte name and " + std::to_string(descsz) +
-                              "-byte description, past the end of the range; the code object is truncated or "
-                              "corrupt, rebuild it");
+        fail(in.origin(),
+             "ELF note at byte " + std::to_string(pos) + " of a note range declares " +
+                 std::to_string(namesz) + "-byte name and " + std::to_string(descsz) +
+                 "-byte description, past the end of the range; the code object is truncated or "
+                 "corrupt, rebuild it");
       }
       auto name = as_chars(notes.bytes().subspan(name_at, namesz));
       name = name.substr(0, name.find('\0'));
@@ -455,12 +527,15 @@ std::optional<std::span<const std::byte>> find_metadata_note(const byte_reader& 
   return std::nullopt;
 }
 
-code_object parse_code_object(std::span<const std::byte> bytes, const std::string& origin, std::string bundle_entry) {
+code_object parse_code_object(std::span<const std::byte> bytes,
+                              const std::string& origin,
+                              std::string bundle_entry) {
   const byte_reader in(bytes, origin);
   const auto elf = parse_elf(in);
   if (elf.machine != em_amdgpu) {
     fail(origin, "ELF machine " + std::to_string(elf.machine) +
-                     " is not AMDGPU (224); this is not an AMDGPU code object; " + std::string(fix_device_only));
+                     " is not AMDGPU (224); this is not an AMDGPU code object; " +
+                     std::string(fix_device_only));
   }
   bool saw_legacy_note = false;
   const auto note = find_metadata_note(in, elf, saw_legacy_note);
@@ -481,20 +556,25 @@ code_object parse_code_object(std::span<const std::byte> bytes, const std::strin
 }
 
 bool is_device_triple(std::string_view triple) {
-  return triple.starts_with("hipv4-amdgcn-amd-amdhsa") || triple.starts_with("hip-amdgcn-amd-amdhsa");
+  return triple.starts_with("hipv4-amdgcn-amd-amdhsa") ||
+         triple.starts_with("hip-amdgcn-amd-amdhsa");
 }
 
 [[noreturn]] void fail_compressed(std::string_view origin) {
-  fail(origin, "compressed clang offload bundle (CCOB) is not supported; rebuild without --offload-compress, "
-               "or " + std::string(fix_device_only));
+  fail(origin, "compressed clang offload bundle (CCOB) is not supported; rebuild without "
+               "--offload-compress, "
+               "or " +
+                   std::string(fix_device_only));
 }
 
 /// Parses the bundle that starts at `bundle` (the magic). Offsets inside are relative to the magic.
 /// With `strict` false (a whole-file scan that may have hit the magic as plain data) a malformed
-/// header returns nullopt instead of throwing; a well-formed bundle with a bad code object still throws.
-/// On success `end` is the bundle's length.
-std::optional<std::vector<code_object>> parse_bundle(std::span<const std::byte> bundle, const std::string& origin,
-                                                     bool strict, std::uint64_t& end) {
+/// header returns nullopt instead of throwing; a well-formed bundle with a bad code object still
+/// throws. On success `end` is the bundle's length.
+std::optional<std::vector<code_object>> parse_bundle(std::span<const std::byte> bundle,
+                                                     const std::string& origin,
+                                                     bool strict,
+                                                     std::uint64_t& end) {
   const byte_reader in(bundle, origin);
   std::vector<std::pair<std::string, std::span<const std::byte>>> entries;
   std::uint64_t pos = bundle_magic.size();
@@ -521,8 +601,8 @@ std::optional<std::vector<code_object>> parse_bundle(std::span<const std::byte> 
       const auto triple_size = in.u64(pos + 16, "bundle entry triple length");
       pos += 24;
       if (!in_bounds(pos, triple_size, in.size()) || triple_size > 4096) {
-        reject("offload bundle entry " + std::to_string(i) + " triple (" + std::to_string(triple_size) +
-               " bytes) runs past the end of the bundle");
+        reject("offload bundle entry " + std::to_string(i) + " triple (" +
+               std::to_string(triple_size) + " bytes) runs past the end of the bundle");
         break;
       }
       auto triple = std::string(as_chars(in.bytes().subspan(pos, triple_size)));
@@ -532,9 +612,9 @@ std::optional<std::vector<code_object>> parse_bundle(std::span<const std::byte> 
         break;
       }
       if (!in_bounds(offset, size, in.size())) {
-        reject("offload bundle entry " + std::to_string(i) + " (" + triple + ") at offset " + std::to_string(offset) +
-               " with " + std::to_string(size) + " bytes runs past the end of the " + std::to_string(in.size()) +
-               "-byte input");
+        reject("offload bundle entry " + std::to_string(i) + " (" + triple + ") at offset " +
+               std::to_string(offset) + " with " + std::to_string(size) +
+               " bytes runs past the end of the " + std::to_string(in.size()) + "-byte input");
         break;
       }
       end = std::max({end, pos, offset + size});
@@ -554,9 +634,10 @@ std::optional<std::vector<code_object>> parse_bundle(std::span<const std::byte> 
     }
     const auto entry_origin = origin + " (bundle entry " + triple + ")";
     if (starts_with(content, "BC\xc0\xde")) {
-      fail(entry_origin, "entry is LLVM bitcode (relocatable device code, -fgpu-rdc), which has no metadata "
-                         "until linked; link the program and read the executable, or " +
-                             std::string(fix_device_only));
+      fail(entry_origin,
+           "entry is LLVM bitcode (relocatable device code, -fgpu-rdc), which has no metadata "
+           "until linked; link the program and read the executable, or " +
+               std::string(fix_device_only));
     }
     if (starts_with(content, compressed_bundle_magic)) {
       fail_compressed(entry_origin);
@@ -570,7 +651,8 @@ std::optional<std::vector<code_object>> parse_bundle(std::span<const std::byte> 
 }
 
 /// Every bundle whose magic occurs in `area`; `area_origin` says where `area` lies in the input.
-std::vector<code_object> bundles_in(std::span<const std::byte> area, const std::string& area_origin, bool strict) {
+std::vector<code_object>
+bundles_in(std::span<const std::byte> area, const std::string& area_origin, bool strict) {
   std::vector<code_object> objects;
   const auto text = as_chars(area);
   std::size_t from = 0;
@@ -580,8 +662,9 @@ std::vector<code_object> bundles_in(std::span<const std::byte> area, const std::
       break;
     }
     std::uint64_t length = 0;
-    auto found = parse_bundle(area.subspan(at), area_origin + " (bundle at byte " + std::to_string(at) + ")",
-                              strict, length);
+    auto found =
+        parse_bundle(area.subspan(at), area_origin + " (bundle at byte " + std::to_string(at) + ")",
+                     strict, length);
     if (found) {
       std::move(found->begin(), found->end(), std::back_inserter(objects));
       from = at + static_cast<std::size_t>(std::max<std::uint64_t>(length, bundle_magic.size()));
@@ -606,7 +689,8 @@ std::vector<code_object> read_host_elf(const byte_reader& in, const elf_file& el
     if (found.empty()) {
       // The section starts with the bundle, possibly after alignment padding.
       const auto first = as_chars(area).find_first_not_of('\0');
-      if (first != std::string_view::npos && starts_with(area.subspan(first), compressed_bundle_magic)) {
+      if (first != std::string_view::npos &&
+          starts_with(area.subspan(first), compressed_bundle_magic)) {
         fail_compressed(origin + " (section " + section.name + ")");
       }
     }
@@ -622,10 +706,12 @@ std::vector<code_object> read_host_elf(const byte_reader& in, const elf_file& el
 
 } // namespace
 
-std::vector<code_object> read_code_objects_from_memory(std::span<const std::byte> bytes, std::string_view origin) {
+std::vector<code_object> read_code_objects_from_memory(std::span<const std::byte> bytes,
+                                                       std::string_view origin) {
   const std::string name(origin);
   if (bytes.empty()) {
-    fail(name, "file is empty; expected an AMDGPU code object, a clang offload bundle or a hipcc-built ELF");
+    fail(name, "file is empty; expected an AMDGPU code object, a clang offload bundle or a "
+               "hipcc-built ELF");
   }
   if (starts_with(bytes, bundle_magic)) {
     std::uint64_t length = 0;
@@ -635,8 +721,9 @@ std::vector<code_object> read_code_objects_from_memory(std::span<const std::byte
     fail_compressed(name);
   }
   if (!is_elf(bytes)) {
-    fail(name, "not an ELF file or clang offload bundle (no \\x7fELF or __CLANG_OFFLOAD_BUNDLE__ magic); "
-               "pass an AMDGPU code object (.hsaco), a bundle, or a hipcc-built executable or library");
+    fail(name,
+         "not an ELF file or clang offload bundle (no \\x7fELF or __CLANG_OFFLOAD_BUNDLE__ magic); "
+         "pass an AMDGPU code object (.hsaco), a bundle, or a hipcc-built executable or library");
   }
   const byte_reader in(bytes, name);
   const auto elf = parse_elf(in);
@@ -651,11 +738,13 @@ std::vector<code_object> read_code_objects_from_memory(std::span<const std::byte
 std::vector<code_object> read_code_objects(const std::filesystem::path& file) {
   std::error_code ec;
   if (std::filesystem::is_directory(file, ec)) {
-    throw metadata_error(file.string() + ": is a directory; pass a code object, bundle or hipcc-built ELF file");
+    throw metadata_error(file.string() +
+                         ": is a directory; pass a code object, bundle or hipcc-built ELF file");
   }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
-    throw metadata_error(file.string() + ": cannot open for reading; check the path and its permissions");
+    throw metadata_error(file.string() +
+                         ": cannot open for reading; check the path and its permissions");
   }
   std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) {

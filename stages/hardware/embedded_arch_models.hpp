@@ -7,11 +7,11 @@
 namespace rpl::stages {
 
 struct embedded_file {
-  std::string_view name;  ///< file stem, e.g. "gfx90a"
+  std::string_view name; ///< file stem, e.g. "gfx90a"
   std::string_view text;
 };
 
 /// Every architecture model, sorted by name.
 std::span<const embedded_file> embedded_arch_models();
 
-}  // namespace rpl::stages
+} // namespace rpl::stages

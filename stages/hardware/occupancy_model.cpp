@@ -93,16 +93,6 @@ std::uint32_t waves_with_vgprs(const amd_limits& m, const vgpr_file& file, std::
       std::min<std::uint64_t>(std::max<std::uint64_t>(waves, 1), m.max_waves_per_simd));
 }
 
-/// A wave's VGPR footprint: on a unified file the AGPRs follow the arch VGPRs aligned to
-/// accum_offset's granule; elsewhere the larger of the two (LLVM getTotalNumVGPRs).
-std::uint64_t vgpr_footprint(const amd_limits& m, const kernel_resources& k) {
-  if (m.unified_vgpr_agpr && k.vgprs_include_agprs)
-    return std::max(k.vgprs, k.agprs);
-  if (m.unified_vgpr_agpr && k.agprs > 0)
-    return align_up(k.vgprs, m.agpr_offset_alignment) + k.agprs;
-  return std::max(k.vgprs, k.agprs);
-}
-
 evaluation evaluate_amd(const arch_model& arch,
                         const amd_limits& m,
                         const kernel_resources& k,
@@ -327,6 +317,183 @@ bool search_steps(const arch_model& arch,
   return true;
 }
 
+/// Block size: a size (a multiple of the wave) that raises occupancy, the highest first and then
+/// the nearest to the current one. Only tried when the block size, wave slots, workgroup or
+/// barrier limits bound occupancy. Returns whether it found one.
+bool suggest_block_size(const arch_model& arch,
+                        const kernel_resources& k,
+                        const occupancy_result& r,
+                        std::vector<std::string>& out) {
+  if (r.limiter != occupancy_limiter::block_size && r.limiter != occupancy_limiter::waves &&
+      r.limiter != occupancy_limiter::workgroups && r.limiter != occupancy_limiter::barriers)
+    return false;
+  const bool amd = arch.amd.has_value();
+  const std::string block_noun = amd ? "workgroup" : "block";
+  const std::uint32_t max_block =
+      amd ? arch.amd->max_workgroup_size : arch.nvidia->max_threads_per_block;
+  const std::uint32_t ws = r.wave_size;
+  std::uint64_t best_block = 0;
+  double best = r.occupancy;
+  occupancy_result best_result;
+  for (std::uint64_t b = ws; b <= max_block; b += ws) {
+    kernel_resources trial = k;
+    trial.block_size = static_cast<std::uint32_t>(b);
+    occupancy_result t = evaluate(arch, trial).result;
+    const auto distance = [&](std::uint64_t x) {
+      return x > k.block_size ? x - k.block_size : k.block_size - x;
+    };
+    // Prefer the highest occupancy, then the size nearest to the current one.
+    if (t.occupancy > best + 1e-12 ||
+        (best_block != 0 && t.occupancy > best - 1e-12 && distance(b) < distance(best_block))) {
+      best = t.occupancy;
+      best_block = b;
+      best_result = std::move(t);
+    }
+  }
+  if (best_block == 0)
+    return false;
+  out.push_back("with " + std::to_string(best_block) + " threads per " + block_noun + ": " +
+                describe(best_result, occupancy_limiter::block_size));
+  return true;
+}
+
+/// AMD VGPRs (AGPRs included on a unified file): every granule step below the current footprint.
+bool suggest_vgprs(const arch_model& arch,
+                   const amd_limits& m,
+                   const kernel_resources& k,
+                   const occupancy_result& r,
+                   std::vector<std::string>& out) {
+  const vgpr_file& file = m.vgpr_files.at(r.wave_size);
+  const std::uint64_t footprint = vgpr_footprint(m, k);
+  const std::uint64_t top = std::min<std::uint64_t>(
+      align_up(footprint, file.granule),
+      std::min<std::uint64_t>(m.max_unified_vgprs_per_wave, file.registers_per_lane) +
+          file.granule);
+  std::vector<std::uint64_t> candidates;
+  for (std::uint64_t f = top; f > file.granule;) {
+    f -= file.granule;
+    if (f <= m.max_vgprs_per_wave || (k.agprs > 0 && m.unified_vgpr_agpr))
+      candidates.push_back(f);
+  }
+  const bool unified = k.agprs > 0 && m.unified_vgpr_agpr;
+  return search_steps(
+      arch, k, r, occupancy_limiter::vgprs, candidates,
+      [&](kernel_resources& t, std::uint64_t f) {
+        t.vgprs_include_agprs = false;
+        if (unified && f > m.max_vgprs_per_wave) {
+          t.vgprs = m.max_vgprs_per_wave;
+          t.agprs = static_cast<std::uint32_t>(f - m.max_vgprs_per_wave);
+        } else {
+          t.vgprs = static_cast<std::uint32_t>(f);
+          t.agprs = 0;
+        }
+      },
+      [&](std::uint64_t f) {
+        return unified ? "a VGPR+AGPR footprint of at most " + std::to_string(f) + " per lane"
+                       : "at most " + std::to_string(f) + " VGPRs";
+      },
+      out);
+}
+
+/// AMD SGPRs (the step bounds below the current count) and LDS (every allocation granule below
+/// the current allocation).
+bool suggest_sgprs_and_lds(const arch_model& arch,
+                           const amd_limits& m,
+                           const kernel_resources& k,
+                           const occupancy_result& r,
+                           std::vector<std::string>& out) {
+  std::vector<std::uint64_t> candidates;
+  for (auto it = m.waves_by_sgprs.rbegin(); it != m.waves_by_sgprs.rend(); ++it)
+    if (it->first < k.sgprs)
+      candidates.push_back(it->first);
+  if (m.waves_by_sgprs.empty() && k.sgprs > m.max_sgprs_per_wave)
+    candidates.push_back(m.max_sgprs_per_wave);
+  bool helped = search_steps(
+      arch, k, r, occupancy_limiter::sgprs, candidates,
+      [](kernel_resources& t, std::uint64_t s) { t.sgprs = static_cast<std::uint32_t>(s); },
+      [](std::uint64_t s) { return "at most " + std::to_string(s) + " SGPRs"; }, out);
+  candidates.clear();
+  for (std::uint64_t b = std::min(align_up(k.lds_bytes, m.lds_granule_bytes),
+                                  m.max_lds_per_workgroup_bytes + m.lds_granule_bytes);
+       b >= m.lds_granule_bytes;) {
+    b -= m.lds_granule_bytes;
+    candidates.push_back(b);
+  }
+  helped |= search_steps(
+      arch, k, r, occupancy_limiter::lds, candidates,
+      [](kernel_resources& t, std::uint64_t b) { t.lds_bytes = b; },
+      [](std::uint64_t b) { return "at most " + format_bytes(b) + " LDS per workgroup"; }, out);
+  return helped;
+}
+
+/// NVIDIA registers per thread: every count below the current one.
+bool suggest_registers(const arch_model& arch,
+                       const nvidia_limits& m,
+                       const kernel_resources& k,
+                       const occupancy_result& r,
+                       std::vector<std::string>& out) {
+  std::vector<std::uint64_t> candidates;
+  for (std::uint64_t n = std::min<std::uint64_t>(k.vgprs, m.max_registers_per_thread + 1); n > 1;)
+    candidates.push_back(--n);
+  return search_steps(
+      arch, k, r, occupancy_limiter::registers, candidates,
+      [](kernel_resources& t, std::uint64_t n) { t.vgprs = static_cast<std::uint32_t>(n); },
+      [](std::uint64_t n) { return "at most " + std::to_string(n) + " registers per thread"; },
+      out);
+}
+
+/// NVIDIA shared memory: the sizes at which the rounded per-block allocation drops a unit, then a
+/// carveout below the maximum.
+bool suggest_shared_memory(const arch_model& arch,
+                           const nvidia_limits& m,
+                           const kernel_resources& k,
+                           const occupancy_result& r,
+                           std::vector<std::string>& out) {
+  std::vector<std::uint64_t> candidates;
+  const std::uint64_t unit = m.shared_memory_allocation_unit_bytes;
+  const std::uint64_t reserved = m.reserved_shared_memory_per_block_bytes;
+  std::uint64_t alloc = std::min(align_up(k.lds_bytes + reserved, unit),
+                                 m.max_shared_memory_per_block_bytes + reserved + unit);
+  while (alloc > unit && alloc - unit >= reserved) {
+    alloc -= unit;
+    candidates.push_back(alloc - reserved);
+  }
+  bool helped = search_steps(
+      arch, k, r, occupancy_limiter::shared_memory, candidates,
+      [](kernel_resources& t, std::uint64_t b) { t.lds_bytes = b; },
+      [](std::uint64_t b) { return "at most " + format_bytes(b) + " shared memory per block"; },
+      out);
+  if (k.shared_memory_carveout_bytes && r.limiter == occupancy_limiter::shared_memory) {
+    kernel_resources trial = k;
+    trial.shared_memory_carveout_bytes.reset();
+    const occupancy_result t = evaluate(arch, trial).result;
+    if (t.occupancy > r.occupancy + 1e-12) {
+      out.push_back("with the maximum shared-memory carveout (" +
+                    format_bytes(m.shared_memory_per_sm_bytes) +
+                    "): " + describe(t, occupancy_limiter::shared_memory));
+      helped = true;
+    }
+  }
+  return helped;
+}
+
+/// Two resources tie: lowering either alone changes nothing, so say that all must go down.
+void suggest_tied_resources(const occupancy_result& r, std::vector<std::string>& out) {
+  std::vector<std::string> tied;
+  for (const auto& [name, waves] : r.limit_by_resource)
+    if (waves == r.active_waves_per_simd && name != "waves")
+      tied.push_back(name);
+  if (tied.size() < 2)
+    return;
+  std::string names;
+  for (std::size_t i = 0; i < tied.size(); ++i)
+    names += (i == 0 ? "" : i + 1 == tied.size() ? " and " : ", ") + tied[i];
+  out.push_back(names + " each limit occupancy to " + std::to_string(r.active_waves_per_simd) +
+                " " + r.unit + "; only lowering all of them raises it");
+}
+
+/// What would raise occupancy: why a launch is refused, then each resource's search, in the order
+/// block size, (AMD) VGPRs, SGPRs, LDS or (NVIDIA) registers, shared memory, carveout.
 void add_suggestions(const arch_model& arch,
                      const kernel_resources& k,
                      const evaluation& base,
@@ -336,152 +503,16 @@ void add_suggestions(const arch_model& arch,
     return;
   if (!base.refusal.empty() && r.active_waves_per_cu == 0)
     out.push_back(base.refusal);
-  const std::uint32_t ws = r.wave_size;
-  const bool amd = arch.amd.has_value();
-  const std::string block_noun = amd ? "workgroup" : "block";
-  const std::uint32_t max_block =
-      amd ? arch.amd->max_workgroup_size : arch.nvidia->max_threads_per_block;
-  std::vector<std::uint64_t> candidates;
-  bool helped = false;
-
-  // Block size: too large, or its wave count leaves slots (or workgroup/barrier limits) unused.
-  if (r.limiter == occupancy_limiter::block_size || r.limiter == occupancy_limiter::waves ||
-      r.limiter == occupancy_limiter::workgroups || r.limiter == occupancy_limiter::barriers) {
-    std::uint64_t best_block = 0;
-    double best = r.occupancy;
-    occupancy_result best_result;
-    for (std::uint64_t b = ws; b <= max_block; b += ws) {
-      kernel_resources trial = k;
-      trial.block_size = static_cast<std::uint32_t>(b);
-      occupancy_result t = evaluate(arch, trial).result;
-      const auto distance = [&](std::uint64_t x) {
-        return x > k.block_size ? x - k.block_size : k.block_size - x;
-      };
-      // Prefer the highest occupancy, then the size nearest to the current one.
-      if (t.occupancy > best + 1e-12 ||
-          (best_block != 0 && t.occupancy > best - 1e-12 && distance(b) < distance(best_block))) {
-        best = t.occupancy;
-        best_block = b;
-        best_result = std::move(t);
-      }
-    }
-    if (best_block != 0) {
-      out.push_back("with " + std::to_string(best_block) + " threads per " + block_noun + ": " +
-                    describe(best_result, occupancy_limiter::block_size));
-      helped = true;
-    }
-  }
-
-  if (amd) {
-    const amd_limits& m = *arch.amd;
-    const vgpr_file& file = m.vgpr_files.at(ws);
-    // VGPRs: every granule step below the current footprint.
-    const std::uint64_t footprint = vgpr_footprint(m, k);
-    const std::uint64_t top = std::min<std::uint64_t>(
-        align_up(footprint, file.granule),
-        std::min<std::uint64_t>(m.max_unified_vgprs_per_wave, file.registers_per_lane) +
-            file.granule);
-    candidates.clear();
-    for (std::uint64_t f = top; f > file.granule;) {
-      f -= file.granule;
-      if (f <= m.max_vgprs_per_wave || (k.agprs > 0 && m.unified_vgpr_agpr))
-        candidates.push_back(f);
-    }
-    const bool unified = k.agprs > 0 && m.unified_vgpr_agpr;
-    helped |= search_steps(
-        arch, k, r, occupancy_limiter::vgprs, candidates,
-        [&](kernel_resources& t, std::uint64_t f) {
-          t.vgprs_include_agprs = false;
-          if (unified && f > m.max_vgprs_per_wave) {
-            t.vgprs = m.max_vgprs_per_wave;
-            t.agprs = static_cast<std::uint32_t>(f - m.max_vgprs_per_wave);
-          } else {
-            t.vgprs = static_cast<std::uint32_t>(f);
-            t.agprs = 0;
-          }
-        },
-        [&](std::uint64_t f) {
-          return unified ? "a VGPR+AGPR footprint of at most " + std::to_string(f) + " per lane"
-                         : "at most " + std::to_string(f) + " VGPRs";
-        },
-        out);
-    // SGPRs: the step bounds below the current count.
-    candidates.clear();
-    for (auto it = m.waves_by_sgprs.rbegin(); it != m.waves_by_sgprs.rend(); ++it)
-      if (it->first < k.sgprs)
-        candidates.push_back(it->first);
-    if (m.waves_by_sgprs.empty() && k.sgprs > m.max_sgprs_per_wave)
-      candidates.push_back(m.max_sgprs_per_wave);
-    helped |= search_steps(
-        arch, k, r, occupancy_limiter::sgprs, candidates,
-        [](kernel_resources& t, std::uint64_t s) { t.sgprs = static_cast<std::uint32_t>(s); },
-        [](std::uint64_t s) { return "at most " + std::to_string(s) + " SGPRs"; }, out);
-    // LDS: every allocation granule below the current allocation.
-    candidates.clear();
-    for (std::uint64_t b = std::min(align_up(k.lds_bytes, m.lds_granule_bytes),
-                                    m.max_lds_per_workgroup_bytes + m.lds_granule_bytes);
-         b >= m.lds_granule_bytes;) {
-      b -= m.lds_granule_bytes;
-      candidates.push_back(b);
-    }
-    helped |= search_steps(
-        arch, k, r, occupancy_limiter::lds, candidates,
-        [](kernel_resources& t, std::uint64_t b) { t.lds_bytes = b; },
-        [](std::uint64_t b) { return "at most " + format_bytes(b) + " LDS per workgroup"; }, out);
+  bool helped = suggest_block_size(arch, k, r, out);
+  if (arch.amd) {
+    helped |= suggest_vgprs(arch, *arch.amd, k, r, out);
+    helped |= suggest_sgprs_and_lds(arch, *arch.amd, k, r, out);
   } else {
-    const nvidia_limits& m = *arch.nvidia;
-    // Registers per thread: every count below the current one.
-    candidates.clear();
-    for (std::uint64_t n = std::min<std::uint64_t>(k.vgprs, m.max_registers_per_thread + 1); n > 1;)
-      candidates.push_back(--n);
-    helped |= search_steps(
-        arch, k, r, occupancy_limiter::registers, candidates,
-        [](kernel_resources& t, std::uint64_t n) { t.vgprs = static_cast<std::uint32_t>(n); },
-        [](std::uint64_t n) { return "at most " + std::to_string(n) + " registers per thread"; },
-        out);
-    // Shared memory: the sizes at which the rounded per-block allocation drops a unit.
-    candidates.clear();
-    const std::uint64_t unit = m.shared_memory_allocation_unit_bytes;
-    const std::uint64_t reserved = m.reserved_shared_memory_per_block_bytes;
-    std::uint64_t alloc = std::min(align_up(k.lds_bytes + reserved, unit),
-                                   m.max_shared_memory_per_block_bytes + reserved + unit);
-    while (alloc > unit && alloc - unit >= reserved) {
-      alloc -= unit;
-      candidates.push_back(alloc - reserved);
-    }
-    helped |= search_steps(
-        arch, k, r, occupancy_limiter::shared_memory, candidates,
-        [](kernel_resources& t, std::uint64_t b) { t.lds_bytes = b; },
-        [](std::uint64_t b) { return "at most " + format_bytes(b) + " shared memory per block"; },
-        out);
-    // A carveout below the maximum.
-    if (k.shared_memory_carveout_bytes && r.limiter == occupancy_limiter::shared_memory) {
-      kernel_resources trial = k;
-      trial.shared_memory_carveout_bytes.reset();
-      const occupancy_result t = evaluate(arch, trial).result;
-      if (t.occupancy > r.occupancy + 1e-12) {
-        out.push_back("with the maximum shared-memory carveout (" +
-                      format_bytes(m.shared_memory_per_sm_bytes) +
-                      "): " + describe(t, occupancy_limiter::shared_memory));
-        helped = true;
-      }
-    }
+    helped |= suggest_registers(arch, *arch.nvidia, k, r, out);
+    helped |= suggest_shared_memory(arch, *arch.nvidia, k, r, out);
   }
-
-  if (!helped && r.active_waves_per_cu > 0) {
-    // Two resources tie: lowering either alone changes nothing.
-    std::vector<std::string> tied;
-    for (const auto& [name, waves] : r.limit_by_resource)
-      if (waves == r.active_waves_per_simd && name != "waves")
-        tied.push_back(name);
-    if (tied.size() > 1) {
-      std::string names;
-      for (std::size_t i = 0; i < tied.size(); ++i)
-        names += (i == 0 ? "" : i + 1 == tied.size() ? " and " : ", ") + tied[i];
-      out.push_back(names + " each limit occupancy to " + std::to_string(r.active_waves_per_simd) +
-                    " " + r.unit + "; only lowering all of them raises it");
-    }
-  }
+  if (!helped && r.active_waves_per_cu > 0)
+    suggest_tied_resources(r, out);
 }
 
 } // namespace

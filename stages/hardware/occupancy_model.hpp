@@ -5,33 +5,13 @@
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "stages/hardware/arch_model.hpp"
+#include "stages/hardware/kernel_resources.hpp"
 
 namespace rpl::stages {
-
-/// What one kernel launch uses.
-struct kernel_resources {
-  std::uint32_t block_size = 256; ///< threads per workgroup/block
-  /// AMD: arch VGPRs per lane; NVIDIA: registers per thread. On gfx90a+ the code object's
-  /// .vgpr_count is already the unified total alignTo(arch VGPRs, 4) + AGPRs (checked with hipcc
-  /// for gfx90a: 37 arch VGPRs + 40 AGPRs gives .vgpr_count 80, .agpr_count 40): pass it with
-  /// `vgprs_include_agprs = true`, or with agprs = 0.
-  std::uint32_t vgprs = 0;
-  std::uint32_t agprs = 0; ///< AMD: AGPRs per lane (rocpd accum_vgpr_count, .agpr_count)
-  std::uint32_t sgprs = 0; ///< AMD: SGPRs per wave including VCC/FLAT_SCRATCH/XNACK (.sgpr_count)
-  std::uint64_t lds_bytes =
-      0; ///< AMD group segment; NVIDIA static + dynamic shared memory per block
-  std::uint64_t scratch_bytes = 0; ///< per lane; does not limit occupancy in this model
-  std::uint32_t wave_size = 0;     ///< 0 = the arch default (wave32 on RDNA)
-  /// NVIDIA: the configured shared-memory carveout; default = the maximum.
-  std::optional<std::uint64_t> shared_memory_carveout_bytes = std::nullopt;
-  /// AMD unified file: `vgprs` is the total footprint (.vgpr_count), `agprs` is part of it.
-  bool vgprs_include_agprs = false;
-};
 
 /// The resource that bounds occupancy.
 enum class occupancy_limiter : std::uint8_t {

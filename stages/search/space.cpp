@@ -225,8 +225,10 @@ struct compiled_constraint {
   std::vector<std::size_t> param_of_variable;
 };
 
-space parse_product(const ojson& document, space result) {
-  const std::string& origin = result.origin;
+/// The values of every parameter, in the order the file lists the parameters.
+using value_table = std::vector<std::vector<param_value>>;
+
+void check_top_level_keys(const ojson& document, const std::string& origin) {
   for (const auto& entry : document.items()) {
     if (entry.key() != "params" && entry.key() != "constraints") {
       fail(origin, "unknown top-level key " + in_quotes(entry.key()) +
@@ -234,6 +236,9 @@ space parse_product(const ojson& document, space result) {
                        "spelling");
     }
   }
+}
+
+const ojson& params_object(const ojson& document, const std::string& origin) {
   const char* const params_example = "\"params\": {\"TILE\": [8, 16, 32]}";
   if (!document.contains("params")) {
     fail(origin, std::string("\"params\" is missing; fix: add ") + params_example +
@@ -248,33 +253,43 @@ space parse_product(const ojson& document, space result) {
     fail(origin, std::string("\"params\" is empty; fix: add at least one parameter, e.g. ") +
                      params_example);
   }
+  return params;
+}
 
-  std::vector<std::vector<param_value>> values;
+/// The values of one parameter (`"TILE": [8, 16, 32]`), refusing an empty list and duplicates.
+std::vector<param_value> parse_param_values(const std::string& name, const ojson& list,
+                                            const std::string& origin) {
+  const std::string where = "params." + name;
+  check_name(name, origin, where);
+  if (!list.is_array() || list.empty()) {
+    fail(origin, where + ": the values are " + (list.is_array() ? "an empty array" : a_type(list)) +
+                     ", expected a non-empty array; fix: write " + in_quotes(name) +
+                     ": [value, ...], e.g. [8, 16, 32]");
+  }
+  std::vector<param_value> choices;
+  std::map<std::string, std::size_t> seen;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string value_where = where + "[" + std::to_string(i) + "]";
+    param_value value = to_value(list[i], origin, value_where);
+    const auto [previous, inserted] = seen.emplace(to_string(value), i);
+    if (!inserted) {
+      fail(origin, value_where + ": the value " + list[i].dump() + " repeats " + where + "[" +
+                       std::to_string(previous->second) + "] (both expand to \"" +
+                       previous->first + "\"); fix: remove the duplicate");
+    }
+    choices.push_back(std::move(value));
+  }
+  return choices;
+}
+
+/// Every parameter's values; sets `result.names` and `result.total` (the size of the product).
+value_table parse_params(const ojson& params, space& result) {
+  const std::string& origin = result.origin;
+  value_table values;
   std::size_t product = 1;
   std::string product_text;
   for (const auto& entry : params.items()) {
-    const std::string where = "params." + entry.key();
-    check_name(entry.key(), origin, where);
-    const ojson& list = entry.value();
-    if (!list.is_array() || list.empty()) {
-      fail(origin, where + ": the values are " +
-                       (list.is_array() ? "an empty array" : a_type(list)) +
-                       ", expected a non-empty array; fix: write " + in_quotes(entry.key()) +
-                       ": [value, ...], e.g. [8, 16, 32]");
-    }
-    std::vector<param_value> choices;
-    std::map<std::string, std::size_t> seen;
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const std::string value_where = where + "[" + std::to_string(i) + "]";
-      param_value value = to_value(list[i], origin, value_where);
-      const auto [previous, inserted] = seen.emplace(to_string(value), i);
-      if (!inserted) {
-        fail(origin, value_where + ": the value " + list[i].dump() + " repeats " + where + "[" +
-                         std::to_string(previous->second) + "] (both expand to \"" +
-                         previous->first + "\"); fix: remove the duplicate");
-      }
-      choices.push_back(std::move(value));
-    }
+    std::vector<param_value> choices = parse_param_values(entry.key(), entry.value(), origin);
     result.names.push_back(entry.key());
     product_text +=
         (product_text.empty() ? "" : " x ") + entry.key() + " " + std::to_string(choices.size());
@@ -289,126 +304,172 @@ space parse_product(const ojson& document, space result) {
                      "); fix: remove values or parameters, or split the space into several files");
   }
   result.total = product;
+  return values;
+}
 
-  std::vector<compiled_constraint> constraints;
-  if (document.contains("constraints")) {
-    const ojson& list = document.at("constraints");
-    if (!list.is_array()) {
-      fail(origin, "\"constraints\" is " + a_type(list) +
-                       ", expected an array of strings; fix: write \"constraints\": "
-                       "[\"TILE * UNROLL <= 64\"]");
+/// The parameter index of constraint variable `v`, refusing unknown names and string parameters.
+std::size_t constraint_parameter(const compiled_constraint& compiled, std::size_t v,
+                                 const std::string& located, const space& result,
+                                 const value_table& values) {
+  const std::string& variable = compiled.parsed.variables()[v];
+  const auto found = std::find(result.names.begin(), result.names.end(), variable);
+  const std::string column = "column " + std::to_string(compiled.parsed.variable_columns()[v]);
+  if (found == result.names.end()) {
+    std::string known;
+    for (const std::string& name : result.names) {
+      known += (known.empty() ? "" : ", ") + name;
     }
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const std::string where = "constraints[" + std::to_string(i) + "]";
-      if (!list[i].is_string()) {
-        fail(origin, where + ": the constraint is " + a_type(list[i]) +
-                         ", expected a string; fix: write it as a string, e.g. \"TILE <= 64\"");
-      }
-      const std::string text = list[i].get<std::string>();
-      const std::string located = where + " " + in_quotes(text);
-      compiled_constraint compiled{expression{}, {}};
-      try {
-        compiled.parsed = expression::parse(text);
-      } catch (const expression_error& error) {
-        fail(origin, located + ": " + error.what());
-      }
-      const auto& variables = compiled.parsed.variables();
-      for (std::size_t v = 0; v < variables.size(); ++v) {
-        const auto found = std::find(result.names.begin(), result.names.end(), variables[v]);
-        const std::string column =
-            "column " + std::to_string(compiled.parsed.variable_columns()[v]);
-        if (found == result.names.end()) {
-          std::string known;
-          for (const std::string& name : result.names) {
-            known += (known.empty() ? "" : ", ") + name;
-          }
-          fail(origin, located + ": " + column + ": unknown parameter '" + variables[v] +
-                           "'; known: " + known +
-                           "; fix: use one of the known parameters or "
-                           "correct the spelling");
-        }
-        const auto index = static_cast<std::size_t>(found - result.names.begin());
-        for (const param_value& value : values[index]) {
-          if (std::holds_alternative<std::string>(value)) {
-            fail(origin, located + ": " + column + ": parameter '" + variables[v] +
-                             "' has the string value " + in_quotes(std::get<std::string>(value)) +
-                             ", and constraints compute on numbers only; fix: use only numeric "
-                             "parameters in constraints, or list the allowed configurations "
-                             "explicitly as an array");
-          }
-        }
-        compiled.param_of_variable.push_back(index);
-      }
-      result.constraints.push_back(text);
-      constraints.push_back(std::move(compiled));
+    fail(result.origin, located + ": " + column + ": unknown parameter '" + variable +
+                            "'; known: " + known +
+                            "; fix: use one of the known parameters or "
+                            "correct the spelling");
+  }
+  const auto index = static_cast<std::size_t>(found - result.names.begin());
+  for (const param_value& value : values[index]) {
+    if (std::holds_alternative<std::string>(value)) {
+      fail(result.origin, located + ": " + column + ": parameter '" + variable +
+                              "' has the string value " + in_quotes(std::get<std::string>(value)) +
+                              ", and constraints compute on numbers only; fix: use only numeric "
+                              "parameters in constraints, or list the allowed configurations "
+                              "explicitly as an array");
     }
   }
+  return index;
+}
 
-  // Enumerate the product like an odometer whose last digit turns fastest, so the first parameter
-  // varies slowest.
+/// Constraint `i` of the file (`constraints[i]`), parsed and bound to the parameters.
+compiled_constraint compile_constraint(const ojson& item, std::size_t i, const space& result,
+                                       const value_table& values) {
+  const std::string where = "constraints[" + std::to_string(i) + "]";
+  if (!item.is_string()) {
+    fail(result.origin, where + ": the constraint is " + a_type(item) +
+                            ", expected a string; fix: write it as a string, e.g. \"TILE <= 64\"");
+  }
+  const std::string text = item.get<std::string>();
+  const std::string located = where + " " + in_quotes(text);
+  compiled_constraint compiled{expression{}, {}};
+  try {
+    compiled.parsed = expression::parse(text);
+  } catch (const expression_error& error) {
+    fail(result.origin, located + ": " + error.what());
+  }
+  for (std::size_t v = 0; v < compiled.parsed.variables().size(); ++v) {
+    compiled.param_of_variable.push_back(constraint_parameter(compiled, v, located, result, values));
+  }
+  return compiled;
+}
+
+/// The file's "constraints" (none when absent); appends their texts to `result.constraints`.
+std::vector<compiled_constraint> parse_constraints(const ojson& document, space& result,
+                                                   const value_table& values) {
+  std::vector<compiled_constraint> constraints;
+  if (!document.contains("constraints")) {
+    return constraints;
+  }
+  const ojson& list = document.at("constraints");
+  if (!list.is_array()) {
+    fail(result.origin, "\"constraints\" is " + a_type(list) +
+                            ", expected an array of strings; fix: write \"constraints\": "
+                            "[\"TILE * UNROLL <= 64\"]");
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    compiled_constraint compiled = compile_constraint(list[i], i, result, values);
+    result.constraints.push_back(list[i].get<std::string>());
+    constraints.push_back(std::move(compiled));
+  }
+  return constraints;
+}
+
+/// The configuration at one point of the product (`digits[p]` indexes parameter p's values).
+configuration configuration_at(const space& result, const value_table& values,
+                               const std::vector<std::size_t>& digits) {
+  configuration config;
+  config.params.reserve(values.size());
+  for (std::size_t p = 0; p < values.size(); ++p) {
+    config.params.emplace_back(result.names[p], values[p][digits[p]]);
+  }
+  return config;
+}
+
+/// Whether `constraint` holds at `digits`; an evaluation error names the constraint and the point.
+bool constraint_holds(const compiled_constraint& constraint, std::size_t c, const space& result,
+                      const value_table& values, const std::vector<std::size_t>& digits) {
+  const auto& variables = constraint.parsed.variables();
+  const expression_lookup lookup = [&](std::string_view name) -> std::optional<expression_number> {
+    for (std::size_t v = 0; v < variables.size(); ++v) {
+      if (variables[v] == name) {
+        const std::size_t param = constraint.param_of_variable[v];
+        const param_value& value = values[param][digits[param]];
+        if (const auto* integer = std::get_if<std::int64_t>(&value)) {
+          return *integer;
+        }
+        return std::get<double>(value);
+      }
+    }
+    return std::nullopt;
+  };
+  try {
+    return constraint.parsed.holds(lookup);
+  } catch (const expression_error& error) {
+    fail(result.origin, "constraints[" + std::to_string(c) + "] " +
+                            in_quotes(constraint.parsed.text()) + ": " + error.what() + " (at " +
+                            describe(configuration_at(result, values, digits)) + ")");
+  }
+}
+
+/// Turns the odometer one step: the last digit turns fastest, so the first parameter varies slowest.
+void advance(std::vector<std::size_t>& digits, const value_table& values) {
+  for (std::size_t p = values.size(); p-- > 0;) {
+    if (++digits[p] < values[p].size()) {
+      break;
+    }
+    digits[p] = 0;
+  }
+}
+
+/// Appends every point of the product that all constraints accept to `result.configurations`;
+/// returns how many points each constraint rejected.
+std::vector<std::size_t> enumerate(const std::vector<compiled_constraint>& constraints,
+                                   const value_table& values, space& result) {
   std::vector<std::size_t> digits(values.size(), 0);
   std::vector<std::size_t> rejected_by(constraints.size(), 0);
-  for (std::size_t n = 0; n < product; ++n) {
+  for (std::size_t n = 0; n < result.total; ++n) {
     bool keep = true;
+    // Every constraint is evaluated (no early exit) so that an empty result can say how many
+    // configurations each one rejected.
     for (std::size_t c = 0; c < constraints.size(); ++c) {
-      const compiled_constraint& constraint = constraints[c];
-      const auto& variables = constraint.parsed.variables();
-      const expression_lookup lookup =
-          [&](std::string_view name) -> std::optional<expression_number> {
-        for (std::size_t v = 0; v < variables.size(); ++v) {
-          if (variables[v] == name) {
-            const std::size_t param = constraint.param_of_variable[v];
-            const param_value& value = values[param][digits[param]];
-            if (const auto* integer = std::get_if<std::int64_t>(&value)) {
-              return *integer;
-            }
-            return std::get<double>(value);
-          }
-        }
-        return std::nullopt;
-      };
-      try {
-        // Every constraint is evaluated (no early exit) so that an empty result can say how many
-        // configurations each one rejected.
-        if (!constraint.parsed.holds(lookup)) {
-          keep = false;
-          ++rejected_by[c];
-        }
-      } catch (const expression_error& error) {
-        configuration config;
-        for (std::size_t p = 0; p < values.size(); ++p) {
-          config.params.emplace_back(result.names[p], values[p][digits[p]]);
-        }
-        fail(origin, "constraints[" + std::to_string(c) + "] " +
-                         in_quotes(constraint.parsed.text()) + ": " + error.what() + " (at " +
-                         describe(config) + ")");
+      if (!constraint_holds(constraints[c], c, result, values, digits)) {
+        keep = false;
+        ++rejected_by[c];
       }
     }
     if (keep) {
-      configuration config;
-      config.params.reserve(values.size());
-      for (std::size_t p = 0; p < values.size(); ++p) {
-        config.params.emplace_back(result.names[p], values[p][digits[p]]);
-      }
-      result.configurations.push_back(std::move(config));
+      result.configurations.push_back(configuration_at(result, values, digits));
     }
-    for (std::size_t p = values.size(); p-- > 0;) {
-      if (++digits[p] < values[p].size()) {
-        break;
-      }
-      digits[p] = 0;
-    }
+    advance(digits, values);
   }
+  return rejected_by;
+}
+
+[[noreturn]] void fail_all_cut(const space& result, const std::vector<std::size_t>& rejected_by) {
+  std::string counts;
+  for (std::size_t c = 0; c < rejected_by.size(); ++c) {
+    counts += (counts.empty() ? "" : ", ") + std::string("constraints[") + std::to_string(c) +
+              "] rejects " + std::to_string(rejected_by[c]);
+  }
+  fail(result.origin, "all " + std::to_string(result.total) +
+                          " configurations were cut by constraints (" + counts +
+                          "); fix: relax the constraints or widen the parameter values");
+}
+
+space parse_product(const ojson& document, space result) {
+  check_top_level_keys(document, result.origin);
+  const value_table values = parse_params(params_object(document, result.origin), result);
+  const std::vector<compiled_constraint> constraints = parse_constraints(document, result, values);
+  const std::vector<std::size_t> rejected_by = enumerate(constraints, values, result);
   result.cut_by_constraints = result.total - result.configurations.size();
   if (result.configurations.empty()) {
-    std::string counts;
-    for (std::size_t c = 0; c < constraints.size(); ++c) {
-      counts += (counts.empty() ? "" : ", ") + std::string("constraints[") + std::to_string(c) +
-                "] rejects " + std::to_string(rejected_by[c]);
-    }
-    fail(origin, "all " + std::to_string(result.total) +
-                     " configurations were cut by constraints (" + counts +
-                     "); fix: relax the constraints or widen the parameter values");
+    fail_all_cut(result, rejected_by);
   }
   return result;
 }

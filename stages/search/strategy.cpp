@@ -23,7 +23,7 @@ public:
     }
     return next_++;
   }
-  void feedback(std::size_t, const messages::verdict&) override {}
+  void observe(const observation&) override {}
   std::size_t planned() const override { return count_; }
   std::string_view name() const override { return "exhaustive"; }
 
@@ -55,7 +55,7 @@ public:
     }
     return order_[next_++];
   }
-  void feedback(std::size_t, const messages::verdict&) override {}
+  void observe(const observation&) override {}
   std::size_t planned() const override { return order_.size(); }
   std::string_view name() const override { return "random"; }
 

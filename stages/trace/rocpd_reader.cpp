@@ -1,10 +1,11 @@
 #include "stages/trace/rocpd_reader.hpp"
 
-#include <sqlite3.h>
-
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
+
+#include "stages/trace/sqlite_statement.hpp"
 
 namespace rpl::stages::rocpd {
 namespace {
@@ -12,11 +13,6 @@ namespace {
 constexpr std::string_view record_fix =
     "fix: record with rocprofv3 --output-format rocpd (ROCm 7.x) and pass its results.db file or "
     "output directory";
-
-struct stmt_deleter {
-  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
-};
-using stmt_ptr = std::unique_ptr<sqlite3_stmt, stmt_deleter>;
 
 std::string quote_identifier(std::string_view name) {
   std::string out = "\"";
@@ -29,14 +25,8 @@ std::string quote_identifier(std::string_view name) {
   return out + "\"";
 }
 
-std::string column_text(sqlite3_stmt* stmt, int column) {
-  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, column));
-  return text != nullptr ? std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(stmt, column)))
-                         : std::string();
-}
-
-std::uint32_t column_u32(sqlite3_stmt* stmt, int column) {
-  const std::int64_t value = sqlite3_column_int64(stmt, column);
+std::uint32_t column_u32(const sqlite::statement& stmt, int column) {
+  const std::int64_t value = stmt.column_int64(column);
   return value < 0 ? 0u : static_cast<std::uint32_t>(std::min<std::int64_t>(value, UINT32_MAX));
 }
 
@@ -50,53 +40,56 @@ struct source {
   }
 };
 
+/// The names of a file's tables and views.
+struct schema_names {
+  std::set<std::string> tables;
+  std::set<std::string> views;
+  bool has(const std::string& name) const { return tables.count(name) + views.count(name) != 0; }
+};
+
 } // namespace
 
 struct reader::database {
   std::string file;
-  sqlite3* db = nullptr;
+  sqlite::connection db;
   std::vector<source> sources;
-
-  ~database() {
-    if (db != nullptr) {
-      sqlite3_close(db);
-    }
-  }
 
   [[noreturn]] void fail(const std::string& problem, std::string_view fix) const {
     throw rocpd_error(file + ": " + problem + "; " + std::string(fix));
   }
 
-  stmt_ptr prepare(const std::string& sql) const {
-    sqlite3_stmt* raw = nullptr;
-    if (sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &raw, nullptr) != SQLITE_OK) {
-      fail(std::string("cannot query the rocpd tables (") + sqlite3_errmsg(db) + ")",
+  sqlite::statement prepare(const std::string& sql) const {
+    try {
+      return sqlite::statement(db, sql);
+    } catch (const sqlite::sqlite_error& error) {
+      fail("cannot query the rocpd tables (" + error.sqlite_message() + ")",
            "fix: the file may be damaged or from an unsupported rocpd version; re-record it with "
            "rocprofv3 from ROCm 7.x");
     }
-    return stmt_ptr(raw);
+  }
+
+  /// The next row of `stmt`: false at the end.
+  bool step(sqlite::statement& stmt) const {
+    try {
+      return stmt.step();
+    } catch (const sqlite::sqlite_error& error) {
+      fail("reading failed (" + error.sqlite_message() + ")",
+           "fix: the file may be damaged or still being written; re-record it");
+    }
   }
 
   /// Steps `stmt` to the end, calling `row` on each row.
   template <typename Row>
-  void each(sqlite3_stmt* stmt, Row&& row) const {
-    for (;;) {
-      const int rc = sqlite3_step(stmt);
-      if (rc == SQLITE_DONE) {
-        return;
-      }
-      if (rc != SQLITE_ROW) {
-        fail(std::string("reading failed (") + sqlite3_errmsg(db) + ")",
-             "fix: the file may be damaged or still being written; re-record it");
-      }
+  void each(sqlite::statement& stmt, Row&& row) const {
+    while (step(stmt)) {
       row(stmt);
     }
   }
 
   std::set<std::string> columns(const std::string& table) const {
     std::set<std::string> names;
-    stmt_ptr stmt = prepare("PRAGMA table_info(" + table + ")");
-    each(stmt.get(), [&](sqlite3_stmt* s) { names.insert(column_text(s, 1)); });
+    sqlite::statement stmt = prepare("PRAGMA table_info(" + table + ")");
+    each(stmt, [&](const sqlite::statement& s) { names.insert(s.column_text(1)); });
     return names;
   }
 
@@ -121,6 +114,32 @@ struct reader::database {
     }
     return out;
   }
+
+  /// Opens `path` read-only and lists its tables and views; the first read of the schema is where
+  /// SQLite notices a file that is not a database.
+  schema_names open(const std::filesystem::path& path) {
+    file = path.string();
+    try {
+      db = sqlite::connection(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX);
+    } catch (const sqlite::sqlite_error& error) {
+      fail("cannot open (" + error.sqlite_message() + ")", "fix: check that the file is readable");
+    }
+    schema_names names;
+    try {
+      sqlite::statement stmt(db, "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view')");
+      while (stmt.step()) {
+        (stmt.column_text_view(0) == "table" ? names.tables : names.views).insert(stmt.column_text(1));
+      }
+    } catch (const sqlite::sqlite_error& error) {
+      fail("not an SQLite database (" + error.sqlite_message() + ")", record_fix);
+    }
+    return names;
+  }
+
+  /// The schema_version of the metadata table of `suffix`, refused unless it is 3 or 3.0.x.
+  std::string schema_version(const std::string& suffix) const;
+  /// The uuid suffixes of a rocpd file (one per rocpd_metadata table), refusing other files.
+  std::vector<std::string> suffixes(const schema_names& names) const;
 };
 
 reader::reader() = default;
@@ -171,81 +190,77 @@ bool supported_version(std::string_view version) {
   return version == "3" || version.substr(0, 2) == "3.";
 }
 
+/// The tables every suffix must have: the ones this reader selects from.
+constexpr std::string_view required_tables[] = {"rocpd_kernel_dispatch", "rocpd_info_kernel_symbol",
+                                                "rocpd_info_agent",      "rocpd_info_queue",
+                                                "rocpd_info_stream",     "rocpd_info_process"};
+
+/// One suffix: read through the unsuffixed views rocprofv3 creates, when they are there. Several
+/// suffixes: those views cover one of them at most, so each suffix's tables are read directly.
+bool views_usable(const std::vector<std::string>& suffixes, const schema_names& names) {
+  if (suffixes.size() != 1 || suffixes.front().empty()) {
+    return false;
+  }
+  return std::all_of(std::begin(required_tables), std::end(required_tables),
+                     [&](std::string_view base) { return names.views.count(std::string(base)) != 0; });
+}
+
 } // namespace
+
+std::vector<std::string> reader::database::suffixes(const schema_names& names) const {
+  std::vector<std::string> found;
+  bool has_event = false;
+  for (const std::string& name : names.tables) {
+    if (name == "rocpd_metadata" || name.rfind("rocpd_metadata_", 0) == 0) {
+      found.push_back(name.substr(std::string_view("rocpd_metadata").size()));
+    }
+    has_event = has_event || name.rfind("rocpd_event", 0) == 0;
+  }
+  if (!has_event && (names.has("rocpd_api") || names.has("rocpd_op"))) {
+    fail("not a rocpd database (no rocpd_metadata table with schema_version 3); it looks like "
+         "a legacy RPD file (table rocpd_api)",
+         "fix: record with rocprofv3 --output-format rocpd (ROCm 7.x)");
+  }
+  if (found.empty()) {
+    fail("not a rocpd database (no rocpd_metadata table with schema_version 3)", record_fix);
+  }
+  return found;
+}
+
+std::string reader::database::schema_version(const std::string& suffix) const {
+  std::string version;
+  sqlite::statement stmt = prepare("SELECT value FROM " + quote_identifier("rocpd_metadata" + suffix) +
+                                   " WHERE tag = 'schema_version'");
+  each(stmt, [&](const sqlite::statement& s) { version = s.column_text(0); });
+  if (version.empty()) {
+    fail("not a rocpd database (table rocpd_metadata" + suffix + " has no schema_version)",
+         record_fix);
+  }
+  if (!supported_version(version)) {
+    fail("rocpd schema_version " + version +
+             " is not supported (this reader reads schema 3, i.e. 3 to 3.0.x)",
+         "fix: record with rocprofv3 --output-format rocpd from ROCm 7.x, which writes "
+         "schema 3");
+  }
+  return version;
+}
 
 reader reader::open(const std::vector<std::filesystem::path>& paths) {
   reader result;
   result.paths_ = expand(paths);
   for (const std::filesystem::path& path : result.paths_) {
     auto db = std::make_unique<database>();
-    db->file = path.string();
-    if (sqlite3_open_v2(db->file.c_str(), &db->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
-                        nullptr) != SQLITE_OK) {
-      db->fail(std::string("cannot open (") + (db->db != nullptr ? sqlite3_errmsg(db->db) : "out of memory") + ")",
-               "fix: check that the file is readable");
-    }
-    // The first read of the schema is where SQLite notices a file that is not a database.
-    std::set<std::string> tables;
-    std::set<std::string> views;
-    {
-      sqlite3_stmt* raw = nullptr;
-      const char* sql = "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view')";
-      if (sqlite3_prepare_v2(db->db, sql, -1, &raw, nullptr) != SQLITE_OK) {
-        db->fail(std::string("not an SQLite database (") + sqlite3_errmsg(db->db) + ")", record_fix);
-      }
-      stmt_ptr stmt(raw);
-      int rc = 0;
-      while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
-        (column_text(stmt.get(), 0) == "table" ? tables : views).insert(column_text(stmt.get(), 1));
-      }
-      if (rc != SQLITE_DONE) {
-        db->fail(std::string("not an SQLite database (") + sqlite3_errmsg(db->db) + ")", record_fix);
-      }
-    }
-    auto has = [&](const std::string& name) { return tables.count(name) + views.count(name) != 0; };
-
+    const schema_names names = db->open(path);
     database_info info;
     info.path = path;
-    std::vector<std::string> suffixes;
-    for (const std::string& name : tables) {
-      if (name == "rocpd_metadata" || name.rfind("rocpd_metadata_", 0) == 0) {
-        suffixes.push_back(name.substr(std::string_view("rocpd_metadata").size()));
-      }
-    }
-    bool has_event = false;
-    for (const std::string& name : tables) {
-      has_event = has_event || name.rfind("rocpd_event", 0) == 0;
-    }
-    if (!has_event && (has("rocpd_api") || has("rocpd_op"))) {
-      db->fail("not a rocpd database (no rocpd_metadata table with schema_version 3); it looks like "
-               "a legacy RPD file (table rocpd_api)",
-               "fix: record with rocprofv3 --output-format rocpd (ROCm 7.x)");
-    }
-    if (suffixes.empty()) {
-      db->fail("not a rocpd database (no rocpd_metadata table with schema_version 3)", record_fix);
-    }
+    const std::vector<std::string> suffixes = db->suffixes(names);
     for (const std::string& suffix : suffixes) {
-      std::string version;
-      stmt_ptr stmt = db->prepare("SELECT value FROM " + quote_identifier("rocpd_metadata" + suffix) +
-                                  " WHERE tag = 'schema_version'");
-      db->each(stmt.get(), [&](sqlite3_stmt* s) { version = column_text(s, 0); });
-      if (version.empty()) {
-        db->fail("not a rocpd database (table rocpd_metadata" + suffix + " has no schema_version)",
-                 record_fix);
-      }
-      if (!supported_version(version)) {
-        db->fail("rocpd schema_version " + version +
-                     " is not supported (this reader reads schema 3, i.e. 3 to 3.0.x)",
-                 "fix: record with rocprofv3 --output-format rocpd from ROCm 7.x, which writes "
-                 "schema 3");
-      }
+      const std::string version = db->schema_version(suffix);
       if (info.schema_version.empty()) {
         info.schema_version = version;
       }
-      for (const std::string_view base :
-           {"rocpd_kernel_dispatch", "rocpd_info_kernel_symbol", "rocpd_info_agent",
-            "rocpd_info_queue", "rocpd_info_stream", "rocpd_info_process"}) {
-        if (tables.count(std::string(base) + suffix) == 0) {
+      for (const std::string_view base : required_tables) {
+        if (names.tables.count(std::string(base) + suffix) == 0) {
           db->fail("rocpd table " + std::string(base) + suffix + " is missing",
                    "fix: the file is incomplete (was the profiled process killed before rocprofv3 "
                    "finished writing?); re-record it");
@@ -253,13 +268,7 @@ reader reader::open(const std::vector<std::filesystem::path>& paths) {
       }
       info.uuids.push_back(suffix);
     }
-    // One suffix: read through the unsuffixed views rocprofv3 creates, when they are there. Several
-    // suffixes: those views cover one of them at most, so each suffix's tables are read directly.
-    const bool views_ok = suffixes.size() == 1 && !suffixes.front().empty() &&
-                          views.count("rocpd_kernel_dispatch") != 0 &&
-                          views.count("rocpd_info_kernel_symbol") != 0 &&
-                          views.count("rocpd_info_agent") != 0 && views.count("rocpd_info_queue") != 0 &&
-                          views.count("rocpd_info_stream") != 0 && views.count("rocpd_info_process") != 0;
+    const bool views_ok = views_usable(suffixes, names);
     for (const std::string& suffix : suffixes) {
       db->sources.push_back(source{suffix, views_ok});
     }
@@ -285,29 +294,28 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
           ", COALESCE(NULLIF(S.display_name, ''), S.kernel_name) FROM " +
           src.table("rocpd_kernel_dispatch") + " K LEFT JOIN " + src.table("rocpd_info_kernel_symbol") +
           " S ON S.id = K.kernel_id AND S.guid = K.guid";
-      stmt_ptr stmt = db.prepare(sql);
+      sqlite::statement stmt = db.prepare(sql);
       dispatch_row row;
       row.database = index;
       std::string fallback;
-      db.each(stmt.get(), [&](sqlite3_stmt* s) {
-        row.start_ns = sqlite3_column_int64(s, 0);
-        row.end_ns = sqlite3_column_int64(s, 1);
-        row.kernel_id = sqlite3_column_int64(s, 2);
-        row.agent_id = sqlite3_column_int64(s, 3);
-        row.queue_id = sqlite3_column_int64(s, 4);
-        row.stream_id = sqlite3_column_int64(s, 5);
-        row.pid = sqlite3_column_int64(s, 6);
-        row.dispatch_id = sqlite3_column_int64(s, 7);
+      db.each(stmt, [&](const sqlite::statement& s) {
+        row.start_ns = s.column_int64(0);
+        row.end_ns = s.column_int64(1);
+        row.kernel_id = s.column_int64(2);
+        row.agent_id = s.column_int64(3);
+        row.queue_id = s.column_int64(4);
+        row.stream_id = s.column_int64(5);
+        row.pid = s.column_int64(6);
+        row.dispatch_id = s.column_int64(7);
         for (int axis = 0; axis < 3; ++axis) {
           row.grid[axis] = column_u32(s, 8 + axis);
           row.workgroup[axis] = column_u32(s, 11 + axis);
         }
-        row.tid = sqlite3_column_int64(s, 15);
-        row.group_segment_size = sqlite3_column_int64(s, 16);
-        row.private_segment_size = sqlite3_column_int64(s, 17);
-        const auto* name = reinterpret_cast<const char*>(sqlite3_column_text(s, 18));
-        if (name != nullptr) {
-          row.kernel_name = std::string_view(name, static_cast<std::size_t>(sqlite3_column_bytes(s, 18)));
+        row.tid = s.column_int64(15);
+        row.group_segment_size = s.column_int64(16);
+        row.private_segment_size = s.column_int64(17);
+        if (const std::optional<std::string_view> name = s.column_nullable_text(18)) {
+          row.kernel_name = *name;
         } else {
           // A dispatch whose symbol row is missing still counts, under a name that says so.
           fallback = "<unknown kernel " + std::to_string(row.kernel_id) + ">";
@@ -328,21 +336,21 @@ std::vector<agent_row> reader::agents() const {
           src, "rocpd_info_agent", "A", {"id"},
           {"type", "name", "model_name", "product_name", "absolute_index", "logical_index",
            "type_index", "extdata"});
-      stmt_ptr stmt = db.prepare("SELECT " + columns + " FROM " + src.table("rocpd_info_agent") +
+      sqlite::statement stmt = db.prepare("SELECT " + columns + " FROM " + src.table("rocpd_info_agent") +
                                  " A ORDER BY A.id");
-      db.each(stmt.get(), [&](sqlite3_stmt* s) {
+      db.each(stmt, [&](const sqlite::statement& s) {
         agent_row row;
         row.database = index;
-        row.id = sqlite3_column_int64(s, 0);
-        row.type = column_text(s, 1);
-        row.name = column_text(s, 2);
-        row.model_name = column_text(s, 3);
-        row.product_name = column_text(s, 4);
-        row.absolute_index = sqlite3_column_int64(s, 5);
-        row.logical_index = sqlite3_column_int64(s, 6);
-        row.type_index = sqlite3_column_int64(s, 7);
+        row.id = s.column_int64(0);
+        row.type = s.column_text(1);
+        row.name = s.column_text(2);
+        row.model_name = s.column_text(3);
+        row.product_name = s.column_text(4);
+        row.absolute_index = s.column_int64(5);
+        row.logical_index = s.column_int64(6);
+        row.type_index = s.column_int64(7);
         // Malformed JSON in one agent must not make the whole trace unreadable.
-        row.extdata = nlohmann::json::parse(column_text(s, 8), nullptr, false);
+        row.extdata = nlohmann::json::parse(s.column_text(8), nullptr, false);
         if (row.extdata.is_discarded() || !row.extdata.is_object()) {
           row.extdata = nlohmann::json::object();
         }
@@ -362,25 +370,25 @@ std::vector<kernel_symbol_row> reader::kernel_symbols() const {
           src, "rocpd_info_kernel_symbol", "S", {"id", "kernel_name", "display_name"},
           {"pid", "code_object_id", "sgpr_count", "arch_vgpr_count", "accum_vgpr_count",
            "group_segment_size", "private_segment_size", "kernarg_segment_size"});
-      stmt_ptr stmt = db.prepare("SELECT " + columns + " FROM " +
+      sqlite::statement stmt = db.prepare("SELECT " + columns + " FROM " +
                                  src.table("rocpd_info_kernel_symbol") + " S ORDER BY S.id");
-      db.each(stmt.get(), [&](sqlite3_stmt* s) {
+      db.each(stmt, [&](const sqlite::statement& s) {
         kernel_symbol_row row;
         row.database = index;
-        row.id = sqlite3_column_int64(s, 0);
-        row.kernel_name = column_text(s, 1);
-        row.display_name = column_text(s, 2);
+        row.id = s.column_int64(0);
+        row.kernel_name = s.column_text(1);
+        row.display_name = s.column_text(2);
         if (row.display_name.empty()) {
           row.display_name = row.kernel_name;
         }
-        row.pid = sqlite3_column_int64(s, 3);
-        row.code_object_id = sqlite3_column_int64(s, 4);
-        row.sgpr_count = sqlite3_column_int64(s, 5);
-        row.arch_vgpr_count = sqlite3_column_int64(s, 6);
-        row.accum_vgpr_count = sqlite3_column_int64(s, 7);
-        row.group_segment_size = sqlite3_column_int64(s, 8);
-        row.private_segment_size = sqlite3_column_int64(s, 9);
-        row.kernarg_segment_size = sqlite3_column_int64(s, 10);
+        row.pid = s.column_int64(3);
+        row.code_object_id = s.column_int64(4);
+        row.sgpr_count = s.column_int64(5);
+        row.arch_vgpr_count = s.column_int64(6);
+        row.accum_vgpr_count = s.column_int64(7);
+        row.group_segment_size = s.column_int64(8);
+        row.private_segment_size = s.column_int64(9);
+        row.kernarg_segment_size = s.column_int64(10);
         rows.push_back(std::move(row));
       });
     }
@@ -394,11 +402,11 @@ std::vector<queue_row> reader::queues() const {
     const database& db = *databases_[index];
     for (const source& src : db.sources) {
       const std::string columns = db.select_list(src, "rocpd_info_queue", "Q", {"id", "pid"}, {"name"});
-      stmt_ptr stmt = db.prepare("SELECT " + columns + " FROM " + src.table("rocpd_info_queue") +
+      sqlite::statement stmt = db.prepare("SELECT " + columns + " FROM " + src.table("rocpd_info_queue") +
                                  " Q ORDER BY Q.id");
-      db.each(stmt.get(), [&](sqlite3_stmt* s) {
-        rows.push_back(queue_row{index, sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
-                                 column_text(s, 2)});
+      db.each(stmt, [&](const sqlite::statement& s) {
+        rows.push_back(queue_row{index, s.column_int64(0), s.column_int64(1),
+                                 s.column_text(2)});
       });
     }
   }
@@ -411,11 +419,11 @@ std::vector<stream_row> reader::streams() const {
     const database& db = *databases_[index];
     for (const source& src : db.sources) {
       const std::string columns = db.select_list(src, "rocpd_info_stream", "T", {"id", "pid"}, {"name"});
-      stmt_ptr stmt = db.prepare("SELECT " + columns + " FROM " + src.table("rocpd_info_stream") +
+      sqlite::statement stmt = db.prepare("SELECT " + columns + " FROM " + src.table("rocpd_info_stream") +
                                  " T ORDER BY T.id");
-      db.each(stmt.get(), [&](sqlite3_stmt* s) {
-        rows.push_back(stream_row{index, sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
-                                  column_text(s, 2)});
+      db.each(stmt, [&](const sqlite::statement& s) {
+        rows.push_back(stream_row{index, s.column_int64(0), s.column_int64(1),
+                                  s.column_text(2)});
       });
     }
   }
@@ -438,10 +446,10 @@ std::vector<process_row> reader::processes() const {
       if (with_node) {
         sql += " LEFT JOIN " + src.table("rocpd_info_node") + " N ON N.id = P.nid AND N.guid = P.guid";
       }
-      stmt_ptr stmt = db.prepare(sql + " ORDER BY P.pid");
-      db.each(stmt.get(), [&](sqlite3_stmt* s) {
-        rows.push_back(process_row{index, sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
-                                   column_text(s, 2), column_text(s, 3)});
+      sqlite::statement stmt = db.prepare(sql + " ORDER BY P.pid");
+      db.each(stmt, [&](const sqlite::statement& s) {
+        rows.push_back(process_row{index, s.column_int64(0), s.column_int64(1),
+                                   s.column_text(2), s.column_text(3)});
       });
     }
   }
@@ -452,9 +460,9 @@ std::size_t reader::dispatch_count() const {
   std::size_t count = 0;
   for (const auto& db : databases_) {
     for (const source& src : db->sources) {
-      stmt_ptr stmt = db->prepare("SELECT COUNT(*) FROM " + src.table("rocpd_kernel_dispatch"));
-      db->each(stmt.get(), [&](sqlite3_stmt* s) {
-        count += static_cast<std::size_t>(sqlite3_column_int64(s, 0));
+      sqlite::statement stmt = db->prepare("SELECT COUNT(*) FROM " + src.table("rocpd_kernel_dispatch"));
+      db->each(stmt, [&](const sqlite::statement& s) {
+        count += static_cast<std::size_t>(s.column_int64(0));
       });
     }
   }

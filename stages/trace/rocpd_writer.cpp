@@ -1,6 +1,5 @@
 #include "stages/trace/rocpd_writer.hpp"
 
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +10,8 @@
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include "stages/trace/sqlite_statement.hpp"
 
 namespace rpl::stages::rocpd {
 namespace {
@@ -25,11 +26,6 @@ std::uint64_t fnv1a(std::string_view text) {
   return hash;
 }
 
-struct stmt_deleter {
-  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
-};
-using stmt_ptr = std::unique_ptr<sqlite3_stmt, stmt_deleter>;
-
 /// One INSERT into one table. Values are collected per row; with `batch_rows` > 1 the rows are
 /// buffered and written `batch_rows` at a time by one multi-row statement. That matters because
 /// AUTOINCREMENT (kept to match rocprofv3's schema) makes every statement execution look up and
@@ -38,9 +34,9 @@ using stmt_ptr = std::unique_ptr<sqlite3_stmt, stmt_deleter>;
 class insert {
 public:
   insert() = default;
-  insert(sqlite3* db, std::string table, std::string_view columns, std::size_t batch_rows,
+  insert(sqlite::connection& db, std::string table, std::string_view columns, std::size_t batch_rows,
          const std::string& file, const char* what)
-      : db_(db), table_(std::move(table)), columns_text_(columns), file_(&file), what_(what),
+      : db_(&db), table_(std::move(table)), columns_text_(columns), file_(&file), what_(what),
         batch_rows_(batch_rows) {
     columns_ = 1;
     for (const char c : columns) {
@@ -81,12 +77,12 @@ public:
   /// and returns 0 (the caller knows the explicit id).
   std::int64_t run() {
     if (batch_rows_ <= 1) {
-      execute(single_.get(), 0, 1);
+      execute(single_, 0, 1);
       cells_.clear();
-      return sqlite3_last_insert_rowid(db_);
+      return db_->last_insert_rowid();
     }
     if (cells_.size() == columns_ * batch_rows_) {
-      execute(multi_.get(), 0, batch_rows_);
+      execute(multi_, 0, batch_rows_);
       cells_.clear();
     }
     return 0;
@@ -95,7 +91,7 @@ public:
   void flush() {
     const std::size_t rows = columns_ == 0 ? 0 : cells_.size() / columns_;
     for (std::size_t row = 0; row < rows; ++row) {
-      execute(single_.get(), row * columns_, 1);
+      execute(single_, row * columns_, 1);
     }
     cells_.clear();
   }
@@ -103,7 +99,7 @@ public:
 private:
   using cell = std::variant<std::monostate, std::int64_t, double, std::string>;
 
-  stmt_ptr prepare(std::size_t rows) const {
+  sqlite::statement prepare(std::size_t rows) const {
     std::string sql = "INSERT INTO " + table_ + " (" + columns_text_ + ") VALUES ";
     for (std::size_t row = 0; row < rows; ++row) {
       sql += row == 0 ? "(" : ", (";
@@ -112,41 +108,42 @@ private:
       }
       sql += ")";
     }
-    sqlite3_stmt* raw = nullptr;
-    if (sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
-                           &raw, nullptr) != SQLITE_OK) {
+    try {
+      return sqlite::statement(*db_, sql, SQLITE_PREPARE_PERSISTENT);
+    } catch (const sqlite::sqlite_error& error) {
       throw rocpd_error(*file_ + ": cannot prepare the insert into " + table_ + ": " +
-                        sqlite3_errmsg(db_) + "; fix: this is a bug in the rocpd writer, please report it");
+                        error.sqlite_message() +
+                        "; fix: this is a bug in the rocpd writer, please report it");
     }
-    return stmt_ptr(raw);
   }
 
-  void execute(sqlite3_stmt* stmt, std::size_t first_cell, std::size_t rows) {
-    for (std::size_t i = 0; i < rows * columns_; ++i) {
-      const int index = static_cast<int>(i + 1);
-      const cell& value = cells_[first_cell + i];
-      if (const auto* integer = std::get_if<std::int64_t>(&value)) {
-        sqlite3_bind_int64(stmt, index, *integer);
-      } else if (const auto* real_value = std::get_if<double>(&value)) {
-        sqlite3_bind_double(stmt, index, *real_value);
-      } else if (const auto* text_value = std::get_if<std::string>(&value)) {
-        sqlite3_bind_text(stmt, index, text_value->data(), static_cast<int>(text_value->size()),
-                          SQLITE_STATIC); // the cell outlives the step below
-      } else {
-        sqlite3_bind_null(stmt, index);
+  void execute(sqlite::statement& stmt, std::size_t first_cell, std::size_t rows) {
+    try {
+      for (std::size_t i = 0; i < rows * columns_; ++i) {
+        const int index = static_cast<int>(i + 1);
+        const cell& value = cells_[first_cell + i];
+        if (const auto* integer = std::get_if<std::int64_t>(&value)) {
+          stmt.bind_int64(index, *integer);
+        } else if (const auto* real_value = std::get_if<double>(&value)) {
+          stmt.bind_double(index, *real_value);
+        } else if (const auto* text_value = std::get_if<std::string>(&value)) {
+          stmt.bind_static_text(index, *text_value); // the cell outlives the step below
+        } else {
+          stmt.bind_null(index);
+        }
       }
-    }
-    const int rc = sqlite3_step(stmt);
-    sqlite3_reset(stmt);
-    if (rc != SQLITE_DONE) {
+      stmt.step();
+      stmt.reset();
+    } catch (const sqlite::sqlite_error& error) {
+      stmt.reset();
       cells_.clear();
-      throw rocpd_error(*file_ + ": cannot write " + what_ + ": " + sqlite3_errmsg(db_) +
+      throw rocpd_error(*file_ + ": cannot write " + what_ + ": " + error.sqlite_message() +
                         "; fix: check the ids (each must be unique in its table) and that the disk "
                         "is writable");
     }
   }
 
-  sqlite3* db_ = nullptr;
+  sqlite::connection* db_ = nullptr;
   std::string table_;
   std::string columns_text_;
   const std::string* file_ = nullptr;
@@ -154,8 +151,8 @@ private:
   std::size_t batch_rows_ = 1;
   std::size_t columns_ = 0;
   std::vector<cell> cells_;
-  stmt_ptr single_;
-  stmt_ptr multi_;
+  sqlite::statement single_;
+  sqlite::statement multi_;
 };
 
 std::string normalize_guid(std::string uuid) {
@@ -183,7 +180,7 @@ struct writer::impl {
   std::string file; // path as text, for messages
   std::string guid;
   std::string suffix;
-  sqlite3* db = nullptr;
+  sqlite::connection db;
   bool in_transaction = false;
 
   std::unordered_map<std::string, std::int64_t, string_hash, std::equal_to<>> strings;
@@ -204,26 +201,22 @@ struct writer::impl {
       region_insert, pmc_info_insert, pmc_event_insert;
 
   ~impl() {
-    if (db != nullptr) {
-      if (in_transaction) {
-        try {
-          flush();
-        } catch (const rocpd_error&) {
-          // A destructor cannot report; commit() is where callers see write errors.
-        }
-        sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+    if (db && in_transaction) {
+      try {
+        flush();
+      } catch (const rocpd_error&) {
+        // A destructor cannot report; commit() is where callers see write errors.
       }
-      // close_v2 defers the close until the member statements are finalized after this body.
-      sqlite3_close_v2(db);
+      sqlite3_exec(db.handle(), "COMMIT", nullptr, nullptr, nullptr);
     }
+    // The connection closes after the member statements are finalized (close_v2 defers it anyway).
   }
 
   void exec(const std::string& sql, const char* what) {
-    char* message = nullptr;
-    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-      std::string text = message != nullptr ? message : sqlite3_errmsg(db);
-      sqlite3_free(message);
-      throw rocpd_error(file + ": cannot " + what + ": " + text +
+    try {
+      db.exec(sql);
+    } catch (const sqlite::sqlite_error& error) {
+      throw rocpd_error(file + ": cannot " + what + ": " + error.sqlite_message() +
                         "; fix: check that the folder is writable and the disk is not full");
     }
   }
@@ -286,10 +279,10 @@ writer::writer(const std::filesystem::path& path, std::string uuid) : impl_(std:
   }
   std::error_code ec;
   std::filesystem::remove(path, ec); // rocprofv3 replaces an existing file too
-  if (sqlite3_open_v2(w.file.c_str(), &w.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
-      SQLITE_OK) {
-    const std::string message = w.db != nullptr ? sqlite3_errmsg(w.db) : "out of memory";
-    throw rocpd_error(w.file + ": cannot create the rocpd database: " + message +
+  try {
+    w.db = sqlite::connection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+  } catch (const sqlite::sqlite_error& error) {
+    throw rocpd_error(w.file + ": cannot create the rocpd database: " + error.sqlite_message() +
                       "; fix: check that the folder exists and is writable");
   }
   // The file is written in one go and is useless if the writer dies midway, so durability per

@@ -5,7 +5,7 @@
 
 #include <future>
 
-#include "engine/autotune.hpp"
+#include "engine/autotune/autotune.hpp"
 #include "support/test_support.hpp"
 
 namespace rpl::engine {

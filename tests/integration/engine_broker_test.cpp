@@ -1,12 +1,12 @@
-#include <gtest/gtest.h>
-
 #include <future>
 #include <mutex>
 
+#include <gtest/gtest.h>
 #include <zmq_addon.hpp>
 
 #include "engine/broker/broker.hpp"
 #include "messages/codec.hpp"
+#include "support/manual_clock.hpp"
 #include "support/test_support.hpp"
 
 namespace rpl::engine {
@@ -15,6 +15,8 @@ namespace {
 using namespace std::chrono_literals;
 
 /// A scripted worker speaking the protocol by hand, so each test controls exactly what it sends.
+/// With the broker on a manual clock a worker need not heartbeat to stay alive: tests that expire
+/// workers turn `heartbeating` off and move the clock instead.
 class fake_worker {
 public:
   fake_worker(zmq::context_t& context, const std::string& endpoint, const std::string& id)
@@ -45,7 +47,7 @@ public:
     auto next_heartbeat = std::chrono::steady_clock::now();
     while (std::chrono::steady_clock::now() < deadline) {
       // A waiting worker stays alive the way a real one does; it goes silent once it stops waiting.
-      if (std::chrono::steady_clock::now() >= next_heartbeat) {
+      if (heartbeating && std::chrono::steady_clock::now() >= next_heartbeat) {
         send(messages::heartbeat{});
         next_heartbeat += 20ms;
       }
@@ -56,9 +58,9 @@ public:
       }
       std::vector<zmq::message_t> frames;
       (void)zmq::recv_multipart(socket_, std::back_inserter(frames));
-      auto parsed = messages::parse_frames(frames.at(0).to_string_view(),
-                                           frames.at(1).to_string_view(),
-                                           frames.at(2).to_string_view());
+      auto parsed =
+          messages::parse_frames(frames.at(0).to_string_view(), frames.at(1).to_string_view(),
+                                 frames.at(2).to_string_view());
       if (parsed.env.kind == messages::message_kind::heartbeat) {
         ++heartbeats_seen;
         continue;
@@ -75,7 +77,28 @@ public:
     reply.has_artifact = true;
     send(reply, request.env.job_id, request.env.run_id);
   }
+  /// Waits until `count` heartbeats from the broker have arrived in all; false after the timeout.
+  bool wait_for_heartbeats(int count, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (heartbeats_seen < count && std::chrono::steady_clock::now() < deadline) {
+      zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, 10ms);
+      if ((item.revents & ZMQ_POLLIN) == 0) {
+        continue;
+      }
+      std::vector<zmq::message_t> frames;
+      (void)zmq::recv_multipart(socket_, std::back_inserter(frames));
+      auto parsed =
+          messages::parse_frames(frames.at(0).to_string_view(), frames.at(1).to_string_view(),
+                                 frames.at(2).to_string_view());
+      if (parsed.env.kind == messages::message_kind::heartbeat) {
+        ++heartbeats_seen;
+      }
+    }
+    return heartbeats_seen >= count;
+  }
   int heartbeats_seen = 0;
+  bool heartbeating = true;
 
 private:
   zmq::socket_t socket_;
@@ -98,6 +121,8 @@ protected:
     config_.bind_endpoints = {endpoint_};
     config_.heartbeat = 50ms;
     config_.liveness = 3;
+    // Time moves only when a test advances it: no expiry or heartbeat happens by accident.
+    config_.clock = clock_.function();
   }
   std::uint64_t submit(broker& b, collected& out) {
     messages::compile_request request;
@@ -109,6 +134,7 @@ protected:
   }
   rpl::testing::temp_dir dir_;
   std::string endpoint_;
+  rpl::testing::manual_clock clock_;
   broker_config config_;
   zmq::context_t context_{1};
 };
@@ -133,13 +159,35 @@ TEST_F(broker_test, dispatches_a_job_to_a_ready_worker_and_delivers_its_reply) {
 }
 
 TEST_F(broker_test, sends_heartbeats_to_an_idle_worker) {
-  config_.liveness = 100;  // this worker never heartbeats back; keep it alive for the test
+  config_.liveness = 100; // this worker never heartbeats back; keep it alive for the test
+  broker b(config_);
+  b.start();
+  fake_worker w(context_, endpoint_, "w1");
+  w.heartbeating = false;
+  w.ready();
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.live_workers() == 1; }, 2s));
+  // The clock stands still: nothing is due, so nothing comes.
+  EXPECT_FALSE(w.wait_for_heartbeats(1, 150ms));
+  for (int interval = 1; interval <= 3; ++interval) {
+    clock_.advance(50ms);
+    ASSERT_TRUE(w.wait_for_heartbeats(interval, 2s)) << "no heartbeat for interval " << interval;
+  }
+  EXPECT_GE(w.heartbeats_seen, 3);
+  // One per interval, not one per loop turn.
+  EXPECT_FALSE(w.wait_for_heartbeats(4, 150ms));
+  EXPECT_EQ(w.heartbeats_seen, 3);
+}
+
+TEST_F(broker_test, the_default_clock_is_real_time) {
+  config_.clock = broker_config{}.clock;
   broker b(config_);
   b.start();
   fake_worker w(context_, endpoint_, "w1");
   w.ready();
-  (void)w.receive(400ms);
-  EXPECT_GE(w.heartbeats_seen, 3);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.live_workers() == 1; }, 2s));
+  // It never heartbeats: 3 × 50 ms of real silence expire it.
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.stats().workers_expired == 1; }, 2s));
+  EXPECT_EQ(b.live_workers(), 0u);
 }
 
 TEST_F(broker_test, drops_a_duplicate_reply_by_job_id) {
@@ -155,21 +203,27 @@ TEST_F(broker_test, drops_a_duplicate_reply_by_job_id) {
   w.reply_ok(*request);
   ASSERT_TRUE(rpl::testing::wait_until([&] { return b.stats().duplicate_replies == 1; }, 2s));
   EXPECT_EQ(out.count(), 1u);
+  EXPECT_EQ(b.stats().unknown_replies, 0u);
 }
 
 TEST_F(broker_test, requeues_the_job_of_a_silent_worker_and_drops_its_late_reply) {
   broker b(config_);
   b.start();
   fake_worker silent(context_, endpoint_, "silent");
-  silent.ready();
+  silent.heartbeating = false;
+  silent.ready(); // expires at T + 150 ms
   ASSERT_TRUE(rpl::testing::wait_until([&] { return b.live_workers() == 1; }, 2s));
   collected out;
   submit(b, out);
   auto first = silent.receive(2s);
   ASSERT_TRUE(first.has_value());
-  // A second worker arrives; the first one says nothing more, so it expires after 3 × 50 ms.
+  // A second worker arrives 100 ms later (expires at T + 250 ms); the first says nothing more.
+  clock_.advance(100ms);
   fake_worker healthy(context_, endpoint_, "healthy");
+  healthy.heartbeating = false;
   healthy.ready();
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.live_workers() == 2; }, 2s));
+  clock_.advance(60ms); // T + 160 ms: only the first has been silent for 3 × 50 ms
   auto second = healthy.receive(3s);
   ASSERT_TRUE(second.has_value()) << "job was not re-queued to the live worker";
   EXPECT_EQ(second->env.job_id, first->env.job_id);
@@ -178,13 +232,16 @@ TEST_F(broker_test, requeues_the_job_of_a_silent_worker_and_drops_its_late_reply
   EXPECT_EQ(out.replies[0].worker_id, "healthy");
   EXPECT_EQ(b.stats().workers_expired, 1u);
   EXPECT_EQ(b.stats().jobs_requeued, 1u);
+  EXPECT_EQ(b.live_workers(), 1u);
 
-  // The presumed-dead worker answers late: the reply is dropped and the worker told to reconnect.
+  // The presumed-dead worker answers late: the reply is dropped, counted as coming from a peer the
+  // broker no longer knows (not as a duplicate), and the worker told to reconnect.
   silent.reply_ok(*first);
   auto answer = silent.receive(2s);
   ASSERT_TRUE(answer.has_value());
   EXPECT_EQ(answer->env.kind, messages::message_kind::disconnect);
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.stats().unknown_replies == 1; }, 2s));
+  EXPECT_EQ(b.stats().duplicate_replies, 0u);
   EXPECT_EQ(out.count(), 1u);
 }
 
@@ -196,15 +253,58 @@ TEST_F(broker_test, a_job_fails_with_worker_lost_after_max_attempts) {
   submit(b, out);
   for (int attempt = 0; attempt < 2; ++attempt) {
     fake_worker w(context_, endpoint_, "doomed" + std::to_string(attempt));
+    w.heartbeating = false;
     w.ready();
     ASSERT_TRUE(w.receive(2s).has_value());
-    // Leave without a word: the broker must expire it.
+    // Leave without a word: once 3 × 50 ms have passed, the broker must expire it.
+    clock_.advance(150ms);
     ASSERT_TRUE(rpl::testing::wait_until(
         [&] { return b.stats().workers_expired == static_cast<std::uint64_t>(attempt + 1); }, 2s));
   }
   ASSERT_TRUE(rpl::testing::wait_until([&] { return out.count() == 1; }, 2s));
   EXPECT_EQ(out.replies[0].status, messages::compile_status::worker_lost);
   EXPECT_NE(out.replies[0].error.find("2 workers"), std::string::npos) << out.replies[0].error;
+  EXPECT_EQ(b.stats().workers_seen, 2u);
+  EXPECT_EQ(b.stats().jobs_requeued, 1u); // the second loss fails the job instead
+}
+
+TEST_F(broker_test, a_worker_is_not_expired_before_its_liveness_window_ends) {
+  broker b(config_);
+  b.start();
+  fake_worker w(context_, endpoint_, "w1");
+  w.heartbeating = false;
+  w.ready();
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.live_workers() == 1; }, 2s));
+  clock_.advance(149ms);
+  // Give the broker several turns to act on the clock (a turn is at most 25 ms here).
+  EXPECT_FALSE(rpl::testing::wait_until([&] { return b.stats().workers_expired != 0; }, 150ms));
+  // Any message resets the window: 149 ms more are still within it. A stray reply (a duplicate:
+  // this worker holds no job) is a message too, and its counter shows when the broker has read it.
+  messages::compile_reply stray;
+  stray.status = messages::compile_status::ok;
+  w.send(stray, 99);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.stats().duplicate_replies == 1; }, 2s));
+  clock_.advance(149ms);
+  EXPECT_FALSE(rpl::testing::wait_until([&] { return b.stats().workers_expired != 0; }, 150ms));
+  clock_.advance(1ms);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.stats().workers_expired == 1; }, 2s));
+  EXPECT_EQ(b.live_workers(), 0u);
+}
+
+TEST_F(broker_test, a_reconnecting_worker_is_seen_once) {
+  broker b(config_);
+  b.start();
+  fake_worker first(context_, endpoint_, "host:1");
+  first.ready();
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.live_workers() == 1; }, 2s));
+  // The same worker on a new socket (a new ROUTER identity), as after a reconnect.
+  fake_worker again(context_, endpoint_, "host:1");
+  again.ready();
+  fake_worker other(context_, endpoint_, "host:2");
+  other.ready();
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.stats().workers_seen == 2; }, 2s));
+  EXPECT_TRUE(rpl::testing::wait_until([&] { return b.live_workers() == 2; }, 2s));
+  EXPECT_EQ(b.stats().workers_seen, 2u);
 }
 
 TEST_F(broker_test, a_worker_that_disconnects_mid_job_has_its_job_requeued) {
@@ -247,6 +347,17 @@ TEST_F(broker_test, malformed_messages_are_counted_and_dropped) {
   frames.emplace_back(std::string("x"));
   zmq::send_multipart(raw, frames);
   ASSERT_TRUE(rpl::testing::wait_until([&] { return b.stats().malformed_messages == 1; }, 2s));
+  // A READY whose body is not a map is dropped too, and registers nobody.
+  messages::envelope env;
+  env.kind = messages::message_kind::ready;
+  std::vector<zmq::message_t> ready_frames;
+  ready_frames.emplace_back(std::string(messages::protocol_header));
+  ready_frames.emplace_back(messages::encode(env));
+  ready_frames.emplace_back(std::string("\x01"));
+  zmq::send_multipart(raw, ready_frames);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.stats().malformed_messages == 2; }, 2s));
+  EXPECT_EQ(b.stats().workers_seen, 0u);
+  EXPECT_EQ(b.live_workers(), 0u);
 }
 
 TEST_F(broker_test, stopping_answers_every_waiting_job) {
@@ -264,5 +375,5 @@ TEST_F(broker_test, stopping_answers_every_waiting_job) {
   }
 }
 
-}  // namespace
-}  // namespace rpl::engine
+} // namespace
+} // namespace rpl::engine

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "engine/autotune.hpp"
+#include "engine/autotune/autotune.hpp"
 #include "support/test_support.hpp"
 
 namespace rpl::engine {

@@ -2,10 +2,6 @@
 // read_code_objects agrees with `llvm-readelf --notes` on every kernel, for bare code objects,
 // offload bundles, object files, executables and a multi-target shared library.
 
-#include "stages/hardware/code_object_metadata.hpp"
-
-#include <gtest/gtest.h>
-
 #include <cstdlib>
 #include <future>
 #include <map>
@@ -13,6 +9,9 @@
 #include <sstream>
 #include <thread>
 
+#include <gtest/gtest.h>
+
+#include "stages/hardware/code_object_metadata.hpp"
 #include "support/test_support.hpp"
 
 namespace rpl::stages {
@@ -174,14 +173,16 @@ struct readelf_notes {
 };
 
 std::string unquote(std::string value) {
-  if (value.size() >= 2 && (value.front() == '\'' || value.front() == '"') && value.back() == value.front()) {
+  if (value.size() >= 2 && (value.front() == '\'' || value.front() == '"') &&
+      value.back() == value.front()) {
     return value.substr(1, value.size() - 2);
   }
   return value;
 }
 
-/// A deliberately simple reader for the YAML that llvm-readelf prints: kernels start at "  - .key:",
-/// kernel keys sit at four spaces, arguments start at "      - .key:" with keys at eight spaces.
+/// A deliberately simple reader for the YAML that llvm-readelf prints: kernels start at "  -
+/// .key:", kernel keys sit at four spaces, arguments start at "      - .key:" with keys at eight
+/// spaces.
 readelf_notes parse_readelf(const std::string& text) {
   static const std::regex kernel_start(R"(^  - \.([a-z_]+):\s*(.*)$)");
   static const std::regex kernel_key(R"(^    \.([a-z_]+):\s*(.*)$)");
@@ -201,21 +202,25 @@ readelf_notes parse_readelf(const std::string& text) {
       notes.kernels.back().fields[m[1]] = unquote(m[2]);
     } else if (std::regex_match(line, m, arg_start) && !notes.kernels.empty()) {
       notes.kernels.back().args.emplace_back()[m[1]] = unquote(m[2]);
-    } else if (std::regex_match(line, m, arg_key) && !notes.kernels.empty() && !notes.kernels.back().args.empty()) {
+    } else if (std::regex_match(line, m, arg_key) && !notes.kernels.empty() &&
+               !notes.kernels.back().args.empty()) {
       notes.kernels.back().args.back()[m[1]] = unquote(m[2]);
     }
   }
   return notes;
 }
 
-std::string field(const std::map<std::string, std::string>& fields, const std::string& key,
+std::string field(const std::map<std::string, std::string>& fields,
+                  const std::string& key,
                   const std::string& fallback = "0") {
   const auto it = fields.find(key);
   return it == fields.end() ? fallback : it->second;
 }
 
 /// Asserts that every kernel in `object` matches readelf's view, field by field; returns the count.
-std::size_t expect_matches(const code_object& object, const readelf_notes& expected, const std::string& context) {
+std::size_t expect_matches(const code_object& object,
+                           const readelf_notes& expected,
+                           const std::string& context) {
   SCOPED_TRACE(context);
   EXPECT_EQ(object.target, expected.target);
   EXPECT_EQ(object.kernels.size(), expected.kernels.size());
@@ -243,7 +248,8 @@ std::size_t expect_matches(const code_object& object, const readelf_notes& expec
     EXPECT_EQ(std::to_string(got.wavefront_size), field(f, "wavefront_size", "64"));
     EXPECT_EQ(std::to_string(got.max_flat_workgroup_size), field(f, "max_flat_workgroup_size"));
     EXPECT_EQ(std::to_string(got.group_segment_fixed_size), field(f, "group_segment_fixed_size"));
-    EXPECT_EQ(std::to_string(got.private_segment_fixed_size), field(f, "private_segment_fixed_size"));
+    EXPECT_EQ(std::to_string(got.private_segment_fixed_size),
+              field(f, "private_segment_fixed_size"));
     EXPECT_EQ(std::to_string(got.kernarg_segment_size), field(f, "kernarg_segment_size"));
     EXPECT_EQ(std::to_string(got.kernarg_segment_align), field(f, "kernarg_segment_align"));
     EXPECT_EQ(got.uses_dynamic_stack ? "true" : "false", field(f, "uses_dynamic_stack", "false"));
@@ -269,7 +275,8 @@ const kernel_metadata& kernel_named(const code_object& object, const std::string
   throw std::runtime_error("no kernel " + mangled + " in " + object.target);
 }
 
-const code_object& object_for(const std::vector<code_object>& objects, const std::string& processor) {
+const code_object& object_for(const std::vector<code_object>& objects,
+                              const std::string& processor) {
   for (const auto& object : objects) {
     if (object.processor == processor) {
       return object;
@@ -294,16 +301,20 @@ TEST(code_object_metadata_hipcc, matches_llvm_readelf_for_every_kernel_and_conta
   // file (gfx1030).
   std::vector<std::pair<std::string, std::vector<std::string>>> compiles;
   for (const auto& target : targets) {
-    compiles.push_back({target + ".hsaco", {hipcc->string(), "--offload-arch=" + target, "--cuda-device-only",
-                                            "--no-gpu-bundle-output", "-c", "kernels.hip", "-o", target + ".hsaco"}});
+    compiles.push_back({target + ".hsaco",
+                        {hipcc->string(), "--offload-arch=" + target, "--cuda-device-only",
+                         "--no-gpu-bundle-output", "-c", "kernels.hip", "-o", target + ".hsaco"}});
   }
-  compiles.push_back({"libkernels.so", {hipcc->string(), "--offload-arch=gfx90a", "--offload-arch=gfx940",
-                                        "--offload-arch=gfx1030", "-shared", "-fPIC", "kernels.hip", "-o",
-                                        "libkernels.so"}});
+  compiles.push_back(
+      {"libkernels.so",
+       {hipcc->string(), "--offload-arch=gfx90a", "--offload-arch=gfx940", "--offload-arch=gfx1030",
+        "-shared", "-fPIC", "kernels.hip", "-o", "libkernels.so"}});
   compiles.push_back({"app", {hipcc->string(), "--offload-arch=gfx90a", "main.hip", "-o", "app"}});
-  compiles.push_back({"device-bundle.o", {hipcc->string(), "--offload-arch=gfx940", "--cuda-device-only", "-c",
-                                          "kernels.hip", "-o", "device-bundle.o"}});
-  compiles.push_back({"host.o", {hipcc->string(), "--offload-arch=gfx1030", "-c", "kernels.hip", "-o", "host.o"}});
+  compiles.push_back({"device-bundle.o",
+                      {hipcc->string(), "--offload-arch=gfx940", "--cuda-device-only", "-c",
+                       "kernels.hip", "-o", "device-bundle.o"}});
+  compiles.push_back(
+      {"host.o", {hipcc->string(), "--offload-arch=gfx1030", "-c", "kernels.hip", "-o", "host.o"}});
   // hipcc is single-threaded: run as many compiles at once as there are cores.
   const std::size_t parallel = std::max(2u, std::thread::hardware_concurrency());
   for (std::size_t first = 0; first < compiles.size(); first += parallel) {
@@ -315,7 +326,8 @@ TEST(code_object_metadata_hipcc, matches_llvm_readelf_for_every_kernel_and_conta
     for (std::size_t i = first; i < last; ++i) {
       const auto outcome = running[i - first].get();
       ASSERT_TRUE(outcome.succeeded() && fs::exists(dir / compiles[i].first))
-          << "hipcc failed to build " << compiles[i].first << ":\n" << outcome.output;
+          << "hipcc failed to build " << compiles[i].first << ":\n"
+          << outcome.output;
     }
   }
 
@@ -345,7 +357,10 @@ TEST(code_object_metadata_hipcc, matches_llvm_readelf_for_every_kernel_and_conta
 
     // One more container per target: an executable's .hip_fatbin, a bundle file, a host object.
     const auto other = std::map<std::string, std::string>{
-        {"gfx90a", "app"}, {"gfx940", "device-bundle.o"}, {"gfx1030", "host.o"}}.at(target);
+        {"gfx90a", "app"},
+        {"gfx940", "device-bundle.o"},
+        {"gfx1030",
+         "host.o"}}.at(target);
     const auto from_other = read_code_objects(dir / other);
     ASSERT_EQ(from_other.size(), 1u) << other;
     EXPECT_EQ(from_other[0].processor, target);
@@ -357,7 +372,8 @@ TEST(code_object_metadata_hipcc, matches_llvm_readelf_for_every_kernel_and_conta
     for (const auto& kernel : object.kernels) {
       EXPECT_EQ(kernel.wavefront_size, wave) << kernel.name;
     }
-    EXPECT_EQ(kernel_named(object, "_Z11lds_severalPdPKi").group_segment_fixed_size, 2048u * 8 + 512 * 4 + 100 + 4);
+    EXPECT_EQ(kernel_named(object, "_Z11lds_severalPdPKi").group_segment_fixed_size,
+              2048u * 8 + 512 * 4 + 100 + 4);
     EXPECT_EQ(kernel_named(object, "_Z9lds_smallPf").group_segment_fixed_size, 256u);
     EXPECT_EQ(kernel_named(object, "_Z11dynamic_ldsPf").group_segment_fixed_size, 0u);
     EXPECT_GE(kernel_named(object, "_Z13scratch_arrayPKiPfi").private_segment_fixed_size, 2048u);

@@ -1,10 +1,6 @@
 // The compile worker against a broker played by the test: a real ROUTER socket on ipc:// in a
 // private temp dir, the worker in a thread of this process (docs/protocol.md is the contract).
 
-#include "workers/compile/compile_worker.hpp"
-
-#include <stdlib.h>
-
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -15,10 +11,12 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
 #include "messages/codec.hpp"
+#include "workers/compile/compile_worker.hpp"
 
 namespace rpl::workers {
 namespace {
@@ -39,8 +37,10 @@ struct broker_message {
 class fake_broker {
 public:
   fake_broker() : router_(context_, zmq::socket_type::router) {
-    std::string pattern = (std::filesystem::temp_directory_path() / "rpl-broker-test-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "rpl-broker-test-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+      throw std::runtime_error("mkdtemp failed");
     dir_ = pattern;
     endpoint_ = "ipc://" + (dir_ / "broker.ipc").string();
     router_.set(zmq::sockopt::linger, 0);
@@ -67,7 +67,8 @@ public:
     const auto until = steady::now() + timeout;
     for (;;) {
       const auto now = steady::now();
-      if (now >= until) return std::nullopt;
+      if (now >= until)
+        return std::nullopt;
       if (heartbeating && !worker.empty() && now - last_sent_ >= heartbeat_every) {
         send(worker, 0, messages::heartbeat{beat_++});
       }
@@ -75,22 +76,30 @@ public:
       wait = std::min(wait, std::chrono::milliseconds(10));
       zmq::pollitem_t items[] = {{static_cast<void*>(router_), 0, ZMQ_POLLIN, 0}};
       zmq::poll(items, 1, wait);
-      if (!(items[0].revents & ZMQ_POLLIN)) continue;
+      if (!(items[0].revents & ZMQ_POLLIN))
+        continue;
       std::vector<zmq::message_t> parts;
-      if (!zmq::recv_multipart(router_, std::back_inserter(parts))) continue;
+      if (!zmq::recv_multipart(router_, std::back_inserter(parts)))
+        continue;
       EXPECT_EQ(parts.size(), 4u);
-      if (parts.size() != 4) continue;
-      const auto frames =
-          messages::parse_frames(parts[1].to_string_view(), parts[2].to_string_view(), parts[3].to_string_view());
+      if (parts.size() != 4)
+        continue;
+      const auto frames = messages::parse_frames(
+          parts[1].to_string_view(), parts[2].to_string_view(), parts[3].to_string_view());
       broker_message message{parts[0].to_string(), frames.env, frames.body, steady::now()};
       seen.push_back(message);
-      if (message.env.kind == message_kind::ready) worker = message.identity;
-      if (message.env.kind == kind) return message;
+      if (message.env.kind == message_kind::ready)
+        worker = message.identity;
+      if (message.env.kind == kind)
+        return message;
     }
   }
 
   template <class T>
-  void send(const std::string& identity, std::uint64_t job_id, const T& body, const std::string& run_id = "") {
+  void send(const std::string& identity,
+            std::uint64_t job_id,
+            const T& body,
+            const std::string& run_id = "") {
     messages::envelope env;
     env.kind = T::kind;
     env.job_id = job_id;
@@ -101,7 +110,8 @@ public:
   void send_raw(const std::string& identity, const std::vector<std::string>& frames) {
     router_.send(zmq::buffer(identity), zmq::send_flags::sndmore);
     for (std::size_t i = 0; i < frames.size(); ++i) {
-      router_.send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      router_.send(zmq::buffer(frames[i]),
+                   i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
     }
     last_sent_ = steady::now();
   }
@@ -109,7 +119,8 @@ public:
   std::size_t count(message_kind kind, steady::time_point from, steady::time_point to) const {
     std::size_t n = 0;
     for (const auto& message : seen) {
-      if (message.env.kind == kind && message.at >= from && message.at <= to) ++n;
+      if (message.env.kind == kind && message.at >= from && message.at <= to)
+        ++n;
     }
     return n;
   }
@@ -132,7 +143,8 @@ public:
   ~worker_thread() { stop(); }
   int stop() {
     stop_ = true;
-    if (thread_.joinable()) thread_.join();
+    if (thread_.joinable())
+      thread_.join();
     return result_;
   }
 
@@ -195,7 +207,8 @@ TEST(workers_compile_worker, compiles_a_tiny_program) {
   EXPECT_EQ(body.status, compile_status::ok) << body.error << body.output;
   EXPECT_TRUE(body.has_artifact);
   ASSERT_GT(body.artifact.size(), 4u);
-  EXPECT_EQ(std::string(body.artifact.begin(), body.artifact.begin() + 4), "\x7f" "ELF");
+  EXPECT_EQ(std::string(body.artifact.begin(), body.artifact.begin() + 4), "\x7f"
+                                                                           "ELF");
   EXPECT_EQ(body.exit_code, 0);
   EXPECT_GT(body.compile_ns, 0);
   EXPECT_FALSE(body.worker_id.empty());
@@ -310,7 +323,8 @@ TEST(workers_compile_worker, deadline_kills_the_compiler_while_heartbeats_contin
   const auto body = decode_reply(*reply);
   EXPECT_EQ(body.status, compile_status::timed_out);
   EXPECT_EQ(body.term_signal, SIGKILL);
-  EXPECT_NE(body.error.find("compiler exceeded its deadline of 500 ms"), std::string::npos) << body.error;
+  EXPECT_NE(body.error.find("compiler exceeded its deadline of 500 ms"), std::string::npos)
+      << body.error;
   // 500 ms at one heartbeat per 50 ms: the worker stayed visibly alive throughout the job.
   EXPECT_GE(broker.count(message_kind::heartbeat, sent, reply->at), 5u);
   // It kept the same connection (no reconnect) and is ready for the next job.
@@ -379,8 +393,8 @@ TEST(workers_compile_worker, silent_broker_is_presumed_dead_and_back_off_doubles
   EXPECT_NE(second->identity, first->identity);
   EXPECT_NE(third->identity, second->identity);
   // liveness 3 x 50 ms of silence, then 50 ms back-off, then 100 ms.
-  EXPECT_GE(second->at - first->at, 170ms);  // 200 ms less receive jitter
-  EXPECT_GE(third->at - second->at, 220ms);  // 250 ms less receive jitter
+  EXPECT_GE(second->at - first->at, 170ms); // 200 ms less receive jitter
+  EXPECT_GE(third->at - second->at, 220ms); // 250 ms less receive jitter
   // The worker heartbeated while it waited.
   EXPECT_GE(broker.count(message_kind::heartbeat, first->at, second->at), 2u);
 }
@@ -434,5 +448,5 @@ TEST(workers_compile_worker, compiler_allow_list_matches_basenames) {
   }
 }
 
-}  // namespace
-}  // namespace rpl::workers
+} // namespace
+} // namespace rpl::workers

@@ -47,12 +47,14 @@ TEST(cli, autotune_json_matches_its_schema_and_names_the_winner) {
   ASSERT_NE(start, std::string::npos) << out.output;
   const auto doc = nlohmann::json::parse(out.output.substr(start));
   EXPECT_EQ(schema_errors(doc), std::vector<std::string>{});
-  EXPECT_EQ(doc["schema_version"], "1.0");
+  EXPECT_EQ(doc["schema_version"], "1.1");
   EXPECT_EQ(doc["status"], "finished");
   ASSERT_TRUE(doc["winner"].is_object());
   EXPECT_EQ(doc["winner"]["params"]["MODE"], 0);
   EXPECT_EQ(doc["winner"]["params"]["SLEEP_US"], 1000);
   EXPECT_EQ(doc["counts"]["failed"], 4);
+  EXPECT_GE(doc["broker"]["workers_seen"], 1);
+  EXPECT_EQ(doc["broker"]["unknown_replies"], 0);
   EXPECT_EQ(doc["candidates"].size(), 6u);
 
   // A document that breaks the schema is caught (the check can fail).

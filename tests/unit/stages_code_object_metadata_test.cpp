@@ -1,12 +1,10 @@
-#include "stages/hardware/code_object_metadata.hpp"
-
-#include <gtest/gtest.h>
-
 #include <cstring>
 #include <random>
 
+#include <gtest/gtest.h>
 #include <msgpack.hpp>
 
+#include "stages/hardware/code_object_metadata.hpp"
 #include "support/test_support.hpp"
 
 namespace rpl::stages {
@@ -76,18 +74,19 @@ std::string metadata_msgpack() {
 /// section name table.
 bytes make_code_object(const std::string& desc, std::uint16_t machine = 224) {
   bytes out;
-  append(out, "\x7f" "ELF");
+  append(out, "\x7f"
+              "ELF");
   out.resize(64);
   out[4] = std::byte{2};
   out[5] = std::byte{1};
   out[6] = std::byte{1};
-  put(out, 16, 3, 2);         // ET_DYN
+  put(out, 16, 3, 2); // ET_DYN
   put(out, 18, machine, 2);
   put(out, 20, 1, 4);
-  put(out, 52, 64, 2);        // e_ehsize
+  put(out, 52, 64, 2); // e_ehsize
   put(out, 54, 56, 2);
   const std::size_t note_at = out.size();
-  put(out, note_at, 7, 4);    // namesz "AMDGPU\0"
+  put(out, note_at, 7, 4); // namesz "AMDGPU\0"
   put(out, note_at + 4, desc.size(), 4);
   put(out, note_at + 8, 32, 4);
   append(out, std::string_view("AMDGPU\0\0", 8));
@@ -103,13 +102,13 @@ bytes make_code_object(const std::string& desc, std::uint16_t machine = 224) {
   }
   const std::size_t shoff = out.size();
   out.resize(shoff + 3 * 64);
-  put(out, shoff + 64 + 0, 1, 4);           // .note
-  put(out, shoff + 64 + 4, 7, 4);           // SHT_NOTE
+  put(out, shoff + 64 + 0, 1, 4); // .note
+  put(out, shoff + 64 + 4, 7, 4); // SHT_NOTE
   put(out, shoff + 64 + 24, note_at, 8);
   put(out, shoff + 64 + 32, note_size, 8);
   put(out, shoff + 64 + 48, 4, 8);
-  put(out, shoff + 128 + 0, 7, 4);          // .shstrtab
-  put(out, shoff + 128 + 4, 3, 4);          // SHT_STRTAB
+  put(out, shoff + 128 + 0, 7, 4); // .shstrtab
+  put(out, shoff + 128 + 4, 3, 4); // SHT_STRTAB
   put(out, shoff + 128 + 24, strtab_at, 8);
   put(out, shoff + 128 + 32, 17, 8);
   put(out, 40, shoff, 8);
@@ -120,7 +119,8 @@ bytes make_code_object(const std::string& desc, std::uint16_t machine = 224) {
 }
 
 /// A clang offload bundle with an empty host entry and one device entry.
-bytes make_bundle(const bytes& device, std::string_view triple = "hipv4-amdgcn-amd-amdhsa--gfx90a") {
+bytes make_bundle(const bytes& device,
+                  std::string_view triple = "hipv4-amdgcn-amd-amdhsa--gfx90a") {
   const std::string host = "host-x86_64-unknown-linux-gnu";
   bytes out;
   append(out, "__CLANG_OFFLOAD_BUNDLE__");
@@ -194,7 +194,10 @@ TEST(code_object_metadata, reads_device_entries_of_a_bundle_and_skips_the_host_e
 TEST(code_object_metadata, finds_a_bundle_embedded_in_a_host_elf_without_sections) {
   // A host ELF header (x86-64, no section table) followed by the bundle: the file scan finds it.
   bytes host(64);
-  std::memcpy(host.data(), "\x7f" "ELF\x02\x01\x01", 7);
+  std::memcpy(host.data(),
+              "\x7f"
+              "ELF\x02\x01\x01",
+              7);
   put(host, 18, 62, 2);
   host.resize(200);
   append(host, "__CLANG_OFFLOAD_BUNDLE__ appears here as plain data, not a bundle");

@@ -1,16 +1,15 @@
-#include "workers/process/child_process.hpp"
-
-#include <poll.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <poll.h>
+#include <signal.h>
 #include <string>
 #include <thread>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
+
+#include "workers/process/child_process.hpp"
 
 namespace rpl::workers {
 namespace {
@@ -25,7 +24,8 @@ child_options command(std::vector<std::string> argv) {
 
 /// True when `pid` no longer exists (or is a zombie waiting for a reaper that is not us).
 bool process_gone(pid_t pid) {
-  if (::kill(pid, 0) != 0) return true;
+  if (::kill(pid, 0) != 0)
+    return true;
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
   const auto paren = text.rfind(')');
@@ -35,7 +35,8 @@ bool process_gone(pid_t pid) {
 bool gone_within(pid_t pid, std::chrono::milliseconds limit) {
   const auto until = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < until) {
-    if (process_gone(pid)) return true;
+    if (process_gone(pid))
+      return true;
     std::this_thread::sleep_for(5ms);
   }
   return process_gone(pid);
@@ -78,7 +79,8 @@ TEST(workers_child_process, bad_cwd_is_a_launch_error) {
   options.cwd = "/nonexistent/rpl-dir";
   const child_outcome outcome = run_child(options, 5s);
   EXPECT_FALSE(outcome.launched);
-  EXPECT_NE(outcome.launch_error.find("chdir /nonexistent/rpl-dir"), std::string::npos) << outcome.launch_error;
+  EXPECT_NE(outcome.launch_error.find("chdir /nonexistent/rpl-dir"), std::string::npos)
+      << outcome.launch_error;
 }
 
 TEST(workers_child_process, empty_argv_is_a_launch_error) {
@@ -115,7 +117,8 @@ TEST(workers_child_process, no_capture_discards_output) {
 
 TEST(workers_child_process, truncates_but_keeps_draining) {
   // 1 MiB is far more than a pipe holds: the child only finishes if we keep reading.
-  child_options options = command({"sh", "-c", "head -c 1048576 /dev/zero | tr '\\0' x; echo done >&2"});
+  child_options options =
+      command({"sh", "-c", "head -c 1048576 /dev/zero | tr '\\0' x; echo done >&2"});
   options.max_output_bytes = 100;
   const child_outcome outcome = run_child(options, 10s);
   ASSERT_TRUE(outcome.succeeded()) << outcome.launch_error;
@@ -203,7 +206,6 @@ TEST(workers_child_process, describe_signal_names_it) {
   EXPECT_EQ(describe_signal(1000), "signal 1000");
 }
 
-
 TEST(workers_child_process, environment_changes_reach_only_the_child) {
   ::setenv("RPL_TEST_REMOVED", "present", 1);
   child_options options;
@@ -217,5 +219,5 @@ TEST(workers_child_process, environment_changes_reach_only_the_child) {
   ::unsetenv("RPL_TEST_REMOVED");
 }
 
-}  // namespace
-}  // namespace rpl::workers
+} // namespace
+} // namespace rpl::workers

@@ -38,7 +38,8 @@ TEST(workers_nvcc_resource_usage, parses_every_kernel_of_a_ptxas_report) {
 
 TEST(workers_nvcc_resource_usage, ignores_unrelated_output) {
   EXPECT_TRUE(parse_ptxas_resource_usage("").empty());
-  EXPECT_TRUE(parse_ptxas_resource_usage("k.cu(3): warning: something\nUsed 9 registers\n").empty());
+  EXPECT_TRUE(
+      parse_ptxas_resource_usage("k.cu(3): warning: something\nUsed 9 registers\n").empty());
 }
 
 TEST(workers_nvcc_resource_usage, asks_nvcc_for_the_report_only_when_missing) {
@@ -52,10 +53,11 @@ TEST(workers_nvcc_resource_usage, asks_nvcc_for_the_report_only_when_missing) {
 TEST(workers_nvcc_resource_usage, an_architecture_is_added_only_where_none_is_named) {
   EXPECT_TRUE(nvcc_names_no_architecture({"nvcc", "-O3", "k.cu", "-o", "x"}));
   EXPECT_FALSE(nvcc_names_no_architecture({"nvcc", "-arch=sm_90", "k.cu"}));
-  EXPECT_FALSE(nvcc_names_no_architecture({"nvcc", "-gencode=arch=compute_90a,code=sm_90a", "k.cu"}));
+  EXPECT_FALSE(
+      nvcc_names_no_architecture({"nvcc", "-gencode=arch=compute_90a,code=sm_90a", "k.cu"}));
   EXPECT_FALSE(nvcc_names_no_architecture({"nvcc", "--gpu-architecture", "sm_80", "k.cu"}));
   EXPECT_FALSE(nvcc_names_no_architecture({"g++", "k.cpp"}));
 }
 
-}  // namespace
-}  // namespace rpl::workers
+} // namespace
+} // namespace rpl::workers

@@ -1,21 +1,28 @@
-#include "workers/lanes/timing/timing_lane.hpp"
-
+#include <filesystem>
 #include <signal.h>
+#include <string>
 #include <unistd.h>
 
-#include <filesystem>
-
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include "workers/lanes/timing/timing_lane.hpp"
 
 namespace rpl::workers {
 namespace {
 
 using messages::measure_status;
 
-messages::measure_request request_for(std::vector<std::string> argv, std::uint32_t runs = 3,
-                                      std::uint32_t warmup = 1) {
+/// Measures through the lane contract, as the engine does.
+messages::measure_result measure(const messages::measure_request& request,
+                                 const std::string& lane = "t") {
+  timing_lane backend(lane);
+  const lane_backend& as_lane = backend;
+  EXPECT_EQ(as_lane.name(), lane);
+  return backend.measure(request);
+}
+
+messages::measure_request
+request_for(std::vector<std::string> argv, std::uint32_t runs = 3, std::uint32_t warmup = 1) {
   messages::measure_request request;
   request.candidate_key = "k";
   request.argv = std::move(argv);
@@ -26,7 +33,7 @@ messages::measure_request request_for(std::vector<std::string> argv, std::uint32
 }
 
 TEST(workers_timing_lane, ok_runs_give_one_sample_each) {
-  const auto result = run_timing_measurement(request_for({"true"}, 4, 2), "timing-0");
+  const auto result = measure(request_for({"true"}, 4, 2), "timing-0");
   EXPECT_EQ(result.status, measure_status::ok) << result.reason;
   ASSERT_EQ(result.samples_ns.size(), 4u);
   for (const auto sample : result.samples_ns) {
@@ -38,7 +45,7 @@ TEST(workers_timing_lane, ok_runs_give_one_sample_each) {
 }
 
 TEST(workers_timing_lane, samples_reflect_run_time) {
-  const auto result = run_timing_measurement(request_for({"sleep", "0.05"}, 2, 0), "t");
+  const auto result = measure(request_for({"sleep", "0.05"}, 2, 0));
   ASSERT_EQ(result.status, measure_status::ok) << result.reason;
   ASSERT_EQ(result.samples_ns.size(), 2u);
   EXPECT_GE(result.samples_ns[0], 50'000'000);
@@ -46,7 +53,7 @@ TEST(workers_timing_lane, samples_reflect_run_time) {
 
 TEST(workers_timing_lane, nonzero_exit_quotes_the_first_line) {
   const auto result =
-      run_timing_measurement(request_for({"sh", "-c", "echo; echo 'bad input' >&2; echo more; exit 3"}, 3, 0), "t");
+      measure(request_for({"sh", "-c", "echo; echo 'bad input' >&2; echo more; exit 3"}, 3, 0));
   EXPECT_EQ(result.status, measure_status::nonzero_exit);
   EXPECT_EQ(result.failed_run, 0);
   EXPECT_EQ(result.exit_code, 3);
@@ -59,11 +66,9 @@ TEST(workers_timing_lane, failure_in_a_later_run_keeps_earlier_samples) {
   const auto counter = std::filesystem::temp_directory_path() /
                        ("rpl_timing_lane_counter_" + std::to_string(::getpid()));
   std::filesystem::remove(counter);
-  const std::string script =
-      "n=$(cat \"$0\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$0\"; "
-      "if [ $n -ge 4 ]; then exit 5; fi";
-  const auto result =
-      run_timing_measurement(request_for({"sh", "-c", script, counter.string()}, 5, 1), "t");
+  const std::string script = "n=$(cat \"$0\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$0\"; "
+                             "if [ $n -ge 4 ]; then exit 5; fi";
+  const auto result = measure(request_for({"sh", "-c", script, counter.string()}, 5, 1));
   std::filesystem::remove(counter);
   EXPECT_EQ(result.status, measure_status::nonzero_exit) << result.reason;
   EXPECT_EQ(result.failed_run, 2);
@@ -72,7 +77,7 @@ TEST(workers_timing_lane, failure_in_a_later_run_keeps_earlier_samples) {
 }
 
 TEST(workers_timing_lane, crash_is_reported_with_the_signal) {
-  const auto result = run_timing_measurement(request_for({"sh", "-c", "kill -SEGV $$"}, 2, 0), "t");
+  const auto result = measure(request_for({"sh", "-c", "kill -SEGV $$"}, 2, 0));
   EXPECT_EQ(result.status, measure_status::crashed);
   EXPECT_EQ(result.term_signal, SIGSEGV);
   EXPECT_EQ(result.failed_run, 0);
@@ -83,7 +88,7 @@ TEST(workers_timing_lane, hang_times_out) {
   auto request = request_for({"sh", "-c", "sleep 100 & sleep 100"}, 2, 0);
   request.timeout_ms = 150;
   const auto started = std::chrono::steady_clock::now();
-  const auto result = run_timing_measurement(request, "t");
+  const auto result = measure(request);
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
   EXPECT_EQ(result.status, measure_status::timed_out);
   EXPECT_EQ(result.failed_run, 0);
@@ -94,21 +99,22 @@ TEST(workers_timing_lane, hang_times_out) {
 TEST(workers_timing_lane, timeout_reason_in_seconds) {
   auto request = request_for({"sleep", "100"}, 1, 0);
   request.timeout_ms = 1000;
-  const auto result = run_timing_measurement(request, "t");
+  const auto result = measure(request);
   EXPECT_EQ(result.status, measure_status::timed_out);
   EXPECT_EQ(result.reason, "run 0 timed out after 1.0 s; its process group was killed");
 }
 
 TEST(workers_timing_lane, missing_binary_is_launch_failed) {
-  const auto result = run_timing_measurement(request_for({"./rpl-missing-binary"}, 3, 1), "t");
+  const auto result = measure(request_for({"./rpl-missing-binary"}, 3, 1));
   EXPECT_EQ(result.status, measure_status::launch_failed);
   EXPECT_EQ(result.failed_run, -1);
-  EXPECT_EQ(result.reason,
-            "warm-up 1 could not be started: execvp ./rpl-missing-binary: No such file or directory");
+  EXPECT_EQ(
+      result.reason,
+      "warm-up 1 could not be started: execvp ./rpl-missing-binary: No such file or directory");
 }
 
 TEST(workers_timing_lane, warmup_failure_is_reported) {
-  const auto result = run_timing_measurement(request_for({"sh", "-c", "exit 2"}, 3, 2), "t");
+  const auto result = measure(request_for({"sh", "-c", "exit 2"}, 3, 2));
   EXPECT_EQ(result.status, measure_status::nonzero_exit);
   EXPECT_EQ(result.failed_run, -1);
   EXPECT_EQ(result.exit_code, 2);
@@ -116,5 +122,26 @@ TEST(workers_timing_lane, warmup_failure_is_reported) {
   EXPECT_TRUE(result.samples_ns.empty());
 }
 
-}  // namespace
-}  // namespace rpl::workers
+TEST(workers_timing_lane, one_lane_serves_many_measurements) {
+  timing_lane lane("cpu3");
+  const auto first = lane.measure(request_for({"true"}, 2, 0));
+  const auto second = lane.measure(request_for({"sh", "-c", "exit 4"}, 2, 0));
+  const auto third = lane.measure(request_for({"true"}, 1, 0));
+  EXPECT_EQ(first.status, measure_status::ok);
+  EXPECT_EQ(first.samples_ns.size(), 2u);
+  EXPECT_EQ(second.status, measure_status::nonzero_exit);
+  EXPECT_EQ(second.reason, "run 0 exited with status 4");
+  EXPECT_EQ(third.status, measure_status::ok);
+  EXPECT_EQ(third.samples_ns.size(), 1u);
+  EXPECT_EQ(third.lane, "cpu3");
+}
+
+TEST(workers_timing_lane, the_free_function_is_the_lane) {
+  const auto result = run_timing_measurement(request_for({"sh", "-c", "exit 6"}, 2, 0), "legacy");
+  EXPECT_EQ(result.status, measure_status::nonzero_exit);
+  EXPECT_EQ(result.reason, "run 0 exited with status 6");
+  EXPECT_EQ(result.lane, "legacy");
+}
+
+} // namespace
+} // namespace rpl::workers

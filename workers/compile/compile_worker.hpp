@@ -1,6 +1,8 @@
 #pragma once
-/// The compile worker process: one DEALER socket to the engine's broker, one compile job at a
-/// time, Paranoid Pirate heartbeats both ways (docs/protocol.md is the contract).
+/// The compile worker process (`rocm-perf worker compile`): the compile job (a private directory,
+/// the sources, an allow-listed compiler as a child process, the artifact) behind the generic
+/// worker_session, which speaks docs/protocol.md to the engine's broker (one job at a time,
+/// heartbeats both ways while the compiler runs, reconnects).
 
 #include <atomic>
 #include <chrono>
@@ -14,16 +16,16 @@ namespace rpl::workers {
 /// Configuration of a compile worker. Invalid configuration throws std::invalid_argument from
 /// run_compile_worker at start-up.
 struct compile_worker_options {
-  std::string endpoint;  ///< the broker's ROUTER, ipc:// or tcp://
+  std::string endpoint; ///< the broker's ROUTER, ipc:// or tcp://
   /// Basenames of the programs this worker may run as argv[0] (--allow-compiler replaces them).
   std::vector<std::string> allowed_compilers = {"g++",   "gcc",  "clang++", "clang",
                                                 "hipcc", "nvcc", "c++",     "cc"};
-  std::chrono::milliseconds heartbeat{1000};  ///< send HEARTBEAT after this long without sending
-  int liveness = 3;  ///< intervals of broker silence before the broker is presumed dead
-  std::chrono::milliseconds reconnect_initial{1000};  ///< first back-off; doubles per failure
+  std::chrono::milliseconds heartbeat{1000}; ///< send HEARTBEAT after this long without sending
+  int liveness = 3; ///< intervals of broker silence before the broker is presumed dead
+  std::chrono::milliseconds reconnect_initial{1000}; ///< first back-off; doubles per failure
   std::chrono::milliseconds reconnect_max{32000};
-  std::filesystem::path work_root;  ///< parent of the per-job temp dirs; empty = $TMPDIR or /tmp
-  bool keep_temp = false;           ///< keep each job's directory (for debugging compiles)
+  std::filesystem::path work_root; ///< parent of the per-job temp dirs; empty = $TMPDIR or /tmp
+  bool keep_temp = false;          ///< keep each job's directory (for debugging compiles)
   /// ZMQ_MAXMSGSIZE for incoming messages; also caps what a reply may carry (docs/protocol.md).
   std::size_t max_message_bytes = 256u << 20;
 };
@@ -36,4 +38,4 @@ bool compiler_allowed(const std::string& argv0, const std::vector<std::string>& 
 /// DISCONNECT and returns the process exit code (0). Throws std::invalid_argument for bad options.
 int run_compile_worker(const compile_worker_options& options, std::atomic<bool>& stop_requested);
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

@@ -8,19 +8,27 @@
 
 namespace rpl::workers {
 
-std::vector<std::string> compiler_rules::worker_argv(std::vector<std::string> argv) const { return argv; }
+std::vector<std::string> compiler_rules::worker_argv(std::vector<std::string> argv) const {
+  return argv;
+}
 
-bool compiler_rules::names_target(const std::vector<std::string>&) const { return true; }
+bool compiler_rules::names_target(const std::vector<std::string>&) const {
+  return true;
+}
 
-std::vector<std::string> compiler_rules::target_argv(std::string_view) const { return {}; }
+std::vector<std::string> compiler_rules::target_argv(std::string_view) const {
+  return {};
+}
 
-std::vector<messages::kernel_resource_usage> compiler_rules::parse_resource_usage(std::string_view) const {
+std::vector<messages::kernel_resource_usage>
+compiler_rules::parse_resource_usage(std::string_view) const {
   return {};
 }
 
 std::vector<std::string> compiler_rules::default_target_argv(const std::vector<std::string>& argv,
                                                              std::string_view device_arch) const {
-  if (names_target(argv)) return {};
+  if (names_target(argv))
+    return {};
   return target_argv(device_arch);
 }
 
@@ -28,16 +36,18 @@ const compiler_rules& compiler_rules_for(const std::vector<std::string>& argv) {
   static const nvcc_rules nvcc;
   static const hipcc_rules hipcc;
   static const host_rules host;
-  for (const compiler_rules* rules : {static_cast<const compiler_rules*>(&nvcc),
-                                      static_cast<const compiler_rules*>(&hipcc)}) {
-    if (rules->matches(argv)) return *rules;
+  for (const compiler_rules* rules :
+       {static_cast<const compiler_rules*>(&nvcc), static_cast<const compiler_rules*>(&hipcc)}) {
+    if (rules->matches(argv))
+      return *rules;
   }
   return host;
 }
 
 std::string compiler_file_name(const std::vector<std::string>& argv) {
-  if (argv.empty()) return {};
+  if (argv.empty())
+    return {};
   return std::filesystem::path(argv.front()).filename().string();
 }
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

@@ -38,7 +38,8 @@ public:
 
   /// The per-kernel resource report in the compiler's output (nvcc: ptxas lines); empty when the
   /// compiler reports none or the output holds none.
-  virtual std::vector<messages::kernel_resource_usage> parse_resource_usage(std::string_view output) const;
+  virtual std::vector<messages::kernel_resource_usage>
+  parse_resource_usage(std::string_view output) const;
 
   /// What the engine appends to `argv` when it names no target: target_argv(device_arch) when
   /// names_target(argv) is false, else nothing. Without it nvcc builds for its oldest default
@@ -55,4 +56,4 @@ const compiler_rules& compiler_rules_for(const std::vector<std::string>& argv);
 /// argv[0]'s file name ("/usr/local/cuda/bin/nvcc" → "nvcc"); empty for an empty argv.
 std::string compiler_file_name(const std::vector<std::string>& argv);
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

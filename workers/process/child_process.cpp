@@ -1,15 +1,14 @@
 #include "workers/process/child_process.hpp"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <utility>
 
 namespace rpl::workers {
@@ -25,7 +24,9 @@ struct exec_failure {
 
 enum exec_stage : int { stage_setup = 1, stage_chdir = 2, stage_redirect = 3, stage_exec = 4 };
 
-std::string errno_text(int error) { return std::strerror(error); }
+std::string errno_text(int error) {
+  return std::strerror(error);
+}
 
 void close_fd(int& fd) {
   if (fd >= 0) {
@@ -53,8 +54,8 @@ int open_pidfd(pid_t pid) {
 }
 
 /// The parent's environment with `changes` applied, as NAME=VALUE strings.
-std::vector<std::string> child_environment(
-    const std::vector<std::pair<std::string, std::optional<std::string>>>& changes) {
+std::vector<std::string>
+child_environment(const std::vector<std::pair<std::string, std::optional<std::string>>>& changes) {
   std::vector<std::string> entries;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     entries.emplace_back(*entry);
@@ -69,56 +70,125 @@ std::vector<std::string> child_environment(
   return entries;
 }
 
-}  // namespace
+/// Everything exec needs, prepared before fork: after fork in a threaded process only
+/// async-signal-safe calls are allowed. Not movable, because args and envp point into it.
+struct exec_plan {
+  explicit exec_plan(const child_options& options)
+      : cwd(options.cwd.string()), capture_output(options.capture_output),
+        kill_on_parent_death(options.kill_on_parent_death) {
+    args.reserve(options.argv.size() + 1);
+    for (const std::string& word : options.argv) {
+      args.push_back(const_cast<char*>(word.c_str()));
+    }
+    args.push_back(nullptr);
+    if (!options.environment.empty()) {
+      env_entries = child_environment(options.environment);
+      for (std::string& entry : env_entries) {
+        envp.push_back(entry.data());
+      }
+      envp.push_back(nullptr);
+    }
+  }
+  exec_plan(const exec_plan&) = delete;
+  exec_plan& operator=(const exec_plan&) = delete;
+
+  std::vector<char*> args;
+  std::string cwd;
+  std::vector<std::string> env_entries;
+  std::vector<char*> envp; ///< empty: inherit the parent's environment
+  bool capture_output;
+  bool kill_on_parent_death;
+};
+
+/// The descriptors spawn() opens; closes what is left open when it goes out of scope.
+struct spawn_fds {
+  int report[2] = {-1, -1}; ///< CLOEXEC: the child writes an exec_failure, or exec closes it
+  int output[2] = {-1, -1}; ///< merged stdout+stderr, when capturing
+  int dev_null = -1;
+  ~spawn_fds() {
+    close_fd(report[0]);
+    close_fd(report[1]);
+    close_fd(output[0]);
+    close_fd(output[1]);
+    close_fd(dev_null);
+  }
+  /// Empty on success, else what failed.
+  std::string open(bool capture_output) {
+    if (::pipe2(report, O_CLOEXEC) != 0 || (capture_output && ::pipe2(output, O_CLOEXEC) != 0)) {
+      return "pipe: " + errno_text(errno);
+    }
+    dev_null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (dev_null < 0)
+      return "open /dev/null: " + errno_text(errno);
+    return {};
+  }
+};
+
+/// The child's side of fork: its own process group, a clean signal state, the redirections, then
+/// exec. Async-signal-safe calls only; never returns.
+[[noreturn]] void exec_in_child(const exec_plan& plan, const spawn_fds& fds, pid_t parent) {
+  const int report = fds.report[1];
+  // Own process group, so kill(-pid) reaches everything the program starts.
+  if (::setpgid(0, 0) != 0)
+    child_fail(report, stage_setup);
+  if (plan.kill_on_parent_death) {
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+      child_fail(report, stage_setup);
+    if (::getppid() != parent)
+      ::_exit(127); // the parent died before prctl took effect
+  }
+  // The engine may block or ignore signals in its threads; both survive exec, so reset them.
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (const int sig : {SIGPIPE, SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGCHLD}) {
+    ::signal(sig, SIG_DFL);
+  }
+  if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) != 0)
+    child_fail(report, stage_chdir);
+  const int out = plan.capture_output ? fds.output[1] : fds.dev_null;
+  if (::dup2(fds.dev_null, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0 ||
+      ::dup2(out, STDERR_FILENO) < 0) {
+    child_fail(report, stage_redirect);
+  }
+#ifdef SYS_close_range
+  // Descriptors some library opened without O_CLOEXEC must not leak into the program (a leaked
+  // socket or pipe end can keep a peer waiting). CLOSE_RANGE_CLOEXEC = 1u << 2, Linux >= 5.11;
+  // on older kernels this fails harmlessly.
+  ::syscall(SYS_close_range, 3u, ~0u, 1u << 2);
+#endif
+  if (plan.envp.empty()) {
+    ::execvp(plan.args[0], plan.args.data());
+  } else {
+    ::execvpe(plan.args[0], plan.args.data(), plan.envp.data());
+  }
+  child_fail(report, stage_exec);
+}
+
+/// launch_error for what the child reported through the error pipe.
+std::string exec_failure_text(const exec_failure& failure, const child_options& options) {
+  switch (failure.stage) {
+  case stage_chdir: return "chdir " + options.cwd.string() + ": " + errno_text(failure.error);
+  case stage_redirect: return "dup2: " + errno_text(failure.error);
+  case stage_exec: return "execvp " + options.argv.front() + ": " + errno_text(failure.error);
+  default: return "child setup: " + errno_text(failure.error);
+  }
+}
+
+} // namespace
 
 child_process child_process::spawn(const child_options& options) {
   child_process child;
   child.max_output_bytes_ = options.max_output_bytes;
-  child.reaped_ = true;  // until a pid exists there is nothing to reap
+  child.reaped_ = true; // until a pid exists there is nothing to reap
   if (options.argv.empty() || options.argv.front().empty()) {
     child.outcome_.launch_error = "empty argv: nothing to run";
     return child;
   }
-
-  // Everything the child needs is prepared before fork: after fork in a threaded process only
-  // async-signal-safe calls are allowed.
-  std::vector<char*> args;
-  args.reserve(options.argv.size() + 1);
-  for (const std::string& word : options.argv) {
-    args.push_back(const_cast<char*>(word.c_str()));
-  }
-  args.push_back(nullptr);
-  const std::string cwd = options.cwd.string();
-  std::vector<std::string> env_entries;
-  std::vector<char*> envp;
-  if (!options.environment.empty()) {
-    env_entries = child_environment(options.environment);
-    for (std::string& entry : env_entries) {
-      envp.push_back(entry.data());
-    }
-    envp.push_back(nullptr);
-  }
-
-  int report_pipe[2] = {-1, -1};
-  int output_pipe[2] = {-1, -1};
-  int dev_null = -1;
-  auto close_all = [&] {
-    close_fd(report_pipe[0]);
-    close_fd(report_pipe[1]);
-    close_fd(output_pipe[0]);
-    close_fd(output_pipe[1]);
-    close_fd(dev_null);
-  };
-  if (::pipe2(report_pipe, O_CLOEXEC) != 0 ||
-      (options.capture_output && ::pipe2(output_pipe, O_CLOEXEC) != 0)) {
-    child.outcome_.launch_error = "pipe: " + errno_text(errno);
-    close_all();
-    return child;
-  }
-  dev_null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (dev_null < 0) {
-    child.outcome_.launch_error = "open /dev/null: " + errno_text(errno);
-    close_all();
+  const exec_plan plan(options);
+  spawn_fds fds;
+  if (std::string error = fds.open(options.capture_output); !error.empty()) {
+    child.outcome_.launch_error = std::move(error);
     return child;
   }
 
@@ -127,76 +197,28 @@ child_process child_process::spawn(const child_options& options) {
   const pid_t pid = ::fork();
   if (pid < 0) {
     child.outcome_.launch_error = "fork: " + errno_text(errno);
-    close_all();
     return child;
   }
-
-  if (pid == 0) {
-    // Own process group, so kill(-pid) reaches everything the program starts.
-    if (::setpgid(0, 0) != 0) child_fail(report_pipe[1], stage_setup);
-    if (options.kill_on_parent_death) {
-      if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(report_pipe[1], stage_setup);
-      if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
-    }
-    // The engine may block or ignore signals in its threads; both survive exec, so reset them.
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (const int sig : {SIGPIPE, SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGCHLD}) {
-      ::signal(sig, SIG_DFL);
-    }
-    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) child_fail(report_pipe[1], stage_chdir);
-    const int out = options.capture_output ? output_pipe[1] : dev_null;
-    if (::dup2(dev_null, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0 ||
-        ::dup2(out, STDERR_FILENO) < 0) {
-      child_fail(report_pipe[1], stage_redirect);
-    }
-#ifdef SYS_close_range
-    // Descriptors some library opened without O_CLOEXEC must not leak into the program (a leaked
-    // socket or pipe end can keep a peer waiting). CLOSE_RANGE_CLOEXEC = 1u << 2, Linux >= 5.11;
-    // on older kernels this fails harmlessly.
-    ::syscall(SYS_close_range, 3u, ~0u, 1u << 2);
-#endif
-    if (envp.empty()) {
-      ::execvp(args[0], args.data());
-    } else {
-      ::execvpe(args[0], args.data(), envp.data());
-    }
-    child_fail(report_pipe[1], stage_exec);
-  }
+  if (pid == 0)
+    exec_in_child(plan, fds, parent);
 
   // Also set the group from the parent: whichever runs first wins, so a kill_group() issued right
   // after spawn cannot miss. EACCES (the child already exec'd) is fine.
   ::setpgid(pid, pid);
   child.pid_ = pid;
   child.reaped_ = false;
-  close_fd(report_pipe[1]);
-  close_fd(output_pipe[1]);
-  close_fd(dev_null);
+  close_fd(fds.report[1]);
+  close_fd(fds.output[1]);
+  close_fd(fds.dev_null);
 
   exec_failure failure{};
   ssize_t got = 0;
   do {
-    got = ::read(report_pipe[0], &failure, sizeof failure);
+    got = ::read(fds.report[0], &failure, sizeof failure);
   } while (got < 0 && errno == EINTR);
-  close_fd(report_pipe[0]);
 
   if (got > 0) {
-    switch (failure.stage) {
-    case stage_chdir:
-      child.outcome_.launch_error = "chdir " + cwd + ": " + errno_text(failure.error);
-      break;
-    case stage_redirect:
-      child.outcome_.launch_error = "dup2: " + errno_text(failure.error);
-      break;
-    case stage_exec:
-      child.outcome_.launch_error = "execvp " + options.argv.front() + ": " + errno_text(failure.error);
-      break;
-    default:
-      child.outcome_.launch_error = "child setup: " + errno_text(failure.error);
-      break;
-    }
-    close_fd(output_pipe[0]);
+    child.outcome_.launch_error = exec_failure_text(failure, options);
     child.reap_blocking();
     child.outcome_.launched = false;
     child.outcome_.exit_code = -1;
@@ -205,7 +227,7 @@ child_process child_process::spawn(const child_options& options) {
   }
 
   child.outcome_.launched = true;
-  child.output_fd_ = output_pipe[0];
+  child.output_fd_ = std::exchange(fds.output[0], -1);
   if (child.output_fd_ >= 0) {
     ::fcntl(child.output_fd_, F_SETFL, ::fcntl(child.output_fd_, F_GETFL) | O_NONBLOCK);
   }
@@ -214,17 +236,14 @@ child_process child_process::spawn(const child_options& options) {
 }
 
 child_process::child_process(child_process&& other) noexcept
-    : pid_(std::exchange(other.pid_, -1)),
-      output_fd_(std::exchange(other.output_fd_, -1)),
-      exit_fd_(std::exchange(other.exit_fd_, -1)),
-      reaped_(std::exchange(other.reaped_, true)),
-      max_output_bytes_(other.max_output_bytes_),
-      start_(other.start_),
+    : pid_(std::exchange(other.pid_, -1)), output_fd_(std::exchange(other.output_fd_, -1)),
+      exit_fd_(std::exchange(other.exit_fd_, -1)), reaped_(std::exchange(other.reaped_, true)),
+      max_output_bytes_(other.max_output_bytes_), start_(other.start_),
       outcome_(std::move(other.outcome_)) {}
 
 child_process& child_process::operator=(child_process&& other) noexcept {
   if (this != &other) {
-    child_process doomed(std::move(*this));  // kills and reaps what this held
+    child_process doomed(std::move(*this)); // kills and reaps what this held
     pid_ = std::exchange(other.pid_, -1);
     output_fd_ = std::exchange(other.output_fd_, -1);
     exit_fd_ = std::exchange(other.exit_fd_, -1);
@@ -250,21 +269,26 @@ void child_process::close_fds() {
 }
 
 void child_process::drain_output() {
-  if (output_fd_ < 0) return;
+  if (output_fd_ < 0)
+    return;
   char buffer[16384];
   // Bounded so that a child writing without pause cannot trap the caller's poll loop here.
   for (int reads = 0; reads < 64; ++reads) {
     const ssize_t got = ::read(output_fd_, buffer, sizeof buffer);
     if (got > 0) {
-      const std::size_t room = max_output_bytes_ - std::min(max_output_bytes_, outcome_.output.size());
+      const std::size_t room =
+          max_output_bytes_ - std::min(max_output_bytes_, outcome_.output.size());
       const std::size_t keep = std::min(room, static_cast<std::size_t>(got));
       outcome_.output.append(buffer, keep);
-      if (keep < static_cast<std::size_t>(got)) outcome_.output_truncated = true;
+      if (keep < static_cast<std::size_t>(got))
+        outcome_.output_truncated = true;
       continue;
     }
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    close_fd(output_fd_);  // EOF, or an error that will not go away
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return;
+    close_fd(output_fd_); // EOF, or an error that will not go away
     return;
   }
 }
@@ -280,27 +304,31 @@ void child_process::record_status(int status) {
 }
 
 bool child_process::try_reap() {
-  if (reaped_ || pid_ <= 0) return true;
+  if (reaped_ || pid_ <= 0)
+    return true;
   siginfo_t info{};
   // WNOWAIT leaves the zombie in place, so its pid (= the group id) cannot be reused while the
   // stragglers of its group are killed below.
   if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
-    if (errno == EINTR) return false;
+    if (errno == EINTR)
+      return false;
     // ECHILD: someone else reaped it (SIGCHLD set to SIG_IGN); the status is lost.
     outcome_.wall = std::chrono::steady_clock::now() - start_;
     reaped_ = true;
     close_fd(exit_fd_);
     return true;
   }
-  if (info.si_pid == 0) return false;
+  if (info.si_pid == 0)
+    return false;
   const auto end = std::chrono::steady_clock::now();
-  ::kill(-pid_, SIGKILL);  // a background grandchild must not outlive the job or hold the pipe
+  ::kill(-pid_, SIGKILL); // a background grandchild must not outlive the job or hold the pipe
   int status = 0;
   pid_t got = 0;
   do {
     got = ::waitpid(pid_, &status, 0);
   } while (got < 0 && errno == EINTR);
-  if (got == pid_) record_status(status);
+  if (got == pid_)
+    record_status(status);
   outcome_.wall = end - start_;
   reaped_ = true;
   close_fd(exit_fd_);
@@ -308,40 +336,45 @@ bool child_process::try_reap() {
 }
 
 void child_process::reap_blocking() {
-  if (reaped_ || pid_ <= 0) return;
+  if (reaped_ || pid_ <= 0)
+    return;
   siginfo_t info{};
   int rc = 0;
   do {
     rc = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT);
   } while (rc != 0 && errno == EINTR);
   (void)try_reap();
-  if (!reaped_) {  // waitid failed for another reason; do not hang or leak the state
+  if (!reaped_) { // waitid failed for another reason; do not hang or leak the state
     reaped_ = true;
     outcome_.wall = std::chrono::steady_clock::now() - start_;
   }
 }
 
 void child_process::kill_group(int sig) {
-  if (pid_ <= 0 || reaped_) return;
-  if (::kill(-pid_, sig) != 0) ::kill(pid_, sig);
+  if (pid_ <= 0 || reaped_)
+    return;
+  if (::kill(-pid_, sig) != 0)
+    ::kill(pid_, sig);
 }
 
 void child_process::time_out() {
-  if (pid_ <= 0 || reaped_) return;
+  if (pid_ <= 0 || reaped_)
+    return;
   outcome_.timed_out = true;
   kill_group(SIGKILL);
 }
 
 child_outcome child_process::finish() {
   reap_blocking();
-  drain_output();  // what the child wrote before exiting is still in the pipe
+  drain_output(); // what the child wrote before exiting is still in the pipe
   close_fds();
   return std::move(outcome_);
 }
 
 child_outcome run_child(const child_options& options, std::chrono::milliseconds timeout) {
   child_process child = child_process::spawn(options);
-  if (!child.launched()) return child.finish();
+  if (!child.launched())
+    return child.finish();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!child.try_reap()) {
     const auto now = std::chrono::steady_clock::now();
@@ -351,11 +384,14 @@ child_outcome run_child(const child_options& options, std::chrono::milliseconds 
     }
     pollfd fds[2]{};
     nfds_t count = 0;
-    if (child.output_fd() >= 0) fds[count++] = pollfd{child.output_fd(), POLLIN, 0};
-    if (child.exit_fd() >= 0) fds[count++] = pollfd{child.exit_fd(), POLLIN, 0};
+    if (child.output_fd() >= 0)
+      fds[count++] = pollfd{child.output_fd(), POLLIN, 0};
+    if (child.exit_fd() >= 0)
+      fds[count++] = pollfd{child.exit_fd(), POLLIN, 0};
     auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now);
     // Without a pidfd nothing wakes us when the child exits, so look again after 1 ms.
-    if (child.exit_fd() < 0) wait = std::min<std::chrono::nanoseconds>(wait, std::chrono::milliseconds(1));
+    if (child.exit_fd() < 0)
+      wait = std::min<std::chrono::nanoseconds>(wait, std::chrono::milliseconds(1));
     const timespec ts{static_cast<time_t>(wait.count() / 1'000'000'000),
                       static_cast<long>(wait.count() % 1'000'000'000)};
     const int ready = ::ppoll(fds, count, &ts, nullptr);
@@ -381,11 +417,12 @@ std::string first_output_line(std::string_view output, std::size_t max_chars) {
       line.remove_prefix(1);
     }
     if (!line.empty()) {
-      return line.size() > max_chars ? std::string(line.substr(0, max_chars)) + "..." : std::string(line);
+      return line.size() > max_chars ? std::string(line.substr(0, max_chars)) + "..."
+                                     : std::string(line);
     }
     begin = end + 1;
   }
   return {};
 }
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

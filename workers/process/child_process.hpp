@@ -1,10 +1,8 @@
 #pragma once
 /// Child processes run as argv vectors (never through a shell), each leading its own process group
-/// so that a timeout or a cancel kills its grandchildren too. Used by the compile worker (compilers)
-/// and the timing lane (benchmark runs). Expected failures (missing binary, crash, timeout) are
-/// reported in child_outcome, never thrown.
-
-#include <sys/types.h>
+/// so that a timeout or a cancel kills its grandchildren too. Used by the compile worker
+/// (compilers) and the timing lane (benchmark runs). Expected failures (missing binary, crash,
+/// timeout) are reported in child_outcome, never thrown.
 
 #include <chrono>
 #include <csignal>
@@ -13,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
 #include <vector>
 
 // describe_signal() and describe_exit() live there; included because every caller of run_child
@@ -23,10 +22,10 @@ namespace rpl::workers {
 
 /// What to run and how.
 struct child_options {
-  std::vector<std::string> argv;  ///< argv[0] is looked up in PATH (execvp)
-  std::filesystem::path cwd;      ///< empty = inherit the parent's working directory
-  bool capture_output = true;     ///< stdout+stderr merged into one pipe, else both to /dev/null
-  std::size_t max_output_bytes = 65536;  ///< keep the first part; the rest is read and dropped
+  std::vector<std::string> argv; ///< argv[0] is looked up in PATH (execvp)
+  std::filesystem::path cwd;     ///< empty = inherit the parent's working directory
+  bool capture_output = true;    ///< stdout+stderr merged into one pipe, else both to /dev/null
+  std::size_t max_output_bytes = 65536; ///< keep the first part; the rest is read and dropped
   /// Deliver SIGKILL to the child when the thread that spawned it exits (PR_SET_PDEATHSIG), so a
   /// worker killed with SIGKILL does not leave its compiler running. Only for spawning threads that
   /// outlive their children (the signal follows the thread, not the process).
@@ -39,12 +38,12 @@ struct child_options {
 /// Everything known about a finished (or never started) child.
 struct child_outcome {
   bool launched = false;
-  std::string launch_error;  ///< e.g. "execvp g++: No such file or directory"
-  bool timed_out = false;    ///< the caller's deadline expired and the group was killed
-  int exit_code = -1;        ///< valid when the child exited normally, else -1
-  int term_signal = 0;       ///< the signal that killed it, else 0
-  std::chrono::nanoseconds wall{0};  ///< steady_clock, from just before fork to the exit being seen
-  std::string output;                ///< merged stdout+stderr, at most max_output_bytes
+  std::string launch_error;         ///< e.g. "execvp g++: No such file or directory"
+  bool timed_out = false;           ///< the caller's deadline expired and the group was killed
+  int exit_code = -1;               ///< valid when the child exited normally, else -1
+  int term_signal = 0;              ///< the signal that killed it, else 0
+  std::chrono::nanoseconds wall{0}; ///< steady_clock, from just before fork to the exit being seen
+  std::string output;               ///< merged stdout+stderr, at most max_output_bytes
   bool output_truncated = false;
 
   /// True when the child ran and exited with status 0.
@@ -113,4 +112,4 @@ child_outcome run_child(const child_options& options, std::chrono::milliseconds 
 /// (with "..."), for quoting it in a reason; empty when there is none.
 std::string first_output_line(std::string_view output, std::size_t max_chars = 200);
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

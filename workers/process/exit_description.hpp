@@ -28,4 +28,4 @@ std::string describe_wait_status(int status);
 /// A timeout as people read it: "150 ms" below one second, else "1.5 s" (one decimal).
 std::string describe_timeout(std::chrono::milliseconds timeout);
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

@@ -18,15 +18,15 @@ namespace rpl::workers {
 
 /// A reply the session sends to the broker: frames 2 and 3 of docs/protocol.md.
 struct job_reply {
-  std::uint64_t job_id = 0;  ///< echoes the request's envelope
-  std::string run_id;        ///< echoes the request's envelope
+  std::uint64_t job_id = 0; ///< echoes the request's envelope
+  std::string run_id;       ///< echoes the request's envelope
   messages::message_kind kind = messages::message_kind::compile_reply;
-  std::string body;          ///< msgpack, messages::encode() of the reply type
+  std::string body; ///< msgpack, messages::encode() of the reply type
 };
 
 /// What the session waits on, besides its socket, before it polls a running job again.
 struct job_wait {
-  std::vector<int> fds;  ///< readable means "poll me" (a child's output pipe, its pidfd)
+  std::vector<int> fds; ///< readable means "poll me" (a child's output pipe, its pidfd)
   /// Poll by this time even when no fd woke the session (a deadline, or a short tick when a
   /// child's exit cannot be waited on); nullopt: the session's own wake-ups suffice.
   std::optional<std::chrono::steady_clock::time_point> poll_by;
@@ -47,7 +47,8 @@ public:
   /// Starts the job in `body` (a request_kind() body, still encoded) without blocking. Returns the
   /// reply when the job is over at once (rejected, could not start, busy with another job);
   /// nullopt when it runs on and poll() will deliver the reply. job_id is never 0.
-  virtual std::optional<job_reply> start(const messages::envelope& envelope, std::string_view body) = 0;
+  virtual std::optional<job_reply> start(const messages::envelope& envelope,
+                                         std::string_view body) = 0;
 
   /// True while a started job has not delivered its reply.
   virtual bool busy() const = 0;
@@ -64,4 +65,4 @@ public:
   virtual void abandon(std::string_view why) = 0;
 };
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

@@ -13,4 +13,4 @@ worker_identity worker_identity::of_this_process() {
   return self;
 }
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

@@ -12,4 +12,4 @@ namespace rpl::workers {
 /// logger writes to stdout.
 std::shared_ptr<spdlog::logger> worker_log();
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

@@ -19,11 +19,14 @@ namespace {
 /// Upper bound on one poll, so that the stop flag is seen promptly.
 constexpr std::chrono::milliseconds max_poll_wait{100};
 
-std::string job_tag(std::uint64_t job_id) { return job_id ? "[job " + std::to_string(job_id) + "] " : ""; }
+std::string job_tag(std::uint64_t job_id) {
+  return job_id ? "[job " + std::to_string(job_id) + "] " : "";
+}
 
 std::string join(const std::vector<std::string>& words) {
   std::string text;
-  for (const std::string& word : words) text += (text.empty() ? "" : " ") + word;
+  for (const std::string& word : words)
+    text += (text.empty() ? "" : " ") + word;
   return text;
 }
 
@@ -31,25 +34,29 @@ void validate(const worker_session_options& options) {
   const std::string who = options.service + " worker";
   const std::string& endpoint = options.endpoint;
   if (endpoint.rfind("ipc://", 0) != 0 && endpoint.rfind("tcp://", 0) != 0) {
-    throw std::invalid_argument(who + " endpoint '" + endpoint +
-                                "' must start with ipc:// or tcp://; fix: e.g. --connect tcp://ENGINE_HOST:5555");
+    throw std::invalid_argument(
+        who + " endpoint '" + endpoint +
+        "' must start with ipc:// or tcp://; fix: e.g. --connect tcp://ENGINE_HOST:5555");
   }
   if (options.heartbeat.count() <= 0) {
-    throw std::invalid_argument(who + " heartbeat interval must be positive; fix: e.g. --heartbeat-ms 1000");
+    throw std::invalid_argument(
+        who + " heartbeat interval must be positive; fix: e.g. --heartbeat-ms 1000");
   }
   if (options.liveness < 1) {
     throw std::invalid_argument(who + " liveness must be >= 1; fix: e.g. --liveness 3");
   }
   if (options.reconnect_initial.count() <= 0 || options.reconnect_max < options.reconnect_initial) {
-    throw std::invalid_argument(who + " reconnect back-off must satisfy 0 < initial <= max; fix: e.g. "
-                                      "1000 ms doubling to 32000 ms");
+    throw std::invalid_argument(who +
+                                " reconnect back-off must satisfy 0 < initial <= max; fix: e.g. "
+                                "1000 ms doubling to 32000 ms");
   }
 }
 
-}  // namespace
+} // namespace
 
 worker_session::worker_session(worker_session_options options, std::atomic<bool>& stop_requested)
-    : options_(std::move(options)), stop_(stop_requested), identity_(worker_identity::of_this_process()) {
+    : options_(std::move(options)), stop_(stop_requested),
+      identity_(worker_identity::of_this_process()) {
   validate(options_);
   backoff_ = options_.reconnect_initial;
 }
@@ -59,13 +66,14 @@ int worker_session::run(job_handler& handler) {
   auto log = worker_log();
   messages::ready hello;
   handler.describe(hello);
-  log->info("{} worker {} connecting to {} (compilers: {}; heartbeat {} ms, liveness {})", options_.service,
-            identity_.worker_id, options_.endpoint, join(hello.compilers), options_.heartbeat.count(),
-            options_.liveness);
+  log->info("{} worker {} connecting to {} (compilers: {}; heartbeat {} ms, liveness {})",
+            options_.service, identity_.worker_id, options_.endpoint, join(hello.compilers),
+            options_.heartbeat.count(), options_.liveness);
   open_socket();
   while (!stop_.load()) {
     poll_once();
-    if (stop_.load()) break;
+    if (stop_.load())
+      break;
     if (reconnect_delay_) {
       const auto delay = *reconnect_delay_;
       reconnect_delay_.reset();
@@ -74,18 +82,21 @@ int worker_session::run(job_handler& handler) {
     }
     const auto now = steady::now();
     if (now - last_heard_ >= options_.heartbeat * options_.liveness) {
-      log->warn("broker silent for {} heartbeat intervals; presuming it dead, reconnecting in {} ms",
-                options_.liveness, backoff_.count());
+      log->warn(
+          "broker silent for {} heartbeat intervals; presuming it dead, reconnecting in {} ms",
+          options_.liveness, backoff_.count());
       const auto delay = backoff_;
       backoff_ = std::min(backoff_ * 2, options_.reconnect_max);
       reconnect(delay);
       continue;
     }
-    if (now - last_sent_ >= options_.heartbeat) send_heartbeat();
+    if (now - last_sent_ >= options_.heartbeat)
+      send_heartbeat();
   }
   handler.abandon("worker stopping");
   if (socket_) {
-    send(messages::message_kind::disconnect, 0, {}, messages::encode(messages::disconnect{"worker stopping"}));
+    send(messages::message_kind::disconnect, 0, {},
+         messages::encode(messages::disconnect{"worker stopping"}));
     close_socket();
   }
   log->info("{} worker {} stopped", options_.service, identity_.worker_id);
@@ -96,10 +107,10 @@ int worker_session::run(job_handler& handler) {
 
 void worker_session::open_socket() {
   socket_.emplace(context_, zmq::socket_type::dealer);
-  socket_->set(zmq::sockopt::linger, 0);  // a dead broker must not make close() hang
+  socket_->set(zmq::sockopt::linger, 0); // a dead broker must not make close() hang
   socket_->set(zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(options_.max_message_bytes));
   socket_->connect(options_.endpoint);
-  last_heard_ = steady::now();  // the broker gets a full liveness window from the moment we connect
+  last_heard_ = steady::now(); // the broker gets a full liveness window from the moment we connect
   messages::ready hello;
   handler_->describe(hello);
   hello.service = options_.service;
@@ -126,16 +137,22 @@ void worker_session::reconnect(std::chrono::milliseconds delay) {
   const auto until = steady::now() + delay;
   while (!stop_.load()) {
     const auto now = steady::now();
-    if (now >= until) break;
-    std::this_thread::sleep_for(std::min<steady::duration>(until - now, std::chrono::milliseconds(20)));
+    if (now >= until)
+      break;
+    std::this_thread::sleep_for(
+        std::min<steady::duration>(until - now, std::chrono::milliseconds(20)));
   }
-  if (stop_.load()) return;
+  if (stop_.load())
+    return;
   open_socket();
 }
 
-bool worker_session::send(messages::message_kind kind, std::uint64_t job_id, const std::string& run_id,
+bool worker_session::send(messages::message_kind kind,
+                          std::uint64_t job_id,
+                          const std::string& run_id,
                           const std::string& body) {
-  if (!socket_) return false;
+  if (!socket_)
+    return false;
   messages::envelope env;
   env.kind = kind;
   env.job_id = job_id;
@@ -146,13 +163,15 @@ bool worker_session::send(messages::message_kind kind, std::uint64_t job_id, con
     // job's deadline depend on it). A message that does not fit is dropped and logged.
     const std::string_view header(messages::protocol_header);
     if (!socket_->send(zmq::buffer(header), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-      worker_log()->warn("{}send queue full; dropped {}", job_tag(job_id), messages::to_string(kind));
+      worker_log()->warn("{}send queue full; dropped {}", job_tag(job_id),
+                         messages::to_string(kind));
       return false;
     }
     socket_->send(zmq::buffer(env_bytes), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
     socket_->send(zmq::buffer(body), zmq::send_flags::dontwait);
   } catch (const zmq::error_t& error) {
-    worker_log()->warn("{}could not send {}: {}", job_tag(job_id), messages::to_string(kind), error.what());
+    worker_log()->warn("{}could not send {}: {}", job_tag(job_id), messages::to_string(kind),
+                       error.what());
     return false;
   }
   last_sent_ = steady::now();
@@ -162,21 +181,24 @@ bool worker_session::send(messages::message_kind kind, std::uint64_t job_id, con
 void worker_session::send_reply(const job_reply& reply) {
   if (reply.body.size() > options_.max_message_bytes) {
     // The broker applies the same cap and would drop it silently; say so here, where it is known.
-    worker_log()->error("{}{} of {} bytes exceeds the message limit of {} bytes; the broker will drop it",
-                        job_tag(reply.job_id), messages::to_string(reply.kind), reply.body.size(),
-                        options_.max_message_bytes);
+    worker_log()->error(
+        "{}{} of {} bytes exceeds the message limit of {} bytes; the broker will drop it",
+        job_tag(reply.job_id), messages::to_string(reply.kind), reply.body.size(),
+        options_.max_message_bytes);
   }
   send(reply.kind, reply.job_id, reply.run_id, reply.body);
 }
 
 void worker_session::send_heartbeat() {
-  send(messages::message_kind::heartbeat, 0, {}, messages::encode(messages::heartbeat{heartbeat_sequence_++}));
+  send(messages::message_kind::heartbeat, 0, {},
+       messages::encode(messages::heartbeat{heartbeat_sequence_++}));
 }
 
 // ---- poll loop -------------------------------------------------------------------------------
 
 void worker_session::poll_once() {
-  if (!socket_) return;
+  if (!socket_)
+    return;
   const auto now = steady::now();
   steady::time_point wake = now + max_poll_wait;
   wake = std::min(wake, last_sent_ + options_.heartbeat);
@@ -185,19 +207,25 @@ void worker_session::poll_once() {
   items.push_back({socket_->handle(), 0, ZMQ_POLLIN, 0});
   if (handler_->busy()) {
     const job_wait job = handler_->wait();
-    for (const int fd : job.fds) items.push_back({nullptr, fd, ZMQ_POLLIN, 0});
-    if (job.poll_by) wake = std::min(wake, *job.poll_by);
+    for (const int fd : job.fds)
+      items.push_back({nullptr, fd, ZMQ_POLLIN, 0});
+    if (job.poll_by)
+      wake = std::min(wake, *job.poll_by);
   }
-  const auto wait = std::chrono::ceil<std::chrono::milliseconds>(std::max(wake - now, steady::duration::zero()));
+  const auto wait =
+      std::chrono::ceil<std::chrono::milliseconds>(std::max(wake - now, steady::duration::zero()));
   try {
     zmq::poll(items.data(), items.size(), wait);
   } catch (const zmq::error_t& error) {
-    if (error.num() != EINTR) worker_log()->warn("poll failed: {}", error.what());
+    if (error.num() != EINTR)
+      worker_log()->warn("poll failed: {}", error.what());
     return;
   }
-  if (items[0].revents & ZMQ_POLLIN) receive_all();
+  if (items[0].revents & ZMQ_POLLIN)
+    receive_all();
   if (handler_->busy()) {
-    if (auto reply = handler_->poll()) send_reply(*reply);
+    if (auto reply = handler_->poll())
+      send_reply(*reply);
   }
 }
 
@@ -206,13 +234,16 @@ void worker_session::receive_all() {
     std::vector<zmq::message_t> parts;
     std::optional<std::size_t> received;
     try {
-      received = zmq::recv_multipart(*socket_, std::back_inserter(parts), zmq::recv_flags::dontwait);
+      received =
+          zmq::recv_multipart(*socket_, std::back_inserter(parts), zmq::recv_flags::dontwait);
     } catch (const zmq::error_t& error) {
-      if (error.num() != EINTR) worker_log()->warn("receive failed: {}", error.what());
+      if (error.num() != EINTR)
+        worker_log()->warn("receive failed: {}", error.what());
       return;
     }
-    if (!received) return;
-    last_heard_ = steady::now();  // any message at all proves the broker is alive
+    if (!received)
+      return;
+    last_heard_ = steady::now(); // any message at all proves the broker is alive
     handle_message(parts);
   }
 }
@@ -227,15 +258,17 @@ void worker_session::handle_message(std::vector<zmq::message_t>& parts) {
   }
   messages::parsed_frames frames;
   try {
-    frames = messages::parse_frames(parts[first].to_string_view(), parts[first + 1].to_string_view(),
-                                    parts[first + 2].to_string_view());
+    frames =
+        messages::parse_frames(parts[first].to_string_view(), parts[first + 1].to_string_view(),
+                               parts[first + 2].to_string_view());
   } catch (const messages::decode_error& error) {
     log->warn("dropped a malformed message from the broker: {}", error.what());
     return;
   }
-  backoff_ = options_.reconnect_initial;  // a well-formed message: the connection works
+  backoff_ = options_.reconnect_initial; // a well-formed message: the connection works
   const messages::message_kind kind = frames.env.kind;
-  if (kind == messages::message_kind::heartbeat) return;
+  if (kind == messages::message_kind::heartbeat)
+    return;
   if (kind == messages::message_kind::disconnect) {
     std::string reason;
     try {
@@ -243,7 +276,8 @@ void worker_session::handle_message(std::vector<zmq::message_t>& parts) {
     } catch (const messages::decode_error&) {
       reason = "(unreadable reason)";
     }
-    log->warn("broker sent DISCONNECT ({}); reconnecting in {} ms", reason, options_.reconnect_initial.count());
+    log->warn("broker sent DISCONNECT ({}); reconnecting in {} ms", reason,
+              options_.reconnect_initial.count());
     reconnect_delay_ = options_.reconnect_initial;
     return;
   }
@@ -251,7 +285,8 @@ void worker_session::handle_message(std::vector<zmq::message_t>& parts) {
     start_job(frames.env, frames.body);
     return;
   }
-  log->warn("{}dropped unexpected {} from the broker", job_tag(frames.env.job_id), messages::to_string(kind));
+  log->warn("{}dropped unexpected {} from the broker", job_tag(frames.env.job_id),
+            messages::to_string(kind));
 }
 
 void worker_session::start_job(const messages::envelope& envelope, const std::string& body) {
@@ -260,7 +295,8 @@ void worker_session::start_job(const messages::envelope& envelope, const std::st
                         messages::to_string(envelope.kind));
     return;
   }
-  if (auto reply = handler_->start(envelope, body)) send_reply(*reply);
+  if (auto reply = handler_->start(envelope, body))
+    send_reply(*reply);
 }
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

@@ -23,11 +23,11 @@ namespace rpl::workers {
 
 /// Connection and liveness settings (docs/protocol.md gives the defaults' reasons).
 struct worker_session_options {
-  std::string service = "compile";  ///< READY's service; also names the worker in logs and errors
-  std::string endpoint;             ///< the broker's ROUTER, ipc:// or tcp://
-  std::chrono::milliseconds heartbeat{1000};  ///< send HEARTBEAT after this long without sending
-  int liveness = 3;  ///< intervals of broker silence before the broker is presumed dead
-  std::chrono::milliseconds reconnect_initial{1000};  ///< first back-off; doubles per failure
+  std::string service = "compile"; ///< READY's service; also names the worker in logs and errors
+  std::string endpoint;            ///< the broker's ROUTER, ipc:// or tcp://
+  std::chrono::milliseconds heartbeat{1000}; ///< send HEARTBEAT after this long without sending
+  int liveness = 3; ///< intervals of broker silence before the broker is presumed dead
+  std::chrono::milliseconds reconnect_initial{1000}; ///< first back-off; doubles per failure
   std::chrono::milliseconds reconnect_max{32000};
   /// ZMQ_MAXMSGSIZE for incoming messages; a reply larger than this would be dropped by the broker
   /// (which sets the same cap), so the session logs it as an error.
@@ -52,7 +52,9 @@ private:
   void open_socket();
   void close_socket();
   void reconnect(std::chrono::milliseconds delay);
-  bool send(messages::message_kind kind, std::uint64_t job_id, const std::string& run_id,
+  bool send(messages::message_kind kind,
+            std::uint64_t job_id,
+            const std::string& run_id,
             const std::string& body);
   void send_reply(const job_reply& reply);
   void send_heartbeat();
@@ -66,9 +68,9 @@ private:
   worker_session_options options_;
   std::atomic<bool>& stop_;
   worker_identity identity_;
-  job_handler* handler_ = nullptr;  // set by run()
+  job_handler* handler_ = nullptr; // set by run()
   zmq::context_t context_{1};
-  std::optional<zmq::socket_t> socket_;  // declared after context_: closed before it terminates
+  std::optional<zmq::socket_t> socket_; // declared after context_: closed before it terminates
   steady::time_point last_heard_{};
   steady::time_point last_sent_{};
   std::chrono::milliseconds backoff_{};
@@ -76,4 +78,4 @@ private:
   std::uint64_t heartbeat_sequence_ = 0;
 };
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

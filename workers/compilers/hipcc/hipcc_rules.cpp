@@ -4,9 +4,11 @@ namespace rpl::workers {
 
 namespace {
 
-bool starts_with(std::string_view word, std::string_view prefix) { return word.substr(0, prefix.size()) == prefix; }
+bool starts_with(std::string_view word, std::string_view prefix) {
+  return word.substr(0, prefix.size()) == prefix;
+}
 
-}  // namespace
+} // namespace
 
 bool hipcc_rules::matches(const std::vector<std::string>& argv) const {
   return compiler_file_name(argv) == "hipcc";
@@ -16,16 +18,19 @@ bool hipcc_rules::names_target(const std::vector<std::string>& argv) const {
   for (const std::string& word : argv) {
     // "--offload-arch gfx942" (value in the next word) starts with the flag too.
     for (const char* flag : {"--offload-arch", "--amdgpu-target", "--cuda-gpu-arch"}) {
-      if (starts_with(word, flag)) return true;
+      if (starts_with(word, flag))
+        return true;
     }
-    if (starts_with(word, "-march=gfx") || starts_with(word, "-mcpu=gfx")) return true;
+    if (starts_with(word, "-march=gfx") || starts_with(word, "-mcpu=gfx"))
+      return true;
   }
   return false;
 }
 
 std::vector<std::string> hipcc_rules::target_argv(std::string_view device_arch) const {
-  if (device_arch.size() <= 3 || !starts_with(device_arch, "gfx")) return {};
+  if (device_arch.size() <= 3 || !starts_with(device_arch, "gfx"))
+    return {};
   return {"--offload-arch=" + std::string(device_arch)};
 }
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

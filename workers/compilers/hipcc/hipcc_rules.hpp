@@ -1,8 +1,8 @@
 #pragma once
-/// hipcc's rules (ROCm): `--offload-arch=gfxNNN` names the local GPU when the build names no target;
-/// without one hipcc builds for what HCC_AMDGPU_TARGET or its own probe says, which need not be the
-/// GPU the lane measures on. hipcc is run unchanged, and its output is not parsed: AMD's resource
-/// numbers come from the code object itself (stages/hardware/code_object_metadata).
+/// hipcc's rules (ROCm): `--offload-arch=gfxNNN` names the local GPU when the build names no
+/// target; without one hipcc builds for what HCC_AMDGPU_TARGET or its own probe says, which need
+/// not be the GPU the lane measures on. hipcc is run unchanged, and its output is not parsed: AMD's
+/// resource numbers come from the code object itself (stages/hardware/code_object_metadata).
 
 #include "workers/compilers/compiler_rules.hpp"
 
@@ -22,4 +22,4 @@ public:
   std::vector<std::string> target_argv(std::string_view device_arch) const override;
 };
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

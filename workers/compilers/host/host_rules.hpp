@@ -16,4 +16,4 @@ public:
   bool matches(const std::vector<std::string>& argv) const override;
 };
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

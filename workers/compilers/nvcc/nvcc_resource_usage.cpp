@@ -14,7 +14,7 @@ std::uint64_t number_before(const std::string& line, const std::regex& pattern) 
   return std::regex_search(line, match, pattern) ? std::stoull(match[1].str()) : 0;
 }
 
-}  // namespace
+} // namespace
 
 std::vector<messages::kernel_resource_usage> parse_ptxas_resource_usage(std::string_view output) {
   static const std::regex compiling(R"(Compiling entry function '([^']+)' for '([^']+)')");
@@ -38,7 +38,7 @@ std::vector<messages::kernel_resource_usage> parse_ptxas_resource_usage(std::str
     kernels.back().name = name;
     return kernels.back();
   };
-  std::string active;  // the function the following lines describe
+  std::string active; // the function the following lines describe
   std::istringstream in{std::string(output)};
   std::string line;
   std::smatch match;
@@ -65,7 +65,9 @@ std::vector<messages::kernel_resource_usage> parse_ptxas_resource_usage(std::str
   return kernels;
 }
 
-bool is_nvcc(const std::vector<std::string>& argv) { return nvcc_rules().matches(argv); }
+bool is_nvcc(const std::vector<std::string>& argv) {
+  return nvcc_rules().matches(argv);
+}
 
 bool nvcc_names_no_architecture(const std::vector<std::string>& argv) {
   const nvcc_rules nvcc;
@@ -77,4 +79,4 @@ bool nvcc_needs_resource_flag(const std::vector<std::string>& argv) {
   return nvcc.matches(argv) && nvcc.worker_argv(argv).size() != argv.size();
 }
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

@@ -30,4 +30,4 @@ bool nvcc_names_no_architecture(const std::vector<std::string>& argv);
 /// compiler_rules_for(argv).worker_argv(argv) instead.
 bool nvcc_needs_resource_flag(const std::vector<std::string>& argv);
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

@@ -15,26 +15,31 @@ std::vector<std::string> nvcc_rules::worker_argv(std::vector<std::string> argv) 
     return word == "--resource-usage" || word == "-res-usage";
   });
   // The report changes nothing in the artifact; without it the reply has no registers or spills.
-  if (!asked) argv.push_back("--resource-usage");
+  if (!asked)
+    argv.push_back("--resource-usage");
   return argv;
 }
 
 bool nvcc_rules::names_target(const std::vector<std::string>& argv) const {
   for (const std::string& word : argv) {
-    for (const char* flag : {"-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code"}) {
-      if (word.rfind(flag, 0) == 0) return true;
+    for (const char* flag :
+         {"-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code"}) {
+      if (word.rfind(flag, 0) == 0)
+        return true;
     }
   }
   return false;
 }
 
 std::vector<std::string> nvcc_rules::target_argv(std::string_view device_arch) const {
-  if (device_arch.size() <= 3 || device_arch.substr(0, 3) != "sm_") return {};
+  if (device_arch.size() <= 3 || device_arch.substr(0, 3) != "sm_")
+    return {};
   return {"-arch=" + std::string(device_arch)};
 }
 
-std::vector<messages::kernel_resource_usage> nvcc_rules::parse_resource_usage(std::string_view output) const {
+std::vector<messages::kernel_resource_usage>
+nvcc_rules::parse_resource_usage(std::string_view output) const {
   return parse_ptxas_resource_usage(output);
 }
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

@@ -19,7 +19,8 @@ public:
   /// {"-arch=sm_XY"} for an "sm_..." name, else nothing.
   std::vector<std::string> target_argv(std::string_view device_arch) const override;
   /// parse_ptxas_resource_usage (nvcc_resource_usage.hpp).
-  std::vector<messages::kernel_resource_usage> parse_resource_usage(std::string_view output) const override;
+  std::vector<messages::kernel_resource_usage>
+  parse_resource_usage(std::string_view output) const override;
 };
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

@@ -13,8 +13,10 @@ namespace {
 constexpr std::size_t kept_output_bytes = 4096;
 
 /// Fills status and reason for a run that did not succeed; `run_name` is "run 2" or "warm-up 1".
-void record_failure(messages::measure_result& result, const child_outcome& outcome,
-                    const std::string& run_name, std::chrono::milliseconds timeout) {
+void record_failure(messages::measure_result& result,
+                    const child_outcome& outcome,
+                    const std::string& run_name,
+                    std::chrono::milliseconds timeout) {
   result.exit_code = outcome.exit_code;
   result.term_signal = outcome.term_signal;
   result.reason = run_name + " " + describe_exit(outcome, timeout);
@@ -28,11 +30,12 @@ void record_failure(messages::measure_result& result, const child_outcome& outco
   } else {
     result.status = messages::measure_status::nonzero_exit;
     const std::string line = first_output_line(outcome.output);
-    if (!line.empty()) result.reason += ": " + line;
+    if (!line.empty())
+      result.reason += ": " + line;
   }
 }
 
-}  // namespace
+} // namespace
 
 timing_lane::timing_lane(std::string name) : name_(std::move(name)) {}
 
@@ -43,7 +46,7 @@ messages::measure_result timing_lane::measure(const messages::measure_request& r
 
   child_options options;
   options.argv = request.argv;
-  options.capture_output = true;  // only to quote it when a run fails; stdout is otherwise ignored
+  options.capture_output = true; // only to quote it when a run fails; stdout is otherwise ignored
   options.max_output_bytes = kept_output_bytes;
   // A killed engine must not leave a hanging candidate behind (the lane thread outlives its runs).
   options.kill_on_parent_death = true;
@@ -53,15 +56,18 @@ messages::measure_result timing_lane::measure(const messages::measure_request& r
   for (std::int64_t index = 0; index < total; ++index) {
     const bool warmup = index < request.warmup;
     // Warm-ups are numbered -1, -2, ... and named "warm-up 1, 2, ..."; timed runs from 0.
-    const auto run_index = static_cast<std::int32_t>(warmup ? -(index + 1) : index - request.warmup);
+    const auto run_index =
+        static_cast<std::int32_t>(warmup ? -(index + 1) : index - request.warmup);
     const child_outcome outcome = run_child(options, timeout);
     if (outcome.succeeded()) {
-      if (!warmup) result.samples_ns.push_back(outcome.wall.count());
+      if (!warmup)
+        result.samples_ns.push_back(outcome.wall.count());
       continue;
     }
     result.failed_run = run_index;
     record_failure(result, outcome,
-                   warmup ? "warm-up " + std::to_string(-run_index) : "run " + std::to_string(run_index),
+                   warmup ? "warm-up " + std::to_string(-run_index)
+                          : "run " + std::to_string(run_index),
                    timeout);
     return result;
   }
@@ -76,4 +82,4 @@ messages::measure_result run_timing_measurement(const messages::measure_request&
   return timing_lane(lane_name).measure(request);
 }
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

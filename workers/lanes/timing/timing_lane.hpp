@@ -30,4 +30,4 @@ private:
 messages::measure_result run_timing_measurement(const messages::measure_request& request,
                                                 const std::string& lane_name);
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

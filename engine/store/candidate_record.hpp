@@ -1,35 +1,31 @@
 #pragma once
-/// One candidate as it travels through the flow graph: each stage fills in its part, and the results
-/// store writes the whole record in one transaction once the verdict is final.
+/// One candidate as the results store writes it: plain data, so any verb (autotune today, optimize
+/// and replay later) can store results without knowing the flow graph's record.
 
-#include <chrono>
 #include <cstddef>
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "messages/wire.hpp"
-#include "stages/search/space.hpp"
 #include "stages/statistics/statistics.hpp"
 
 namespace rpl::engine {
 
-struct candidate_state {
-  std::size_t space_index = 0;
+struct candidate_record {
   std::string key;
-  stages::configuration config;
+  std::size_t space_index = 0;
+  nlohmann::json params = nlohmann::json::object();  ///< parameter name -> value
   std::vector<std::string> build_argv;  ///< {OUT} left for the worker to fill in
   std::vector<std::string> run_argv;    ///< {BIN} left for the lane to fill in
   messages::compile_reply compile;      ///< artifact bytes are dropped once written to disk
-  std::string artifact_hash;
+  std::string artifact_hash;            ///< empty when the compile produced no artifact
   std::filesystem::path artifact_path;
   messages::measure_result measure;
   stages::sample_stats stats;
   messages::verdict verdict;
-  std::chrono::steady_clock::time_point submitted_at;
 };
-
-using candidate_ptr = std::shared_ptr<candidate_state>;
 
 }  // namespace rpl::engine

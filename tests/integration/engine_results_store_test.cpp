@@ -21,11 +21,11 @@ run_record make_run(const std::string& id, const std::string& fingerprint) {
   return run;
 }
 
-candidate_state make_candidate(const std::string& key, bool valid) {
-  candidate_state c;
+candidate_record make_candidate(const std::string& key, bool valid) {
+  candidate_record c;
   c.key = key;
   c.space_index = 2;
-  c.config.params = {{"TILE", std::int64_t{16}}, {"FLAG", std::string("-O3")}};
+  c.params = {{"TILE", 16}, {"FLAG", "-O3"}};
   c.build_argv = {"g++", "k.cpp", "-o", "{OUT}"};
   c.run_argv = {"{BIN}"};
   c.compile.status = valid ? messages::compile_status::ok : messages::compile_status::failed;

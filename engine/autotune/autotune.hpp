@@ -1,7 +1,7 @@
 #pragma once
-/// The autotune job: validates its inputs, then streams a space's candidates through the flow graph
-/// (strategy → compile gateway → lane router → lanes → model → acceptance → store → feedback) with
-/// compile workers as separate processes behind the broker.
+/// The autotune job: validates its inputs (autotune_inputs.hpp), opens the store and resumes
+/// (autotune_session.hpp), then streams the space's candidates through the tuning graph
+/// (engine/graph/) with compile workers as separate processes behind the broker.
 
 #include <atomic>
 #include <chrono>
@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/broker/broker.hpp"
-#include "engine/candidate_state.hpp"
+#include "engine/graph/candidate_state.hpp"
 #include "engine/store/results_store.hpp"
 
 namespace rpl::engine {

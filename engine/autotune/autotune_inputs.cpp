@@ -1,0 +1,185 @@
+#include "engine/autotune/autotune_inputs.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "stages/search/candidate_key.hpp"
+#include "workers/compile/compile_worker.hpp"
+#include "workers/compilers/nvcc/nvcc_resource_usage.hpp"
+#include "workers/devices/nvidia_gpu.hpp"
+#include "workers/process/child_process.hpp"
+
+namespace rpl::engine {
+
+namespace {
+
+std::string read_file(const std::filesystem::path& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw config_error(what + " " + path.string() + ": cannot read the file (" +
+                       std::strerror(errno) + "); fix: check the path");
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+/// Identifies the compiler by its `--version` banner, so a toolchain upgrade changes every key.
+std::string toolchain_id(const std::string& compiler) {
+  workers::child_options options;
+  options.argv = {compiler, "--version"};
+  options.max_output_bytes = 4096;
+  const auto outcome = workers::run_child(options, std::chrono::milliseconds(10000));
+  if (!outcome.launched || outcome.exit_code != 0) {
+    // The compiler may exist only on remote workers; its name is then the best identity we have.
+    return compiler;
+  }
+  const auto first_line = outcome.output.substr(0, outcome.output.find('\n'));
+  return compiler + " " + first_line;
+}
+
+void check_run_settings(const autotune_options& options) {
+  if (options.runs == 0) {
+    throw config_error("--runs 0: at least one measured run is needed; fix: --runs 5");
+  }
+  if (options.lanes == 0) {
+    throw config_error("--lanes 0: at least one lane is needed; fix: --lanes 1");
+  }
+  if (!(options.timeout_s > 0.0)) {
+    throw config_error("--timeout must be positive seconds; fix: --timeout 60");
+  }
+}
+
+void parse_templates(const autotune_options& options, autotune_inputs& in) {
+  std::set<std::string> names(in.space.names.begin(), in.space.names.end());
+  try {
+    in.build = stages::command_template::parse(options.build_template, "--build-template");
+    in.cmd = stages::command_template::parse(options.cmd_template, "--cmd-template");
+    auto build_known = names;
+    build_known.insert("OUT");
+    in.build->check(build_known);
+    auto cmd_known = names;
+    cmd_known.insert("BIN");
+    in.cmd->check(cmd_known);
+  } catch (const stages::template_error& error) {
+    throw config_error(error.what());
+  }
+  const bool build_has_out = in.build->placeholders().count("OUT") != 0;
+  if (in.cmd->placeholders().count("BIN") != 0 && !build_has_out) {
+    throw config_error("--cmd-template uses {BIN} but --build-template never writes {OUT}; fix: "
+                       "add -o {OUT} (or the compiler's output flag) to the build template");
+  }
+}
+
+void read_sources(const autotune_options& options, autotune_inputs& in) {
+  std::set<std::string> source_names;
+  for (const auto& path : options.sources) {
+    messages::source_file file;
+    file.name = path.filename().string();
+    file.content = read_file(path, "--source");
+    if (!source_names.insert(file.name).second) {
+      throw config_error("--source " + path.string() + ": another source is also named " +
+                         file.name + "; fix: rename one of them (sources are shipped by file name)");
+    }
+    in.source_pairs.emplace_back(file.name, file.content);
+    in.sources.push_back(std::move(file));
+  }
+}
+
+/// Every configuration's compiler must be allow-listed (the first word may itself be a
+/// placeholder, {CXX}); each distinct compiler is identified once.
+void identify_compilers(const autotune_options& options, autotune_inputs& in) {
+  const auto allowed = options.allowed_compilers.empty()
+                           ? workers::compile_worker_options{}.allowed_compilers
+                           : options.allowed_compilers;
+  bool uses_nvcc = false;
+  for (const auto& config : in.space.configurations) {
+    auto values = config.as_strings();
+    values["OUT"] = "{OUT}";
+    const auto argv = in.build->expand(values);
+    if (argv.empty()) {
+      throw config_error("--build-template expands to no command; fix: start it with a compiler");
+    }
+    if (!workers::compiler_allowed(argv[0], allowed)) {
+      std::string list;
+      for (const auto& name : allowed) {
+        list += (list.empty() ? "" : " ") + name;
+      }
+      throw config_error("--build-template: compiler '" + argv[0] + "' is not allow-listed (" +
+                         list + "); fix: use one of those, or pass --allow-compiler " +
+                         std::filesystem::path(argv[0]).filename().string());
+    }
+    uses_nvcc = uses_nvcc || workers::is_nvcc(argv);
+    if (in.toolchains.count(argv[0]) == 0) {
+      in.toolchains[argv[0]] = toolchain_id(argv[0]);
+    }
+  }
+  // Only a GPU toolchain needs the local GPU's architecture (and so a GPU query at all).
+  if (uses_nvcc) {
+    in.nvidia_arch = workers::local_nvidia_arch();
+  }
+}
+
+std::size_t worker_count(const autotune_options& options) {
+  std::size_t workers = 1;
+  if (options.compile_workers) {
+    workers = *options.compile_workers;
+  } else {
+    const auto cores = std::max(1u, std::thread::hardware_concurrency());
+    workers = cores > options.lanes ? cores - options.lanes : 1;
+  }
+  if (workers == 0 && options.listen.empty()) {
+    throw config_error("--compile-workers 0 without --listen: nothing would compile; fix: "
+                       "--compile-workers 1, or --listen tcp://0.0.0.0:5555 for remote workers");
+  }
+  return workers;
+}
+
+/// Everything that defines the candidates and their measurement, hashed: --resume continues only
+/// a run with the same fingerprint.
+std::string fingerprint(const autotune_options& options, const autotune_inputs& in) {
+  std::ostringstream fp;
+  fp << stages::content_hash(read_file(options.space_file, "--space")) << '\n'
+     << options.build_template << '\n'
+     << options.cmd_template << '\n'
+     << options.strategy << '\n'
+     << options.seed << '\n'
+     << (options.budget ? std::to_string(*options.budget) : "all") << '\n'
+     << options.runs << '\n'
+     << options.warmup << '\n';
+  for (const auto& [name, content] : in.source_pairs) {
+    fp << name << ' ' << stages::content_hash(content) << '\n';
+  }
+  return stages::content_hash(fp.str());
+}
+
+}  // namespace
+
+autotune_inputs validate_inputs(const autotune_options& options) {
+  check_run_settings(options);
+  autotune_inputs in;
+  try {
+    in.space = stages::load_space(options.space_file);
+  } catch (const stages::space_error& error) {
+    throw config_error(error.what());
+  }
+  parse_templates(options, in);
+  read_sources(options, in);
+  identify_compilers(options, in);
+  try {
+    in.strategy = stages::make_strategy(options.strategy, in.space.configurations.size(),
+                                        options.budget, options.seed);
+  } catch (const std::invalid_argument& error) {
+    throw config_error(std::string("--strategy ") + options.strategy + ": " + error.what());
+  }
+  in.workers = worker_count(options);
+  in.fingerprint = fingerprint(options, in);
+  return in;
+}
+
+}  // namespace rpl::engine

@@ -1,0 +1,40 @@
+#pragma once
+/// Everything an autotune run is made of, validated before anything runs or is written: the space,
+/// the templates, the sources, the compilers' identities, the strategy, the worker count and the
+/// fingerprint that --resume matches. Bad input throws config_error naming the input and a fix.
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/autotune/autotune.hpp"
+#include "messages/wire.hpp"
+#include "stages/search/command_template.hpp"
+#include "stages/search/space.hpp"
+#include "stages/search/strategy.hpp"
+
+namespace rpl::engine {
+
+struct autotune_inputs {
+  stages::space space;
+  std::optional<stages::command_template> build;
+  std::optional<stages::command_template> cmd;
+  std::vector<messages::source_file> sources;
+  std::vector<std::pair<std::string, std::string>> source_pairs;  ///< name, content (for keys)
+  std::map<std::string, std::string> toolchains;  ///< compiler argv[0] -> identity
+  /// This host's GPU ("sm_90"), for nvcc builds that name no architecture; empty when no build
+  /// uses nvcc (then no GPU tool is asked) or there is no NVIDIA GPU.
+  std::string nvidia_arch;
+  std::unique_ptr<stages::strategy> strategy;
+  std::size_t workers = 1;
+  std::string fingerprint;
+};
+
+/// Reads and checks every input of `options`. Throws config_error.
+autotune_inputs validate_inputs(const autotune_options& options);
+
+}  // namespace rpl::engine

@@ -1,0 +1,346 @@
+#include "engine/autotune/autotune_session.hpp"
+
+#include <ctime>
+#include <random>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "stages/search/candidate_key.hpp"
+#include "workers/compilers/nvcc/nvcc_resource_usage.hpp"
+#include "workers/process/child_process.hpp"
+
+namespace rpl::engine {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+std::string make_run_id() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  std::random_device device;
+  char suffix[16];
+  std::snprintf(suffix, sizeof suffix, "%06x", device() & 0xffffffu);
+  return std::string("run-") + stamp + "-" + suffix;
+}
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (std::size_t pos = text.find(from); pos != std::string::npos;
+       pos = text.find(from, pos + to.size())) {
+    text.replace(pos, from.size(), to);
+  }
+  return text;
+}
+
+/// The first line that reads like a compiler diagnostic, else the first line.
+std::string compiler_summary(const std::string& output) {
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("error") != std::string::npos) {
+      return workers::first_output_line(line);
+    }
+  }
+  return workers::first_output_line(output);
+}
+
+std::optional<messages::verdict_kind> verdict_from_string(const std::string& name) {
+  for (const auto kind : {messages::verdict_kind::faster, messages::verdict_kind::slower,
+                          messages::verdict_kind::same, messages::verdict_kind::ambiguous,
+                          messages::verdict_kind::invalid}) {
+    if (name == messages::to_string(kind)) {
+      return kind;
+    }
+  }
+  return std::nullopt;
+}
+
+/// What an earlier session stored about a configuration, as the strategy's observation.
+stages::observation stored_observation(std::size_t index, const stages::configuration& config,
+                                       const stored_candidate& row) {
+  stages::observation o;
+  o.index = index;
+  o.config = &config;
+  o.resumed = true;
+  o.verdict = verdict_from_string(row.verdict);
+  if (row.status == "ok") {
+    o.value_ns = row.stats.median;
+  } else {
+    o.failure = row.reason;
+  }
+  return o;
+}
+
+}  // namespace
+
+autotune_session::autotune_session(const autotune_options& options, autotune_inputs& inputs,
+                                   const progress_fn& on_progress, const std::atomic<bool>& stop)
+    : options_(options), inputs_(inputs), on_progress_(on_progress), stop_(stop) {}
+
+void autotune_session::open() {
+  if (options_.resume && !std::filesystem::exists(options_.db)) {
+    throw config_error("--resume: " + options_.db.string() +
+                       " does not exist, so there is no run to continue; fix: drop --resume to "
+                       "start a new run, or point --db at the database of the earlier run");
+  }
+  store_ = std::make_unique<results_store>(options_.db);
+  auto dir = options_.db;
+  dir += ".artifacts";
+  try {
+    artifacts_ = std::make_unique<artifact_store>(dir);
+  } catch (const std::runtime_error& error) {
+    throw config_error("--db " + options_.db.string() + ": " + error.what() +
+                       "; fix: choose a writable --db");
+  }
+  if (options_.resume) {
+    resume_run();
+  } else {
+    create_run();
+  }
+  started_ = clock_type::now();
+  counts_.planned = inputs_.strategy->planned();
+}
+
+void autotune_session::create_run() {
+  run_record run;
+  run.run_id = make_run_id();
+  run.fingerprint = inputs_.fingerprint;
+  run.status = "running";
+  run.space_file = options_.space_file.string();
+  run.strategy = options_.strategy;
+  run.seed = options_.seed;
+  run.budget = options_.budget ? static_cast<std::int64_t>(*options_.budget) : -1;
+  run.planned = inputs_.strategy->planned();
+  run.settings = {{"build_template", options_.build_template},
+                  {"cmd_template", options_.cmd_template},
+                  {"runs", options_.runs},
+                  {"warmup", options_.warmup},
+                  {"timeout_s", options_.timeout_s},
+                  {"lanes", options_.lanes},
+                  {"compile_workers", inputs_.workers}};
+  store_->create_run(run);
+  run_id_ = run.run_id;
+}
+
+void autotune_session::resume_run() {
+  auto run = store_->find_run(inputs_.fingerprint);
+  if (!run) {
+    throw config_error("--resume: " + options_.db.string() +
+                       " holds no run with this space, templates, sources, strategy, seed, "
+                       "budget, runs and warm-up; fix: run again with the same arguments, or "
+                       "drop --resume to start a new run");
+  }
+  run_id_ = run->run_id;
+  // The incumbent is the best key named by the last stored verdict.
+  std::string best_key;
+  for (auto& row : store_->candidates(run_id_)) {
+    if (!row.best_key.empty()) {
+      best_key = row.best_key;
+    }
+    completed_.emplace(row.key, std::move(row));
+  }
+  if (auto it = completed_.find(best_key); it != completed_.end()) {
+    best_ = stages::incumbent{best_key, it->second.stats};
+    best_row_ = it->second;
+  }
+  store_->set_run_status(run_id_, "running");
+  spdlog::info("resuming {} in {}: {} candidates already complete", run_id_,
+               options_.db.string(), completed_.size());
+}
+
+candidate_ptr autotune_session::next_candidate() {
+  while (!stop_ && !fatal_) {
+    const auto index = inputs_.strategy->next();
+    if (!index) {
+      return nullptr;
+    }
+    if (auto c = make_candidate(*index)) {
+      return c;
+    }
+  }
+  return nullptr;
+}
+
+candidate_ptr autotune_session::make_candidate(std::size_t index) {
+  auto c = std::make_shared<candidate_state>();
+  c->space_index = index;
+  c->config = inputs_.space.configurations[index];
+  c->params = c->config.to_json();
+  auto values = c->config.as_strings();
+  values["OUT"] = "{OUT}";
+  values["BIN"] = "{BIN}";
+  try {
+    c->build_argv = inputs_.build->expand(values);
+    if (!inputs_.nvidia_arch.empty() && workers::nvcc_names_no_architecture(c->build_argv)) {
+      c->build_argv.push_back("-arch=" + inputs_.nvidia_arch);
+    }
+    c->run_argv = inputs_.cmd->expand(values);
+  } catch (const std::exception& error) {
+    spdlog::error("candidate {}: {}", index, error.what());
+    return nullptr;
+  }
+  stages::key_inputs key;
+  key.sources = inputs_.source_pairs;
+  key.build_argv = c->build_argv;
+  key.toolchain_id = inputs_.toolchains.at(c->build_argv[0]);
+  key.run_argv = c->run_argv;
+  for (const auto& [name, value] : c->config.params) {
+    key.params.emplace_back(name, stages::to_string(value));
+  }
+  c->key = stages::candidate_key(key);
+  if (auto it = completed_.find(c->key); it != completed_.end()) {
+    // Measured in an earlier session: the strategy learns the stored result, nothing re-runs.
+    ++resumed_;
+    inputs_.strategy->observe(
+        stored_observation(index, inputs_.space.configurations[index], it->second));
+    return nullptr;
+  }
+  if (!seen_keys_.insert(c->key).second) {
+    ++duplicates_;
+    return nullptr;
+  }
+  c->submitted_at = clock_type::now();
+  return c;
+}
+
+messages::compile_request autotune_session::compile_request(const candidate_state& c) const {
+  messages::compile_request request;
+  request.sources = inputs_.sources;
+  request.argv = c.build_argv;
+  request.toolchain_id = inputs_.toolchains.at(c.build_argv[0]);
+  request.deadline_ms = static_cast<std::uint32_t>(options_.compile_timeout_s * 1000.0);
+  return request;
+}
+
+void autotune_session::on_compiled(candidate_state& c, const messages::compile_reply& reply) {
+  c.compile = reply;
+  c.compile.artifact.clear();
+  c.compile.artifact.shrink_to_fit();
+  if (reply.status != messages::compile_status::ok || !reply.has_artifact) {
+    return;
+  }
+  const auto stored =
+      artifacts_->put(std::string_view(reply.artifact.data(), reply.artifact.size()),
+                      c.key.substr(0, 8));
+  c.artifact_hash = stored.hash;
+  c.artifact_path = stored.path;
+  if (!stored.error.empty()) {
+    c.compile.status = messages::compile_status::internal_error;
+    c.compile.error = stored.error;
+  }
+}
+
+std::string autotune_session::build_failure(const candidate_state& c) const {
+  std::string reason = messages::to_string(c.compile.status);
+  const auto detail = c.compile.status == messages::compile_status::failed
+                          ? compiler_summary(c.compile.output)
+                          : std::string();
+  if (!c.compile.error.empty()) {
+    reason += ": " + c.compile.error;
+  }
+  if (!detail.empty()) {
+    reason += ": " + detail;
+  }
+  return reason;
+}
+
+messages::measure_request autotune_session::measure_request(const candidate_state& c) const {
+  messages::measure_request request;
+  request.candidate_key = c.key;
+  for (const auto& word : c.run_argv) {
+    request.argv.push_back(replace_all(word, "{BIN}", c.artifact_path.string()));
+  }
+  request.runs = options_.runs;
+  request.warmup = options_.warmup;
+  request.timeout_ms = static_cast<std::uint32_t>(options_.timeout_s * 1000.0);
+  return request;
+}
+
+void autotune_session::judge(candidate_state& c) {
+  static const stages::acceptance_config acceptance;
+  c.verdict = stages::judge(c.key, c.measure, c.stats, best_, acceptance);
+  if (c.verdict.decision == messages::verdict_kind::faster) {
+    best_ = stages::incumbent{c.key, c.stats};
+  }
+  if (best_) {
+    c.verdict.best_key = best_->key;
+  }
+}
+
+void autotune_session::record(candidate_state& c) {
+  if (c.compile.status == messages::compile_status::ok) {
+    ++counts_.compiled;
+    sum_compile_ns_ += c.compile.compile_ns;
+  }
+  for (auto ns : c.measure.samples_ns) {
+    sum_run_ns_ += ns;
+  }
+  if (c.verdict.decision == messages::verdict_kind::invalid) {
+    ++counts_.failed;
+  } else {
+    ++counts_.measured;
+  }
+  if (!fatal_) {
+    try {
+      store_->record(run_id_, c);
+      ++counts_.completed;
+    } catch (const std::exception& error) {
+      fatal_error_ = std::string("cannot store candidate ") + c.key + ": " + error.what();
+      spdlog::error("{}", fatal_error_);
+      fatal_ = true;
+    }
+  }
+  if (c.verdict.decision == messages::verdict_kind::faster) {
+    stored_candidate row;
+    row.key = c.key;
+    row.space_index = c.space_index;
+    row.params = c.params;
+    row.status = "ok";
+    row.stats = c.stats;
+    best_row_ = row;
+  }
+  try {
+    report(c);
+  } catch (const std::exception& error) {
+    spdlog::warn("progress observer: {}", error.what());
+  }
+}
+
+void autotune_session::observe(const candidate_state& c) {
+  stages::observation o;
+  o.index = c.space_index;
+  o.config = &inputs_.space.configurations[c.space_index];
+  o.verdict = c.verdict.decision;
+  if (c.verdict.decision == messages::verdict_kind::invalid) {
+    o.failure = c.measure.reason.empty() ? c.verdict.reason : c.measure.reason;
+  } else {
+    o.value_ns = c.stats.median;
+  }
+  inputs_.strategy->observe(o);
+}
+
+autotune_counts autotune_session::counts() const {
+  auto counts = counts_;
+  counts.resumed = resumed_;
+  counts.duplicates = duplicates_;
+  return counts;
+}
+
+void autotune_session::report(const candidate_state& c) {
+  if (!on_progress_) {
+    return;
+  }
+  autotune_progress progress;
+  progress.candidate = &c;
+  progress.counts = counts();
+  progress.best = best_row_;
+  progress.elapsed = clock_type::now() - started_;
+  on_progress_(progress);
+}
+
+}  // namespace rpl::engine

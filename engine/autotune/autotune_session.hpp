@@ -1,0 +1,85 @@
+#pragma once
+/// One autotune run as the tuning graph's policy: it makes candidates in the strategy's order
+/// (keys, resume, duplicates), stores artifacts, judges against the incumbent, writes each finished
+/// candidate and gives every result back to the strategy. It owns the run's results store.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "engine/autotune/autotune.hpp"
+#include "engine/autotune/autotune_inputs.hpp"
+#include "engine/graph/tuning_policy.hpp"
+#include "engine/store/artifact_store.hpp"
+#include "engine/store/results_store.hpp"
+#include "stages/search/acceptance.hpp"
+
+namespace rpl::engine {
+
+class autotune_session final : public tuning_policy {
+public:
+  using progress_fn = std::function<void(const autotune_progress&)>;
+  autotune_session(const autotune_options& options, autotune_inputs& inputs,
+                   const progress_fn& on_progress, const std::atomic<bool>& stop);
+
+  /// Opens the results store and the artifact folder, then creates a new run or finds the one to
+  /// resume. Throws config_error (nothing to resume, unwritable folder) or store_error.
+  void open();
+
+  candidate_ptr next_candidate() override;
+  messages::compile_request compile_request(const candidate_state& c) const override;
+  void on_compiled(candidate_state& c, const messages::compile_reply& reply) override;
+  std::string build_failure(const candidate_state& c) const override;
+  messages::measure_request measure_request(const candidate_state& c) const override;
+  void judge(candidate_state& c) override;
+  void record(candidate_state& c) override;
+  void observe(const candidate_state& c) override;
+
+  /// Marks the run failed (the store node could not write); no new candidate starts.
+  bool failed() const { return fatal_; }
+  const std::string& failure() const { return fatal_error_; }
+  const std::string& run_id() const { return run_id_; }
+  results_store& store() { return *store_; }
+  /// The counts as the store node saw them, with the resumed and duplicate counts added.
+  autotune_counts counts() const;
+  std::string winner_key() const { return best_ ? best_->key : std::string(); }
+  std::int64_t sum_compile_ns() const { return sum_compile_ns_; }
+  std::int64_t sum_run_ns() const { return sum_run_ns_; }
+
+private:
+  void create_run();
+  void resume_run();
+  /// A candidate for space index `index`, or nullptr when its key is done or already seen.
+  candidate_ptr make_candidate(std::size_t index);
+  void report(const candidate_state& c);
+
+  const autotune_options& options_;
+  autotune_inputs& inputs_;
+  const progress_fn& on_progress_;
+  const std::atomic<bool>& stop_;
+
+  std::unique_ptr<results_store> store_;
+  std::unique_ptr<artifact_store> artifacts_;
+  std::string run_id_;
+  std::unordered_map<std::string, stored_candidate> completed_;  ///< earlier sessions, by key
+  std::unordered_set<std::string> seen_keys_;
+  std::optional<stages::incumbent> best_;        // acceptance node only
+  std::optional<stored_candidate> best_row_;     // store node only
+  autotune_counts counts_;                       // store node only
+  // next_candidate() runs in the feedback node while the store node reads these.
+  std::atomic<std::size_t> resumed_{0};
+  std::atomic<std::size_t> duplicates_{0};
+  std::int64_t sum_compile_ns_ = 0;
+  std::int64_t sum_run_ns_ = 0;
+  std::chrono::steady_clock::time_point started_;
+  std::atomic<bool> fatal_{false};
+  std::string fatal_error_;
+};
+
+}  // namespace rpl::engine

@@ -1,0 +1,206 @@
+#include <sched.h>
+#include <stdlib.h>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/autotune/autotune.hpp"
+#include "engine/autotune/autotune_inputs.hpp"
+#include "engine/autotune/autotune_session.hpp"
+#include "engine/broker/broker.hpp"
+#include "engine/broker/local_workers.hpp"
+#include "engine/graph/tuning_graph.hpp"
+#include "workers/lanes/timing/timing_lane.hpp"
+
+namespace rpl::engine {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+/// The broker as the graph's compile service, for one run.
+class broker_compile_service final : public compile_service {
+public:
+  broker_compile_service(broker& b, std::string run_id) : broker_(b), run_id_(std::move(run_id)) {}
+  void submit(messages::compile_request request, reply_fn on_reply) override {
+    broker_.submit(run_id_, std::move(request), std::move(on_reply));
+  }
+
+private:
+  broker& broker_;
+  std::string run_id_;
+};
+
+/// A private folder for the broker's ipc endpoint, removed at the end.
+class private_dir {
+public:
+  private_dir() {
+    char pattern[] = "/tmp/rocm-perf-XXXXXX";
+    if (mkdtemp(pattern) == nullptr) {
+      throw config_error(std::string("cannot create a temporary folder under /tmp for the broker "
+                                     "socket: ") +
+                         std::strerror(errno) + "; fix: make /tmp writable, or set TMPDIR");
+    }
+    path_ = pattern;
+  }
+  ~private_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  private_dir(const private_dir&) = delete;
+  private_dir& operator=(const private_dir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+private:
+  std::filesystem::path path_;
+};
+
+/// Measurement keeps CPUs to itself when there are enough: lane k runs on the k-th CPU from the
+/// end, the compile workers (and their compilers) on the rest. Otherwise nothing is pinned (-1).
+struct cpu_plan {
+  std::vector<int> lanes;
+  std::vector<int> workers;
+};
+
+cpu_plan plan_cpus(std::size_t lanes, std::size_t workers) {
+  std::vector<int> cpus;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &allowed)) {
+        cpus.push_back(cpu);
+      }
+    }
+  }
+  cpu_plan plan;
+  plan.lanes.assign(lanes, -1);
+  if (cpus.size() >= workers + lanes && lanes < cpus.size()) {
+    for (std::size_t i = 0; i < lanes; ++i) {
+      plan.lanes[i] = cpus[cpus.size() - 1 - i];
+    }
+    plan.workers.assign(cpus.begin(), cpus.end() - static_cast<std::ptrdiff_t>(lanes));
+    spdlog::info("lanes pinned to CPU {}{}, local compile workers to the other {} CPUs",
+                 plan.lanes.front(), lanes > 1 ? " and below" : "", plan.workers.size());
+  }
+  return plan;
+}
+
+broker_config make_broker_config(const autotune_options& options, const private_dir& dir) {
+  broker_config config;
+  config.bind_endpoints.push_back("ipc://" + (dir.path() / "broker.ipc").string());
+  for (const auto& endpoint : options.listen) {
+    config.bind_endpoints.push_back(endpoint);
+  }
+  config.heartbeat = options.heartbeat;
+  config.liveness = options.liveness;
+  return config;
+}
+
+local_workers_config make_workers_config(const autotune_options& options,
+                                         const broker_config& bconfig, std::size_t count,
+                                         std::vector<int> cpus) {
+  local_workers_config config;
+  config.executable = options.worker_executable.empty()
+                          ? std::filesystem::read_symlink("/proc/self/exe")
+                          : options.worker_executable;
+  config.endpoint = bconfig.bind_endpoints.front();
+  config.count = count;
+  config.heartbeat = options.heartbeat;
+  config.liveness = options.liveness;
+  config.allowed_compilers = options.allowed_compilers;
+  config.cpus = std::move(cpus);
+  return config;
+}
+
+autotune_result make_result(const autotune_options& options, const autotune_inputs& inputs,
+                            autotune_session& session, const std::atomic<bool>& stop) {
+  autotune_result result;
+  result.run_status = session.failed() ? "failed" : (stop ? "interrupted" : "finished");
+  result.error = session.failure();
+  try {
+    session.store().set_run_status(session.run_id(), result.run_status);
+  } catch (const std::exception& error) {
+    spdlog::error("{}", error.what());
+  }
+  result.run_id = session.run_id();
+  result.db = options.db;
+  result.space_size = inputs.space.configurations.size();
+  result.space_total = inputs.space.total;
+  result.cut_by_constraints = inputs.space.cut_by_constraints;
+  result.strategy = options.strategy;
+  result.counts = session.counts();
+  result.compile_workers = inputs.workers;
+  result.lanes = options.lanes;
+  result.winner_key = session.winner_key();
+  result.candidates = session.store().candidates(session.run_id());
+  result.sum_compile_ns = session.sum_compile_ns();
+  result.sum_run_ns = session.sum_run_ns();
+  return result;
+}
+
+}  // namespace
+
+autotune_result run_autotune(const autotune_options& options,
+                             const std::function<void(const autotune_progress&)>& on_progress,
+                             const std::atomic<bool>& stop) {
+  auto inputs = validate_inputs(options);
+  autotune_session session(options, inputs, on_progress, stop);
+  session.open();
+  const auto started = clock_type::now();
+
+  std::optional<private_dir> ipc_dir;
+  try {
+    ipc_dir.emplace();
+  } catch (const config_error&) {
+    session.store().set_run_status(session.run_id(), "failed");
+    throw;
+  }
+  const auto bconfig = make_broker_config(options, *ipc_dir);
+  broker compile_broker(bconfig);
+  try {
+    compile_broker.start();
+  } catch (const zmq::error_t& error) {
+    session.store().set_run_status(session.run_id(), "failed");
+    throw config_error(std::string("--listen: cannot bind: ") + error.what() +
+                       "; fix: use a free port and an address of this host, e.g. "
+                       "tcp://0.0.0.0:5555");
+  }
+
+  auto cpus = plan_cpus(options.lanes, inputs.workers);
+  local_workers pool(make_workers_config(options, bconfig, inputs.workers, cpus.workers));
+  pool.start();
+  const bool remote_workers_possible = !options.listen.empty();
+  compile_broker.set_tick([&pool, &compile_broker, remote_workers_possible] {
+    pool.supervise();
+    // Without --listen, no worker can ever come once the local ones are gone: fail the queue
+    // rather than wait forever.
+    if (!remote_workers_possible && pool.exhausted() && compile_broker.live_workers() == 0) {
+      compile_broker.fail_queued(
+          "every local compile worker exited and the restart budget is spent (see the log "
+          "above); fix: check that the worker command runs: rocm-perf worker compile --help");
+    }
+  });
+
+  std::vector<std::unique_ptr<lane_worker>> lanes;
+  for (std::size_t i = 0; i < options.lanes; ++i) {
+    lanes.push_back(std::make_unique<lane_worker>(
+        std::make_unique<workers::timing_lane>("cpu" + std::to_string(i)), cpus.lanes[i]));
+  }
+  broker_compile_service compiler(compile_broker, session.run_id());
+  {
+    tuning_graph graph(session, compiler, lanes);
+    graph.run(options.max_in_flight.value_or(
+        2 * (std::max<std::size_t>(inputs.workers, 1) + options.lanes)));
+  }
+
+  const auto broker_stats = compile_broker.stats();
+  compile_broker.stop();
+  pool.stop();
+  lanes.clear();
+  auto result = make_result(options, inputs, session, stop);
+  result.broker = broker_stats;
+  result.wall_s = std::chrono::duration<double>(clock_type::now() - started).count();
+  return result;
+}
+
+}  // namespace rpl::engine

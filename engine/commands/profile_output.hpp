@@ -1,0 +1,24 @@
+#pragma once
+/// What `profile` and `analyze` share after the report is built: where it goes (profile.json under
+/// --out) and how it is printed (--json, --quiet, or the text table).
+
+#include <filesystem>
+#include <string>
+
+#include "stages/analysis/profile_report.hpp"
+
+namespace rpl::engine::commands {
+
+/// The report options both verbs take.
+struct report_options {
+  bool json = false;         ///< print strict JSON (docs/schema/profile.schema.json)
+  bool quiet = false;        ///< print only the runtime in ms
+  std::filesystem::path out; ///< write profile.json here when set
+  std::string arch;          ///< override the agents' targets for occupancy
+};
+
+/// Writes profile.json under `options.out` (when set), then prints the report. Returns the exit
+/// code: 0, or 2 when profile.json cannot be written (said on stderr).
+int emit_report(const stages::profile_report& report, const report_options& options);
+
+} // namespace rpl::engine::commands

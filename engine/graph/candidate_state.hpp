@@ -1,0 +1,20 @@
+#pragma once
+/// One candidate as it travels through the flow graph: each node fills in its part of the record,
+/// and the store node writes the record in one transaction once the verdict is final.
+
+#include <chrono>
+#include <memory>
+
+#include "engine/store/candidate_record.hpp"
+#include "stages/search/param_value.hpp"
+
+namespace rpl::engine {
+
+struct candidate_state : candidate_record {
+  stages::configuration config;
+  std::chrono::steady_clock::time_point submitted_at;
+};
+
+using candidate_ptr = std::shared_ptr<candidate_state>;
+
+}  // namespace rpl::engine

@@ -1,0 +1,35 @@
+#pragma once
+/// What the tuning graph asks of the job it runs. The graph (tuning_graph.hpp) is structure only:
+/// nodes, edges, concurrency and back-pressure; every decision about a candidate comes from here.
+/// Each call names the node (and so the thread discipline) it is made from.
+
+#include "engine/graph/candidate_state.hpp"
+#include "messages/wire.hpp"
+
+namespace rpl::engine {
+
+class tuning_policy {
+public:
+  virtual ~tuning_policy() = default;
+
+  /// The next candidate to build, or nullptr when the search is done (or stopping). Called before
+  /// the graph starts (the seeds) and then only from the feedback node, one call at a time.
+  virtual candidate_ptr next_candidate() = 0;
+  /// The compile job for a candidate (compile gateway; any thread).
+  virtual messages::compile_request compile_request(const candidate_state& c) const = 0;
+  /// Takes the compile reply into the candidate (stores the artifact). Called on the compile
+  /// service's thread, once per candidate; must not throw.
+  virtual void on_compiled(candidate_state& c, const messages::compile_reply& reply) = 0;
+  /// The reason a candidate whose build failed never reaches a lane.
+  virtual std::string build_failure(const candidate_state& c) const = 0;
+  /// The measurement job for a compiled candidate (lane dispatch; any thread).
+  virtual messages::measure_request measure_request(const candidate_state& c) const = 0;
+  /// Decides the verdict against the incumbent (acceptance node: serial).
+  virtual void judge(candidate_state& c) = 0;
+  /// Writes the finished candidate and reports progress (store node: serial).
+  virtual void record(candidate_state& c) = 0;
+  /// Gives the candidate's result to the search strategy (feedback node: serial).
+  virtual void observe(const candidate_state& c) = 0;
+};
+
+}  // namespace rpl::engine

@@ -1,0 +1,201 @@
+#include "stages/analysis/profile_report_builder.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string_view>
+#include <utility>
+
+#include "stages/hardware/arch_model.hpp"
+#include "stages/hardware/kernel_resources.hpp"
+#include "stages/trace/rocpd_reader.hpp"
+
+namespace rpl::stages {
+
+namespace {
+
+/// (database index, row id): rows of different files never share an id space.
+using row_key = std::pair<std::size_t, std::int64_t>;
+
+/// What the dispatches say about one kernel beyond its timings.
+struct kernel_shape {
+  std::map<dim3, std::size_t> blocks;
+  std::map<dim3, std::size_t> grids;
+  std::map<std::int64_t, std::size_t> lds_bytes; // the dispatch's, dynamic included
+  row_key agent{0, 0};                           // of the first dispatch
+  row_key symbol{0, 0};
+};
+
+template <class Map> typename Map::key_type most_common(const Map& counts) {
+  return std::max_element(counts.begin(), counts.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
+}
+
+/// All runs read together: the accounting, the dispatch shapes and the info tables.
+struct trace_scan {
+  std::vector<std::string> databases;
+  rocpd::runtime_summary summary;
+  std::map<std::string, kernel_shape, std::less<>> shapes;
+  std::vector<report_agent> agents;
+  std::map<row_key, rocpd::agent_row> agent_rows;
+  std::map<row_key, rocpd::kernel_symbol_row> symbols;
+};
+
+void scan_dispatches(const rocpd::reader& reader, trace_scan& scan) {
+  rocpd::runtime_accumulator accumulator(reader);
+  reader.for_each_dispatch([&](const rocpd::dispatch_row& row) {
+    accumulator.add(row);
+    auto it = scan.shapes.find(row.kernel_name);
+    if (it == scan.shapes.end()) {
+      it = scan.shapes.emplace(std::string(row.kernel_name), kernel_shape{}).first;
+      it->second.agent = {row.database, row.agent_id};
+      it->second.symbol = {row.database, row.kernel_id};
+    }
+    ++it->second.blocks[{row.workgroup[0], row.workgroup[1], row.workgroup[2]}];
+    ++it->second.grids[{row.grid[0], row.grid[1], row.grid[2]}];
+    ++it->second.lds_bytes[row.group_segment_size];
+  });
+  scan.summary = accumulator.finish();
+}
+
+void scan_info_tables(const rocpd::reader& reader, trace_scan& scan) {
+  std::set<std::string> seen;
+  for (auto& a : reader.agents()) {
+    // Each process's file lists the same GPUs: one entry per name and logical index.
+    if (a.type == "GPU" && seen.insert(a.name + "/" + std::to_string(a.logical_index)).second) {
+      scan.agents.push_back({a.name, a.product_name, a.logical_index});
+    }
+    scan.agent_rows[{a.database, a.id}] = std::move(a);
+  }
+  for (auto& s : reader.kernel_symbols()) {
+    scan.symbols[{s.database, s.id}] = std::move(s);
+  }
+}
+
+trace_scan scan_trace(const std::vector<std::filesystem::path>& paths) {
+  trace_scan scan;
+  const auto reader = rocpd::reader::open(paths);
+  scan_dispatches(reader, scan);
+  for (const auto& p : reader.paths()) {
+    scan.databases.push_back(p.string());
+  }
+  if (scan.summary.dispatch_count == 0) {
+    std::string files;
+    for (const auto& p : scan.databases) {
+      files += (files.empty() ? "" : ", ") + p;
+    }
+    throw report_error(files + ": no kernel dispatches in the trace; fix: check that the "
+                               "application launches GPU kernels and was recorded with "
+                               "rocprofv3 --kernel-trace");
+  }
+  scan_info_tables(reader, scan);
+  return scan;
+}
+
+/// Occupancy on `arch` (or the kernel's agent), or the note saying why there is none.
+void add_occupancy(kernel_report& out,
+                   const trace_scan& scan,
+                   const kernel_shape& shape,
+                   const rocpd::kernel_symbol_row& symbol,
+                   const std::string& arch) {
+  std::string target = arch;
+  if (target.empty()) {
+    if (auto agent = scan.agent_rows.find(shape.agent); agent != scan.agent_rows.end()) {
+      target = agent->second.name;
+    }
+  }
+  try {
+    const auto model = load_arch(target);
+    const dim3& b = out.block;
+    const std::uint32_t block_size = b[0] * std::max(1u, b[1]) * std::max(1u, b[2]);
+    const auto resources =
+        kernel_resources::from_rocpd_symbol(symbol, block_size, most_common(shape.lds_bytes));
+    out.occupancy = compute_kernel_occupancy(model, resources, true);
+  } catch (const arch_error& error) {
+    out.occupancy_note = error.what();
+  }
+}
+
+kernel_report describe_kernel(const rocpd::kernel_stats& k,
+                              const trace_scan& scan,
+                              bool with_occupancy,
+                              const std::string& arch) {
+  kernel_report out;
+  out.runtime = k;
+  const double total = scan.summary.total_gpu_ns;
+  out.share = total > 0 ? k.total_ns / total : 0.0;
+  const kernel_shape& shape = scan.shapes.at(k.name);
+  out.block = most_common(shape.blocks);
+  out.grid = most_common(shape.grids);
+  const auto symbol = scan.symbols.find(shape.symbol);
+  if (symbol == scan.symbols.end()) {
+    return out;
+  }
+  const auto& s = symbol->second;
+  out.resources =
+      symbol_resources{s.arch_vgpr_count,    s.accum_vgpr_count,     s.sgpr_count,
+                       s.group_segment_size, s.private_segment_size, s.kernarg_segment_size};
+  if (with_occupancy) {
+    add_occupancy(out, scan, shape, s, arch);
+  }
+  return out;
+}
+
+} // namespace
+
+profile_report build_profile_report(const std::vector<std::vector<std::filesystem::path>>& runs,
+                                    const report_context& context) {
+  // Per run: the total GPU time, for stability across runs.
+  std::vector<rocpd::runtime_summary> per_run;
+  std::vector<std::filesystem::path> all_paths;
+  for (const auto& paths : runs) {
+    const auto reader = rocpd::reader::open(paths);
+    per_run.push_back(rocpd::summarize(reader));
+    all_paths.insert(all_paths.end(), reader.paths().begin(), reader.paths().end());
+  }
+  // All runs together: the per-kernel table, with the dispatch shapes seen on the way.
+  trace_scan scan = scan_trace(all_paths);
+  const rocpd::runtime_summary& summary = scan.summary;
+
+  profile_report report;
+  report.backend = context.backend;
+  report.command = context.command;
+  report.databases = scan.databases;
+  report.agents = scan.agents;
+  const auto stability = rocpd::across_runs(per_run);
+  report.stability = {stability.per_run_total_ns, stability.mean, stability.median,
+                      stability.stddev,           stability.cv,   stability.stability};
+  report.totals = report_totals{summary.total_gpu_ns,   summary.helper_gpu_ns, summary.wall_span_ns,
+                                summary.dispatch_count, summary.per_agent,     summary.per_queue,
+                                summary.per_stream,     summary.per_process};
+  for (const auto& k : summary.kernels) {
+    report.kernels.push_back(describe_kernel(k, scan, true, context.arch));
+  }
+  for (const auto& k : summary.helper_kernels) {
+    report.helper_kernels.push_back(describe_kernel(k, scan, false, context.arch));
+  }
+  report.dominant_kernel = summary.dominant_kernel;
+  return report;
+}
+
+profile_report timing_profile_report(std::vector<std::string> command,
+                                     std::span<const std::int64_t> wall_ns) {
+  const auto stats = summarize(wall_ns);
+  profile_report report;
+  report.backend = "timing";
+  report.command = std::move(command);
+  for (const auto ns : wall_ns) {
+    report.stability.per_run_ns.push_back(static_cast<double>(ns));
+  }
+  report.stability.mean_ns = stats.mean;
+  report.stability.median_ns = stats.median;
+  report.stability.stddev_ns = stats.stddev;
+  report.stability.cv = stats.cv;
+  report.stability.classification = stats.stability;
+  report.note = "timing backend: these are whole-process wall times (start-up included), not "
+                "kernel times; use the rocm backend for per-kernel figures";
+  return report;
+}
+
+} // namespace rpl::stages

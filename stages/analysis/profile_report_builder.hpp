@@ -1,0 +1,44 @@
+#pragma once
+/// Builds a profile_report: from the rocpd databases of one or more runs (profile's rocm and cuda
+/// backends, and analyze), or from whole-process wall times (the timing backend). The figures come
+/// from stages/trace (reader, runtime accounting) and stages/hardware (resources, occupancy).
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "stages/analysis/profile_report.hpp"
+
+namespace rpl::stages {
+
+/// The databases hold nothing to report (no kernel dispatch at all). The message names the files
+/// and a fix. Unreadable or foreign databases throw rocpd::rocpd_error instead.
+class report_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// What a report is about, beyond the databases.
+struct report_context {
+  std::string backend;                             ///< "rocm", "cuda" or "rocpd"
+  std::optional<std::vector<std::string>> command; ///< the profiled argv; none for analyze
+  /// The target for occupancy (any spelling load_arch accepts); empty: each kernel's agent.
+  std::string arch;
+};
+
+/// Reads `runs` (each run: rocpd files or folders of them) and builds the report. Stability is
+/// across runs (each run's GPU total of user kernels); everything else is over all runs together.
+/// Throws rocpd::rocpd_error for unreadable input and report_error when no run has a dispatch.
+profile_report build_profile_report(const std::vector<std::vector<std::filesystem::path>>& runs,
+                                    const report_context& context);
+
+/// The timing backend's report: `wall_ns` holds one process wall time per run; no kernels, and a
+/// note that says these are not kernel times.
+profile_report timing_profile_report(std::vector<std::string> command,
+                                     std::span<const std::int64_t> wall_ns);
+
+} // namespace rpl::stages

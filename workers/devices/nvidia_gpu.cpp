@@ -1,0 +1,69 @@
+#include "workers/devices/nvidia_gpu.hpp"
+
+#include <cctype>
+#include <chrono>
+#include <filesystem>
+#include <vector>
+
+#include "workers/process/child_process.hpp"
+
+namespace rpl::workers {
+
+namespace {
+
+/// The digits of the first number in `text`, dots skipped: "9.0\n" → "90".
+std::string first_number(const std::string& text) {
+  std::string digits;
+  for (char c : text) {
+    if (std::isdigit(static_cast<unsigned char>(c)) != 0) {
+      digits += c;
+    } else if (c == '.') {
+      continue;
+    } else if (!digits.empty()) {
+      break;
+    }
+  }
+  return digits;
+}
+
+} // namespace
+
+bool nvidia_gpu_present() {
+  std::error_code ec;
+  // The device node is missing in some containers that still see the driver, and /proc is masked
+  // in others: either one is enough.
+  return std::filesystem::exists("/dev/nvidia0", ec) ||
+         std::filesystem::exists("/proc/driver/nvidia", ec);
+}
+
+std::string local_nvidia_arch() {
+  if (!nvidia_gpu_present()) {
+    return {};
+  }
+  std::error_code ec;
+  std::vector<std::vector<std::string>> queries = {
+      {"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"}};
+  for (const char* dir : {"/usr/local/cuda/bin", "/usr/bin"}) {
+    const auto tool = std::filesystem::path(dir) / "__nvcc_device_query";
+    if (std::filesystem::exists(tool, ec)) {
+      queries.push_back({tool.string()});
+    }
+  }
+  for (const auto& argv : queries) {
+    child_options options;
+    options.argv = argv;
+    options.max_output_bytes = 4096;
+    // The first query on a freshly booted host can take seconds while the driver initialises.
+    const auto outcome = run_child(options, std::chrono::milliseconds(30000));
+    if (!outcome.succeeded()) {
+      continue;
+    }
+    const auto cap = first_number(outcome.output);
+    if (cap.size() >= 2 && cap.size() <= 3) {
+      return "sm_" + cap;
+    }
+  }
+  return {};
+}
+
+} // namespace rpl::workers

@@ -1,0 +1,20 @@
+#pragma once
+/// This host's NVIDIA GPU, as the engine's verbs need to know it: whether one is there (profile's
+/// `--backend auto`) and its compute capability (autotune's default nvcc architecture). One probe
+/// for every caller, so the verbs cannot disagree about whether a GPU is present.
+
+#include <string>
+
+namespace rpl::workers {
+
+/// True when the NVIDIA driver shows a GPU: the device node /dev/nvidia0 or the driver's
+/// /proc/driver/nvidia. Reads only the filesystem; starts no process and loads no CUDA library.
+bool nvidia_gpu_present();
+
+/// The compute capability of this host's first NVIDIA GPU as "sm_XY", or empty without one. Asks
+/// nvidia-smi first, then the CUDA toolkit's own device query (what `nvcc -arch=native` uses),
+/// since some drivers' nvidia-smi cannot report compute_cap. Runs child processes (up to 30 s
+/// each on a freshly booted host), so call it once.
+std::string local_nvidia_arch();
+
+} // namespace rpl::workers
