@@ -5,10 +5,13 @@
 /// never reused; docs/protocol.md is the contract.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <msgpack.hpp>
+
+#include "messages/kernel_lane.hpp"
 
 namespace rpl::messages {
 
@@ -143,7 +146,10 @@ struct measure_request {
   std::uint32_t runs = 5;
   std::uint32_t warmup = 1;
   std::uint32_t timeout_ms = 60000;  ///< per run
-  MSGPACK_DEFINE_MAP(candidate_key, argv, runs, warmup, timeout_ms)
+  /// The kernel lane's launch (workers/lanes/kernel/): the launch file resolved for this
+  /// candidate's configuration; argv[0] is then the code object. Other lanes ignore it.
+  std::optional<kernel_launch> launch;
+  MSGPACK_DEFINE_MAP(candidate_key, argv, runs, warmup, timeout_ms, launch)
 };
 
 struct measure_result {

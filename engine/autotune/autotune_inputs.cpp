@@ -10,7 +10,7 @@
 
 #include "stages/search/candidate_key.hpp"
 #include "workers/compile/compile_worker.hpp"
-#include "workers/compilers/nvcc/nvcc_resource_usage.hpp"
+#include "workers/compilers/compiler_rules.hpp"
 #include "workers/devices/nvidia_gpu.hpp"
 #include "workers/process/child_process.hpp"
 
@@ -114,7 +114,7 @@ void identify_compilers(const autotune_options& options, autotune_inputs& in) {
                          list + "); fix: use one of those, or pass --allow-compiler " +
                          std::filesystem::path(argv[0]).filename().string());
     }
-    uses_nvcc = uses_nvcc || workers::is_nvcc(argv);
+    uses_nvcc = uses_nvcc || workers::compiler_rules_for(argv).name() == "nvcc";
     if (in.toolchains.count(argv[0]) == 0) {
       in.toolchains[argv[0]] = toolchain_id(argv[0]);
     }

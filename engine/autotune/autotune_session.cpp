@@ -7,7 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "stages/search/candidate_key.hpp"
-#include "workers/compilers/nvcc/nvcc_resource_usage.hpp"
+#include "workers/compilers/compiler_rules.hpp"
 #include "workers/process/child_process.hpp"
 
 namespace rpl::engine {
@@ -176,8 +176,10 @@ candidate_ptr autotune_session::make_candidate(std::size_t index) {
   values["BIN"] = "{BIN}";
   try {
     c->build_argv = inputs_.build->expand(values);
-    if (!inputs_.nvidia_arch.empty() && workers::nvcc_names_no_architecture(c->build_argv)) {
-      c->build_argv.push_back("-arch=" + inputs_.nvidia_arch);
+    // A GPU build that names no target gets the local GPU's (nvcc would use its oldest default).
+    for (auto& word : workers::compiler_rules_for(c->build_argv)
+                          .default_target_argv(c->build_argv, inputs_.nvidia_arch)) {
+      c->build_argv.push_back(std::move(word));
     }
     c->run_argv = inputs_.cmd->expand(values);
   } catch (const std::exception& error) {

@@ -42,22 +42,5 @@ TEST(workers_nvcc_resource_usage, ignores_unrelated_output) {
       parse_ptxas_resource_usage("k.cu(3): warning: something\nUsed 9 registers\n").empty());
 }
 
-TEST(workers_nvcc_resource_usage, asks_nvcc_for_the_report_only_when_missing) {
-  EXPECT_TRUE(nvcc_needs_resource_flag({"nvcc", "-O3", "k.cu", "-o", "x"}));
-  EXPECT_TRUE(nvcc_needs_resource_flag({"/usr/local/cuda/bin/nvcc", "k.cu"}));
-  EXPECT_FALSE(nvcc_needs_resource_flag({"nvcc", "--resource-usage", "k.cu"}));
-  EXPECT_FALSE(nvcc_needs_resource_flag({"g++", "k.cpp"}));
-  EXPECT_FALSE(nvcc_needs_resource_flag({}));
-}
-
-TEST(workers_nvcc_resource_usage, an_architecture_is_added_only_where_none_is_named) {
-  EXPECT_TRUE(nvcc_names_no_architecture({"nvcc", "-O3", "k.cu", "-o", "x"}));
-  EXPECT_FALSE(nvcc_names_no_architecture({"nvcc", "-arch=sm_90", "k.cu"}));
-  EXPECT_FALSE(
-      nvcc_names_no_architecture({"nvcc", "-gencode=arch=compute_90a,code=sm_90a", "k.cu"}));
-  EXPECT_FALSE(nvcc_names_no_architecture({"nvcc", "--gpu-architecture", "sm_80", "k.cu"}));
-  EXPECT_FALSE(nvcc_names_no_architecture({"g++", "k.cpp"}));
-}
-
 } // namespace
 } // namespace rpl::workers

@@ -136,12 +136,5 @@ TEST(workers_timing_lane, one_lane_serves_many_measurements) {
   EXPECT_EQ(third.lane, "cpu3");
 }
 
-TEST(workers_timing_lane, the_free_function_is_the_lane) {
-  const auto result = run_timing_measurement(request_for({"sh", "-c", "exit 6"}, 2, 0), "legacy");
-  EXPECT_EQ(result.status, measure_status::nonzero_exit);
-  EXPECT_EQ(result.reason, "run 0 exited with status 6");
-  EXPECT_EQ(result.lane, "legacy");
-}
-
 } // namespace
 } // namespace rpl::workers

@@ -65,18 +65,4 @@ std::vector<messages::kernel_resource_usage> parse_ptxas_resource_usage(std::str
   return kernels;
 }
 
-bool is_nvcc(const std::vector<std::string>& argv) {
-  return nvcc_rules().matches(argv);
-}
-
-bool nvcc_names_no_architecture(const std::vector<std::string>& argv) {
-  const nvcc_rules nvcc;
-  return nvcc.matches(argv) && !nvcc.names_target(argv);
-}
-
-bool nvcc_needs_resource_flag(const std::vector<std::string>& argv) {
-  const nvcc_rules nvcc;
-  return nvcc.matches(argv) && nvcc.worker_argv(argv).size() != argv.size();
-}
-
 } // namespace rpl::workers

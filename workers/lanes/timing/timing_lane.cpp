@@ -77,9 +77,4 @@ messages::measure_result timing_lane::measure(const messages::measure_request& r
   return result;
 }
 
-messages::measure_result run_timing_measurement(const messages::measure_request& request,
-                                                const std::string& lane_name) {
-  return timing_lane(lane_name).measure(request);
-}
-
 } // namespace rpl::workers

@@ -25,9 +25,4 @@ private:
   std::string name_;
 };
 
-/// timing_lane(lane_name).measure(request). Kept while engine/autotune.cpp's lane thread calls it;
-/// new code holds a lane_backend instead.
-messages::measure_result run_timing_measurement(const messages::measure_request& request,
-                                                const std::string& lane_name);
-
 } // namespace rpl::workers

@@ -13,14 +13,15 @@
 #include <cupti.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "workers/tracers/cupti/activity_buffers.hpp"
 #include "workers/tracers/cupti/diagnostics.hpp"

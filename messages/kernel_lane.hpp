@@ -1,0 +1,276 @@
+#pragma once
+/// The kernel lane's messages: what the engine asks `rpl-kernel-lane` (one long-lived process per
+/// GPU) to launch and time, and what it answers. They travel over the lane process's stdin/stdout
+/// as length-prefixed frames: a 4-byte big-endian payload length, then one msgpack map. Like every
+/// wire type, structs are maps keyed by field name (a reader ignores unknown keys, a missing key
+/// keeps its default) and enum numbers are never reused. workers/lanes/kernel/README.md describes
+/// the exchange; stages/search/launch_spec.hpp makes a `kernel_launch` from a launch file.
+///
+/// Header-only on purpose: the lane process links rpl_messages' header side and the CUDA (or HIP)
+/// driver API, nothing else.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <msgpack.hpp>
+
+namespace rpl::messages {
+
+/// Major version of the lane exchange; a peer speaking another one is refused at the hello.
+inline constexpr std::uint32_t kernel_lane_protocol = 1;
+
+/// Frames are small (no buffer contents ever travel on the pipe); a longer length means the
+/// stream is out of step, and the reader gives up instead of allocating it.
+inline constexpr std::size_t max_kernel_lane_frame_bytes = 16u << 20;
+
+/// Element type of a buffer or scalar argument. f16 is carried as raw 2-byte IEEE halves.
+enum class element_type : std::uint8_t { f32 = 1, f64 = 2, i32 = 3, i64 = 4, u32 = 5, f16 = 6 };
+
+enum class kernel_arg_kind : std::uint8_t { buffer = 1, scalar = 2 };
+
+/// How a buffer starts out before every launch that is checked (candidate and reference alike).
+enum class buffer_fill : std::uint8_t { zeros = 1, random = 2, file = 3 };
+
+/// Outcome of one kernel-lane request. Every status but ok makes the candidate invalid.
+enum class kernel_lane_status : std::uint8_t {
+  ok = 0,
+  wrong_result = 1,       ///< an output differs from the reference beyond its tolerance
+  load_failed = 2,        ///< the code object did not load (bad image, no code for this GPU)
+  symbol_not_found = 3,   ///< the code object has no kernel of that name
+  launch_failed = 4,      ///< the launch was refused (too many resources, bad geometry)
+  kernel_fault = 5,       ///< the kernel faulted (illegal address, ...): the context is lost
+  bad_request = 6,        ///< the request cannot be served (unreadable file, malformed launch)
+  reference_failed = 7,   ///< the reference kernel itself could not produce outputs
+  device_unavailable = 8, ///< no usable device (hello only, or a device lost mid-run)
+  out_of_memory = 9,      ///< the buffers do not fit in device memory
+};
+
+/// The initial contents of a buffer.
+struct buffer_init {
+  buffer_fill fill = buffer_fill::zeros;
+  std::uint64_t seed = 0; ///< random: the stream's seed (splitmix64, portable)
+  double min = 0.0;       ///< random: smallest value (inclusive)
+  double max = 1.0;       ///< random: largest value (exclusive for floats, inclusive for integers)
+  std::string path;       ///< file: absolute path of raw little-endian elements, count * size bytes
+  MSGPACK_DEFINE_MAP(fill, seed, min, max, path)
+};
+
+/// |value - reference| <= abs + rel * |reference| passes; NaN fails unless both are NaN.
+struct value_tolerance {
+  double abs = 0.0;
+  double rel = 0.0;
+  MSGPACK_DEFINE_MAP(abs, rel)
+};
+
+/// One kernel argument, resolved: buffers carry an element count, scalars a value.
+struct kernel_arg {
+  std::string name; ///< for messages ("C", or "args[2]" when the launch file named none)
+  kernel_arg_kind kind = kernel_arg_kind::buffer;
+  element_type type = element_type::f32;
+  std::uint64_t count = 0; ///< buffer: elements
+  buffer_init init;        ///< buffer: contents before each checked launch
+  bool output = false;     ///< buffer: compared with the reference after the checked launch
+  value_tolerance tolerance;
+  std::int64_t int_value = 0;  ///< scalar of an integer type (u32 too)
+  double float_value = 0.0;    ///< scalar of a float type (f16 is rounded when it is passed)
+  MSGPACK_DEFINE_MAP(name, kind, type, count, init, output, tolerance, int_value, float_value)
+};
+
+struct launch_dims {
+  std::uint32_t x = 1;
+  std::uint32_t y = 1;
+  std::uint32_t z = 1;
+  MSGPACK_DEFINE_MAP(x, y, z)
+};
+
+/// The kernel whose outputs define "right": launched once per lane process with the same
+/// arguments (freshly initialised), its outputs kept in host memory.
+struct kernel_reference {
+  std::string code_object_path; ///< empty: the candidate's own code object (first one that asks)
+  std::string symbol;
+  launch_dims grid;
+  launch_dims block;
+  std::uint32_t shared_bytes = 0;
+  MSGPACK_DEFINE_MAP(code_object_path, symbol, grid, block, shared_bytes)
+};
+
+/// Everything needed to launch one candidate's kernel: the launch file resolved for its
+/// configuration (stages/search/launch_spec.hpp).
+struct kernel_launch {
+  std::string symbol;
+  launch_dims grid;
+  launch_dims block;
+  std::uint32_t shared_bytes = 0; ///< dynamic shared memory per block
+  std::vector<kernel_arg> args;   ///< in the kernel's parameter order
+  /// nullopt: no reference kernel; the engine-side lane checks against the first valid candidate.
+  std::optional<kernel_reference> reference;
+  MSGPACK_DEFINE_MAP(symbol, grid, block, shared_bytes, args, reference)
+};
+
+/// How many launches to make. The lane stops at min_samples unless a criterion asks for more
+/// (up to max_samples), and stops early once time_cap_ms of sampling has passed.
+struct kernel_sampling {
+  std::uint32_t warmup_launches = 1; ///< untimed launches after the checked one
+  std::uint32_t min_samples = 5;
+  std::uint32_t max_samples = 5;
+  std::uint32_t time_cap_ms = 10000;
+  MSGPACK_DEFINE_MAP(warmup_launches, min_samples, max_samples, time_cap_ms)
+};
+
+/// The device as the lane process sees it; sent in the hello and in every reply.
+struct kernel_device {
+  std::string api;                ///< "cuda" or "hip"
+  std::int32_t ordinal = 0;       ///< within the process's visible devices
+  std::string name;               ///< e.g. "NVIDIA H100 80GB HBM3"
+  std::string uuid;               ///< "GPU-xxxxxxxx-xxxx-..." (CUDA's format)
+  std::string arch;               ///< "sm_90", "gfx90a"
+  std::int64_t sm_clock_khz = 0;  ///< the device attribute (typical/boost clock), not a live reading
+  std::uint64_t memory_bytes = 0;
+  MSGPACK_DEFINE_MAP(api, ordinal, name, uuid, arch, sm_clock_khz, memory_bytes)
+};
+
+/// The first frame the lane process writes, before reading anything.
+struct kernel_lane_hello {
+  std::uint32_t protocol = kernel_lane_protocol;
+  std::int64_t pid = 0;
+  kernel_lane_status status = kernel_lane_status::device_unavailable; ///< ok: ready for requests
+  std::string error_name; ///< the API's error name when the device could not be opened
+  std::string reason;
+  kernel_device device;
+  MSGPACK_DEFINE_MAP(protocol, pid, status, error_name, reason, device)
+};
+
+struct kernel_lane_request {
+  std::uint32_t protocol = kernel_lane_protocol;
+  std::uint64_t sequence = 0; ///< echoed in the reply, so a stale reply is recognised
+  std::string candidate_key;
+  std::string code_object_path; ///< cubin/fatbin (CUDA) or code object (HIP), absolute
+  kernel_launch launch;
+  kernel_sampling sampling;
+  MSGPACK_DEFINE_MAP(protocol, sequence, candidate_key, code_object_path, launch, sampling)
+};
+
+/// Where the first wrong output element is.
+struct kernel_mismatch {
+  std::string buffer;          ///< the argument's name
+  std::uint64_t index = 0;     ///< element index in that buffer
+  double value = 0.0;          ///< the candidate's element
+  double expected = 0.0;       ///< the reference's element
+  std::uint64_t count = 0;     ///< wrong elements in that buffer
+  std::uint64_t compared = 0;  ///< elements compared in that buffer
+  MSGPACK_DEFINE_MAP(buffer, index, value, expected, count, compared)
+};
+
+struct kernel_lane_reply {
+  std::uint32_t protocol = kernel_lane_protocol;
+  std::uint64_t sequence = 0;
+  kernel_lane_status status = kernel_lane_status::bad_request;
+  std::string error_name; ///< e.g. CUDA_ERROR_ILLEGAL_ADDRESS; empty when no API call failed
+  std::string reason;     ///< one sentence for any status but ok
+  std::vector<std::int64_t> samples_ns; ///< GPU time of each timed launch (events around it)
+  std::uint32_t warmup_launches = 0;    ///< done, the checked launch not included
+  bool verified = false;     ///< outputs were compared with a reference and matched
+  bool time_capped = false;  ///< sampling stopped at time_cap_ms, before its criterion was met
+  kernel_mismatch mismatch;  ///< filled for wrong_result
+  kernel_device device;
+  bool lane_exiting = false; ///< the process exits after this reply (the context is lost)
+  std::uint32_t allocations = 0; ///< device allocations this request made; 0 in the steady state
+  std::int64_t setup_ns = 0;     ///< host time for load, upload, checked launch and comparison
+  std::int64_t sampling_ns = 0;  ///< host time for warm-ups and timed launches
+  MSGPACK_DEFINE_MAP(protocol, sequence, status, error_name, reason, samples_ns, warmup_launches,
+                     verified, time_capped, mismatch, device, lane_exiting, allocations, setup_ns,
+                     sampling_ns)
+};
+
+/// A frame that cannot be read: a length over the limit (the stream is out of step).
+class frame_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// `payload` behind its 4-byte big-endian length.
+inline std::string frame_bytes(std::string_view payload) {
+  const auto size = static_cast<std::uint32_t>(payload.size());
+  std::string out;
+  out.reserve(payload.size() + 4);
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out.push_back(static_cast<char>((size >> shift) & 0xffu));
+  out.append(payload);
+  return out;
+}
+
+/// Removes the first complete frame from the front of `buffer` and returns its payload; nullopt
+/// while the frame is incomplete. Throws frame_error for a length over max_kernel_lane_frame_bytes.
+inline std::optional<std::string> take_frame(std::string& buffer) {
+  if (buffer.size() < 4)
+    return std::nullopt;
+  std::uint32_t size = 0;
+  for (int i = 0; i < 4; ++i)
+    size = (size << 8) | static_cast<unsigned char>(buffer[static_cast<std::size_t>(i)]);
+  if (size > max_kernel_lane_frame_bytes)
+    throw frame_error("frame of " + std::to_string(size) + " bytes announced, more than the " +
+                      std::to_string(max_kernel_lane_frame_bytes) +
+                      " allowed: the stream is out of step (did something else write to it?)");
+  if (buffer.size() < 4 + static_cast<std::size_t>(size))
+    return std::nullopt;
+  std::string payload = buffer.substr(4, size);
+  buffer.erase(0, 4 + static_cast<std::size_t>(size));
+  return payload;
+}
+
+inline const char* to_string(kernel_lane_status status) {
+  switch (status) {
+  case kernel_lane_status::ok: return "ok";
+  case kernel_lane_status::wrong_result: return "wrong_result";
+  case kernel_lane_status::load_failed: return "load_failed";
+  case kernel_lane_status::symbol_not_found: return "symbol_not_found";
+  case kernel_lane_status::launch_failed: return "launch_failed";
+  case kernel_lane_status::kernel_fault: return "kernel_fault";
+  case kernel_lane_status::bad_request: return "bad_request";
+  case kernel_lane_status::reference_failed: return "reference_failed";
+  case kernel_lane_status::device_unavailable: return "device_unavailable";
+  case kernel_lane_status::out_of_memory: return "out_of_memory";
+  }
+  return "unknown";
+}
+
+inline const char* to_string(element_type type) {
+  switch (type) {
+  case element_type::f32: return "f32";
+  case element_type::f64: return "f64";
+  case element_type::i32: return "i32";
+  case element_type::i64: return "i64";
+  case element_type::u32: return "u32";
+  case element_type::f16: return "f16";
+  }
+  return "unknown";
+}
+
+/// Bytes per element.
+inline std::size_t element_size(element_type type) {
+  switch (type) {
+  case element_type::f64:
+  case element_type::i64: return 8;
+  case element_type::f16: return 2;
+  case element_type::f32:
+  case element_type::i32:
+  case element_type::u32: return 4;
+  }
+  return 0;
+}
+
+inline bool is_float(element_type type) {
+  return type == element_type::f32 || type == element_type::f64 || type == element_type::f16;
+}
+
+} // namespace rpl::messages
+
+MSGPACK_ADD_ENUM(rpl::messages::element_type)
+MSGPACK_ADD_ENUM(rpl::messages::kernel_arg_kind)
+MSGPACK_ADD_ENUM(rpl::messages::buffer_fill)
+MSGPACK_ADD_ENUM(rpl::messages::kernel_lane_status)

@@ -1,0 +1,102 @@
+#include "workers/lanes/kernel/process/initial_contents.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "workers/lanes/kernel/process/elements.hpp"
+
+namespace rpl::workers::kernel_process {
+
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+std::string key_of(const messages::kernel_arg& arg) {
+  return std::to_string(static_cast<int>(arg.type)) + "/" + std::to_string(arg.count) + "/" +
+         std::to_string(static_cast<int>(arg.init.fill)) + "/" + std::to_string(arg.init.seed) +
+         "/" + std::to_string(arg.init.min) + "/" + std::to_string(arg.init.max) + "/" +
+         arg.init.path;
+}
+
+bool read_file(const messages::kernel_arg& arg, std::vector<std::byte>& bytes,
+               std::string& error) {
+  std::ifstream in(arg.init.path, std::ios::binary | std::ios::ate);
+  if (!in) {
+    error = "buffer " + arg.name + ": cannot read " + arg.init.path + ": " + std::strerror(errno) +
+            "; fix: correct init.file in the launch file";
+    return false;
+  }
+  const auto size = static_cast<std::size_t>(in.tellg());
+  if (size != bytes.size()) {
+    error = "buffer " + arg.name + ": " + arg.init.path + " has " + std::to_string(size) +
+            " bytes, but " + std::to_string(arg.count) + " " + messages::to_string(arg.type) +
+            " elements need " + std::to_string(bytes.size()) +
+            "; fix: write exactly count elements, or correct the count";
+    return false;
+  }
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
+  if (!in) {
+    error = "buffer " + arg.name + ": reading " + arg.init.path + " failed";
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+std::vector<std::byte> random_contents(messages::element_type type, std::size_t count,
+                                       const messages::buffer_init& init) {
+  std::vector<std::byte> bytes(count * messages::element_size(type));
+  std::uint64_t state = init.seed;
+  if (messages::is_float(type)) {
+    const double span = init.max - init.min;
+    for (std::size_t i = 0; i < count; ++i) {
+      const double unit = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
+      write_float_element(bytes.data(), type, i, init.min + unit * span);
+    }
+    return bytes;
+  }
+  const auto low = static_cast<std::int64_t>(init.min);
+  const auto range = static_cast<std::uint64_t>(static_cast<std::int64_t>(init.max) - low) + 1u;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint64_t draw = range == 0 ? splitmix64(state) : splitmix64(state) % range;
+    write_integer_element(bytes.data(), type, i,
+                          static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + draw));
+  }
+  return bytes;
+}
+
+const std::vector<std::byte>* initial_contents::get(std::size_t index,
+                                                    const messages::kernel_arg& arg,
+                                                    std::string& error) {
+  if (entries_.size() <= index)
+    entries_.resize(index + 1);
+  entry& slot = entries_[index];
+  const std::string key = key_of(arg);
+  if (slot.key == key && !key.empty())
+    return &slot.bytes;
+  slot.key.clear();
+  const std::size_t bytes = arg.count * messages::element_size(arg.type);
+  switch (arg.init.fill) {
+  case messages::buffer_fill::random: slot.bytes = random_contents(arg.type, arg.count, arg.init); break;
+  case messages::buffer_fill::file:
+    slot.bytes.assign(bytes, std::byte{0});
+    if (!read_file(arg, slot.bytes, error)) {
+      slot.bytes.clear();
+      return nullptr;
+    }
+    break;
+  default: slot.bytes.assign(bytes, std::byte{0}); break;
+  }
+  slot.key = key;
+  return &slot.bytes;
+}
+
+} // namespace rpl::workers::kernel_process

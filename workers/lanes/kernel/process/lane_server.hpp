@@ -1,0 +1,67 @@
+#pragma once
+/// What the lane process does with one request: load the candidate's code object, find its
+/// kernel, make the buffers (kept across candidates), launch once on fresh initial contents and
+/// compare the outputs with the reference's, then warm up and take timed samples. Every failure
+/// is a reply status with the API's error name; a sticky one (the kernel faulted, the context is
+/// lost) also sets lane_exiting, and the caller exits after sending the reply.
+///
+/// The reference's outputs are computed once and kept: the reference kernel's launch on the same
+/// arguments, recomputed only when the reference or the arguments change.
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "messages/kernel_lane.hpp"
+#include "workers/lanes/kernel/process/device_api.hpp"
+#include "workers/lanes/kernel/process/device_buffers.hpp"
+#include "workers/lanes/kernel/process/event_pool.hpp"
+#include "workers/lanes/kernel/process/initial_contents.hpp"
+#include "workers/lanes/kernel/process/sample_loop.hpp"
+
+namespace rpl::workers::kernel_process {
+
+class lane_server {
+public:
+  explicit lane_server(device_api& api);
+
+  /// Opens device `ordinal` (within the visible devices); the hello to send, status ok or
+  /// device_unavailable with the API's error.
+  messages::kernel_lane_hello open(int ordinal);
+
+  /// Serves one request. Never throws for anything a request or a kernel can cause.
+  messages::kernel_lane_reply handle(const messages::kernel_lane_request& request);
+
+  /// Replaces the sampling stop criterion (fixed_count() by default).
+  void set_stop_criterion(stop_criterion criterion) { enough_ = std::move(criterion); }
+
+private:
+  struct reference_outputs {
+    std::string key; ///< the reference and arguments they came from; empty: none yet
+    std::vector<std::vector<std::byte>> outputs; ///< by argument index; empty for non-outputs
+  };
+
+  bool prepare_buffers(const messages::kernel_launch& launch, messages::kernel_lane_reply& reply);
+  bool upload_initial(const messages::kernel_launch& launch, messages::kernel_lane_reply& reply);
+  bool download_outputs(const messages::kernel_launch& launch,
+                        std::vector<std::vector<std::byte>>& outputs,
+                        messages::kernel_lane_reply& reply);
+  bool ensure_reference(const messages::kernel_lane_request& request,
+                        const std::string& candidate_image, messages::kernel_lane_reply& reply);
+  bool checked_launch(const messages::kernel_lane_request& request, function_handle function,
+                      void** params, messages::kernel_lane_reply& reply);
+  bool verify(const messages::kernel_launch& launch, const std::vector<std::vector<std::byte>>& got,
+              messages::kernel_lane_reply& reply);
+  void sample(const messages::kernel_lane_request& request, function_handle function,
+              void** params, messages::kernel_lane_reply& reply);
+
+  device_api& api_;
+  messages::kernel_device device_;
+  device_buffers buffers_;
+  initial_contents contents_;
+  event_pool events_;
+  reference_outputs reference_;
+  stop_criterion enough_ = fixed_count();
+};
+
+} // namespace rpl::workers::kernel_process
