@@ -161,7 +161,15 @@ struct measure_result {
   std::int32_t failed_run = -1;  ///< index of the run that failed (warm-ups count negative)
   std::string reason;
   std::string lane;
-  MSGPACK_DEFINE_MAP(status, samples_ns, exit_code, term_signal, failed_run, reason, lane)
+  /// How sampling ended: "fixed" (runs as requested), or an adaptive criterion's state
+  /// (stages/statistics/sampling_criterion.hpp: converged, time_cap, ...).
+  std::string sampling = "fixed";
+  double noise = 0.0;   ///< achieved relative stdev of the samples (Bessel), 0 when unknown
+  bool noisy = false;   ///< adaptive sampling ended above the noise target: not rankable as is
+  std::string device_model;  ///< e.g. "NVIDIA H100 80GB HBM3"; empty for CPU lanes
+  std::string device_uuid;   ///< the GPU's UUID; empty for CPU lanes
+  MSGPACK_DEFINE_MAP(status, samples_ns, exit_code, term_signal, failed_run, reason, lane,
+                     sampling, noise, noisy, device_model, device_uuid)
 };
 
 struct verdict {
