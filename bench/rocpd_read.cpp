@@ -1,21 +1,20 @@
 // bench/rocpd_read: reading and accounting a large rocpd trace. Writes a database of N dispatches
-// (default 1,000,000) over ~50 kernels with the rocpd writer (timed, in a child process so its memory
-// does not count), then reads and aggregates it with reader + runtime accounting, reporting wall time
-// and peak RSS of that phase. Baseline: one plain `SELECT COUNT(*), SUM(end - start) FROM
+// (default 1,000,000) over ~50 kernels with the rocpd writer (timed, in a child process so its
+// memory does not count), then reads and aggregates it with reader + runtime accounting, reporting
+// wall time and peak RSS of that phase. Baseline: one plain `SELECT COUNT(*), SUM(end - start) FROM
 // rocpd_kernel_dispatch`. Targets (issue): read + aggregate under 3 s and under 300 MB.
-
-#include <sqlite3.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
+#include "stages/sqlite/sqlite_statement.hpp"
 #include "stages/trace/rocpd_reader.hpp"
 #include "stages/trace/rocpd_writer.hpp"
 #include "stages/trace/runtime_accounting.hpp"
@@ -24,7 +23,9 @@ namespace {
 
 namespace rocpd = rpl::stages::rocpd;
 using clock_type = std::chrono::steady_clock;
-double seconds(clock_type::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(clock_type::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 /// User + system CPU seconds of this process: the read phase's cost even on a busy machine.
 double cpu_seconds() {
@@ -72,7 +73,8 @@ void write_trace(const std::filesystem::path& path, std::size_t dispatches, std:
     rocpd::kernel_symbol_info symbol;
     symbol.id = static_cast<std::int64_t>(k + 1);
     symbol.code_object_id = 1;
-    symbol.display_name = "void bench::kernel_" + std::to_string(k) + "<float, 256>(float const*, float*, int)";
+    symbol.display_name =
+        "void bench::kernel_" + std::to_string(k) + "<float, 256>(float const*, float*, int)";
     symbol.kernel_name = "_ZN5bench8kernel_" + std::to_string(k) + "ILi256EEEvPKfPfi";
     w.add_kernel_symbol(symbol);
   }
@@ -138,24 +140,24 @@ int main(int argc, char** argv) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     return 1;
   }
-  const double file_mb = static_cast<double>(std::filesystem::file_size(db_path)) / (1024.0 * 1024.0);
+  const double file_mb =
+      static_cast<double>(std::filesystem::file_size(db_path)) / (1024.0 * 1024.0);
 
   // Baseline: the cheapest query over the same rows.
   std::int64_t base_count = 0;
   std::int64_t base_sum = 0;
   const auto base_start = clock_type::now();
-  {
-    sqlite3* db = nullptr;
-    sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
-    sqlite3_stmt* stmt = nullptr;
-    sqlite3_prepare_v2(db, "SELECT COUNT(*), SUM(\"end\" - start) FROM rocpd_kernel_dispatch", -1, &stmt,
-                       nullptr);
-    if (sqlite3_step(stmt) == SQLITE_ROW) {
-      base_count = sqlite3_column_int64(stmt, 0);
-      base_sum = sqlite3_column_int64(stmt, 1);
+  try {
+    const rpl::stages::sqlite::connection db(db_path, SQLITE_OPEN_READONLY);
+    rpl::stages::sqlite::statement query(
+        db, "SELECT COUNT(*), SUM(\"end\" - start) FROM rocpd_kernel_dispatch");
+    if (query.step()) {
+      base_count = query.column_int64(0);
+      base_sum = query.column_int64(1);
     }
-    sqlite3_finalize(stmt);
-    sqlite3_close(db);
+  } catch (const rpl::stages::sqlite::sqlite_error& e) {
+    std::fprintf(stderr, "baseline query failed: %s\n", e.what());
+    return 1;
   }
   const double base_s = seconds(clock_type::now() - base_start);
   const double rss_before_mb = peak_rss_mb();
@@ -173,17 +175,22 @@ int main(int argc, char** argv) {
                           static_cast<std::int64_t>(total_ns) == base_sum;
   const bool time_met = read_s < 3.0;
   const bool rss_met = rss_mb < 300.0;
-  std::printf("rocpd_read: %zu dispatches, %zu kernels, file %.1f MB\n", dispatches, kernels, file_mb);
+  std::printf("rocpd_read: %zu dispatches, %zu kernels, file %.1f MB\n", dispatches, kernels,
+              file_mb);
   std::printf("  write (rocpd writer, one transaction)    %8.3f s  (%.0f dispatches/s)\n", write_s,
               static_cast<double>(dispatches) / write_s);
   std::printf("  baseline SELECT COUNT(*), SUM(end-start) %8.3f s\n", base_s);
-  std::printf("  read + aggregate (reader + accounting)   %8.3f s  = %.2fx baseline  target < 3 s: %s\n",
-              read_s, read_s / base_s, time_met ? "met" : "NOT met");
-  std::printf("    (CPU time of read + aggregate           %8.3f s; wall above includes waiting on a busy machine)\n",
+  std::printf(
+      "  read + aggregate (reader + accounting)   %8.3f s  = %.2fx baseline  target < 3 s: %s\n",
+      read_s, read_s / base_s, time_met ? "met" : "NOT met");
+  std::printf("    (CPU time of read + aggregate           %8.3f s; wall above includes waiting on "
+              "a busy machine)\n",
               read_cpu_s);
-  std::printf("  peak RSS (ru_maxrss)                     %8.1f MB (%.1f MB before reading)  target < 300 MB: %s\n",
+  std::printf("  peak RSS (ru_maxrss)                     %8.1f MB (%.1f MB before reading)  "
+              "target < 300 MB: %s\n",
               rss_mb, rss_before_mb, rss_met ? "met" : "NOT met");
-  std::printf("  kernels %zu, dominant %s, GPU total %.3f ms over a %.3f ms span; figures %s the baseline\n",
+  std::printf("  kernels %zu, dominant %s, GPU total %.3f ms over a %.3f ms span; figures %s the "
+              "baseline\n",
               summary.kernels.size(), summary.dominant_kernel.c_str(), total_ns / 1e6,
               summary.wall_span_ns / 1e6, consistent ? "match" : "DO NOT match");
   if (!keep && dir_option.empty()) {

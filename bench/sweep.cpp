@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
   o.budget = budget;
   o.compile_workers = workers;
   o.lanes = 1;
+  o.finalists = 0;  // the sweep alone: the final round is extra measurement, not overhead
   // The workers are rocm-perf processes; this benchmark binary is not one.
   o.worker_executable = std::filesystem::canonical("/proc/self/exe").parent_path() / "rocm-perf";
   spdlog::set_level(spdlog::level::warn);

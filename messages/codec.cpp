@@ -51,6 +51,7 @@ const char* to_string(measure_status status) {
   switch (status) {
   case measure_status::ok: return "ok";
   case measure_status::nonzero_exit: return "nonzero_exit";
+  case measure_status::wrong_result: return "wrong_result";
   case measure_status::crashed: return "crashed";
   case measure_status::timed_out: return "timed_out";
   case measure_status::launch_failed: return "launch_failed";

@@ -76,8 +76,8 @@ struct kernel_arg {
   buffer_init init;        ///< buffer: contents before each checked launch
   bool output = false;     ///< buffer: compared with the reference after the checked launch
   value_tolerance tolerance;
-  std::int64_t int_value = 0;  ///< scalar of an integer type (u32 too)
-  double float_value = 0.0;    ///< scalar of a float type (f16 is rounded when it is passed)
+  std::int64_t int_value = 0; ///< scalar of an integer type (u32 too)
+  double float_value = 0.0;   ///< scalar of a float type (f16 is rounded when it is passed)
   MSGPACK_DEFINE_MAP(name, kind, type, count, init, output, tolerance, int_value, float_value)
 };
 
@@ -124,12 +124,12 @@ struct kernel_sampling {
 
 /// The device as the lane process sees it; sent in the hello and in every reply.
 struct kernel_device {
-  std::string api;                ///< "cuda" or "hip"
-  std::int32_t ordinal = 0;       ///< within the process's visible devices
-  std::string name;               ///< e.g. "NVIDIA H100 80GB HBM3"
-  std::string uuid;               ///< "GPU-xxxxxxxx-xxxx-..." (CUDA's format)
-  std::string arch;               ///< "sm_90", "gfx90a"
-  std::int64_t sm_clock_khz = 0;  ///< the device attribute (typical/boost clock), not a live reading
+  std::string api;               ///< "cuda" or "hip"
+  std::int32_t ordinal = 0;      ///< within the process's visible devices
+  std::string name;              ///< e.g. "NVIDIA H100 80GB HBM3"
+  std::string uuid;              ///< "GPU-xxxxxxxx-xxxx-..." (CUDA's format)
+  std::string arch;              ///< "sm_90", "gfx90a"
+  std::int64_t sm_clock_khz = 0; ///< the device attribute (typical/boost clock), not a live reading
   std::uint64_t memory_bytes = 0;
   MSGPACK_DEFINE_MAP(api, ordinal, name, uuid, arch, sm_clock_khz, memory_bytes)
 };
@@ -157,12 +157,12 @@ struct kernel_lane_request {
 
 /// Where the first wrong output element is.
 struct kernel_mismatch {
-  std::string buffer;          ///< the argument's name
-  std::uint64_t index = 0;     ///< element index in that buffer
-  double value = 0.0;          ///< the candidate's element
-  double expected = 0.0;       ///< the reference's element
-  std::uint64_t count = 0;     ///< wrong elements in that buffer
-  std::uint64_t compared = 0;  ///< elements compared in that buffer
+  std::string buffer;         ///< the argument's name
+  std::uint64_t index = 0;    ///< element index in that buffer
+  double value = 0.0;         ///< the candidate's element
+  double expected = 0.0;      ///< the reference's element
+  std::uint64_t count = 0;    ///< wrong elements in that buffer
+  std::uint64_t compared = 0; ///< elements compared in that buffer
   MSGPACK_DEFINE_MAP(buffer, index, value, expected, count, compared)
 };
 
@@ -174,16 +174,28 @@ struct kernel_lane_reply {
   std::string reason;     ///< one sentence for any status but ok
   std::vector<std::int64_t> samples_ns; ///< GPU time of each timed launch (events around it)
   std::uint32_t warmup_launches = 0;    ///< done, the checked launch not included
-  bool verified = false;     ///< outputs were compared with a reference and matched
-  bool time_capped = false;  ///< sampling stopped at time_cap_ms, before its criterion was met
-  kernel_mismatch mismatch;  ///< filled for wrong_result
+  bool verified = false;                ///< outputs were compared with a reference and matched
+  bool time_capped = false; ///< sampling stopped at time_cap_ms, before its criterion was met
+  kernel_mismatch mismatch; ///< filled for wrong_result
   kernel_device device;
-  bool lane_exiting = false; ///< the process exits after this reply (the context is lost)
+  bool lane_exiting = false;     ///< the process exits after this reply (the context is lost)
   std::uint32_t allocations = 0; ///< device allocations this request made; 0 in the steady state
   std::int64_t setup_ns = 0;     ///< host time for load, upload, checked launch and comparison
   std::int64_t sampling_ns = 0;  ///< host time for warm-ups and timed launches
-  MSGPACK_DEFINE_MAP(protocol, sequence, status, error_name, reason, samples_ns, warmup_launches,
-                     verified, time_capped, mismatch, device, lane_exiting, allocations, setup_ns,
+  MSGPACK_DEFINE_MAP(protocol,
+                     sequence,
+                     status,
+                     error_name,
+                     reason,
+                     samples_ns,
+                     warmup_launches,
+                     verified,
+                     time_capped,
+                     mismatch,
+                     device,
+                     lane_exiting,
+                     allocations,
+                     setup_ns,
                      sampling_ns)
 };
 

@@ -50,6 +50,7 @@ enum class measure_status : std::uint8_t {
   timed_out = 3,      ///< a run exceeded --timeout; its process group was killed
   launch_failed = 4,  ///< fork/exec failed (missing binary, permissions)
   not_run = 5,        ///< the candidate never reached a lane (its compile failed)
+  wrong_result = 6,   ///< it ran, but its outputs differ from the reference beyond the tolerance
 };
 
 /// Acceptance decision. `invalid` covers every failure: build, crash, hang, wrong exit status.
@@ -149,7 +150,9 @@ struct measure_request {
   /// The kernel lane's launch (workers/lanes/kernel/): the launch file resolved for this
   /// candidate's configuration; argv[0] is then the code object. Other lanes ignore it.
   std::optional<kernel_launch> launch;
-  MSGPACK_DEFINE_MAP(candidate_key, argv, runs, warmup, timeout_ms, launch)
+  /// Exactly `runs` samples even on an adaptive lane (the final round's interleaved rounds).
+  bool fixed_count = false;
+  MSGPACK_DEFINE_MAP(candidate_key, argv, runs, warmup, timeout_ms, launch, fixed_count)
 };
 
 struct measure_result {

@@ -12,6 +12,8 @@
 #include "workers/compile/compile_worker.hpp"
 #include "workers/compilers/compiler_rules.hpp"
 #include "workers/devices/nvidia_gpu.hpp"
+#include "workers/tracers/cuda/cupti_recorder.hpp"
+#include "workers/tracers/rocprofv3/rocprofv3_recorder.hpp"
 #include "workers/process/child_process.hpp"
 
 namespace rpl::engine {
@@ -152,10 +154,133 @@ std::string fingerprint(const autotune_options& options, const autotune_inputs& 
      << (options.budget ? std::to_string(*options.budget) : "all") << '\n'
      << options.runs << '\n'
      << options.warmup << '\n';
+  // Runs of the timing backend with fixed sampling keep the fingerprint they always had, so their
+  // databases still resume.
+  if (in.lane_kind != "timing" || in.sampling) {
+    fp << in.lane_kind << ' ' << options.kernel_regex << ' ' << options.warmup_dispatches << ' '
+       << (in.sampling ? std::to_string(in.sampling->max_noise) : "fixed") << '\n';
+  }
+  if (!options.launch.empty()) {
+    fp << stages::content_hash(read_file(options.launch, "--launch")) << '\n';
+  }
   for (const auto& [name, content] : in.source_pairs) {
     fp << name << ' ' << stages::content_hash(content) << '\n';
   }
   return stages::content_hash(fp.str());
+}
+
+/// "all", "0,2" or "" (the first GPU) against the GPUs nvidia-smi lists.
+std::vector<workers::nvidia_device> select_devices(const std::string& spec, const std::string& why) {
+  const auto gpus = workers::list_nvidia_gpus();
+  if (gpus.empty()) {
+    throw config_error(why + ": no NVIDIA GPU found (no /dev/nvidia0, or nvidia-smi lists none); "
+                             "fix: run on a GPU host, or measure whole processes with --backend "
+                             "timing");
+  }
+  if (spec.empty()) {
+    return {gpus.front()};
+  }
+  if (spec == "all") {
+    return gpus;
+  }
+  std::vector<workers::nvidia_device> chosen;
+  std::stringstream list(spec);
+  for (std::string item; std::getline(list, item, ',');) {
+    const auto it = std::find_if(gpus.begin(), gpus.end(), [&](const auto& g) {
+      return std::to_string(g.index) == item;
+    });
+    if (it == gpus.end()) {
+      throw config_error("--devices " + spec + ": no GPU with index '" + item + "' (this host has " +
+                         std::to_string(gpus.size()) + "); fix: --devices all, or indices from "
+                         "nvidia-smi -L");
+    }
+    chosen.push_back(*it);
+  }
+  return chosen;
+}
+
+/// One lane per device; candidates are compared within one device model only, so the devices must
+/// be one model.
+void check_one_model(const std::vector<workers::nvidia_device>& devices, const std::string& spec) {
+  for (const auto& d : devices) {
+    if (d.name != devices.front().name) {
+      throw config_error("--devices " + spec + ": GPU " + std::to_string(devices.front().index) +
+                         " is " + devices.front().name + " but GPU " + std::to_string(d.index) +
+                         " is " + d.name + "; candidates are only compared within one device "
+                         "model; fix: list GPUs of one model");
+    }
+  }
+}
+
+void choose_lanes(const autotune_options& options, autotune_inputs& in) {
+  const auto& b = options.backend;
+  if (b != "timing" && b != "cuda" && b != "rocm" && b != "auto") {
+    throw config_error("--backend " + b + ": unknown; fix: timing, cuda, rocm or auto");
+  }
+  if (!options.launch.empty() && b != "timing") {
+    throw config_error("--launch and --backend " + b + ": --launch measures the kernel in a kernel "
+                       "lane, --backend times an application's kernels from its trace; fix: drop "
+                       "one of them");
+  }
+  if (!options.launch.empty()) {
+    in.lane_kind = "kernel";
+    try {
+      in.launch = stages::load_launch_spec(options.launch);
+      stages::check_launch_names(*in.launch, in.space.names);
+    } catch (const stages::launch_spec_error& error) {
+      throw config_error(error.what());
+    }
+  } else if (b == "auto") {
+    in.lane_kind = workers::nvidia_gpu_present() ? "cuda" : "timing";
+  } else {
+    in.lane_kind = b;
+  }
+  if (in.lane_kind == "rocm") {
+    if (!workers::find_rocprofv3({})) {
+      throw config_error("--backend rocm: rocprofv3 was not found (PATH, $ROCPROFV3); fix: "
+                         "install ROCm 7 (rocprofiler-sdk), or set ROCPROFV3");
+    }
+    if (options.devices == "all") {
+      throw config_error("--devices all: AMD GPUs are not enumerated yet; fix: --devices 0,1");
+    }
+    std::stringstream list(options.devices.empty() ? std::string("0") : options.devices);
+    for (std::string item; std::getline(list, item, ',');) {
+      workers::nvidia_device d;  // index only: the lane selects it by HIP_VISIBLE_DEVICES
+      try {
+        d.index = std::stoi(item);
+      } catch (const std::exception&) {
+        throw config_error("--devices " + options.devices + ": '" + item + "' is not an index; "
+                           "fix: --devices 0,1");
+      }
+      d.name = "AMD GPU " + item;
+      in.devices.push_back(d);
+    }
+  }
+  if (in.lane_kind == "kernel" || in.lane_kind == "cuda") {
+    const auto why = in.lane_kind == "kernel" ? "--launch" : "--backend cuda";
+    in.devices = select_devices(options.devices, why);
+    check_one_model(in.devices, options.devices);
+    if (in.lane_kind == "cuda" && !workers::find_cupti_tracer({})) {
+      throw config_error("--backend cuda: the CUPTI tracer library (librpl_cupti_tracer.so) was "
+                         "not found; fix: build with CUDA (make build on a host with nvcc), or "
+                         "set RPL_CUPTI_TRACER");
+    }
+  } else if (!options.devices.empty() && in.lane_kind == "timing") {
+    throw config_error("--devices " + options.devices + ": the timing backend measures whole "
+                       "processes on CPU lanes; fix: --lanes N, or a GPU lane (--launch or "
+                       "--backend cuda)");
+  }
+  if (in.lane_kind != "timing" || options.noise) {
+    stages::sampling_target target;
+    target.max_noise = options.noise.value_or(0.005);
+    target.min_samples = std::max<std::size_t>(options.runs, 2);
+    target.min_time_s = options.min_time_s;
+    target.max_time_s = options.max_candidate_time_s;
+    if (const auto problem = stages::check_sampling_target(target); !problem.empty()) {
+      throw config_error("--noise/--min-time/--max-candidate-time: " + problem);
+    }
+    in.sampling = target;
+  }
 }
 
 }  // namespace
@@ -177,6 +302,7 @@ autotune_inputs validate_inputs(const autotune_options& options) {
   } catch (const std::invalid_argument& error) {
     throw config_error(std::string("--strategy ") + options.strategy + ": " + error.what());
   }
+  choose_lanes(options, in);
   in.workers = worker_count(options);
   in.fingerprint = fingerprint(options, in);
   return in;

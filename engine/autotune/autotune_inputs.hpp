@@ -14,6 +14,9 @@
 #include "engine/autotune/autotune.hpp"
 #include "messages/wire.hpp"
 #include "stages/search/command_template.hpp"
+#include "stages/search/launch_spec.hpp"
+#include "stages/statistics/sampling_criterion.hpp"
+#include "workers/devices/nvidia_gpu.hpp"
 #include "stages/search/space.hpp"
 #include "stages/search/strategy.hpp"
 
@@ -32,6 +35,13 @@ struct autotune_inputs {
   std::unique_ptr<stages::strategy> strategy;
   std::size_t workers = 1;
   std::string fingerprint;
+
+  /// What the lanes are: "timing" (whole processes), "kernel" (--launch: the kernel lane),
+  /// "cuda" or "rocm" (application lanes timed from the trace).
+  std::string lane_kind = "timing";
+  std::optional<stages::launch_spec> launch;   ///< with --launch
+  std::vector<workers::nvidia_device> devices;  ///< GPU lanes: one lane per device
+  std::optional<stages::sampling_target> sampling;  ///< adaptive sampling, when on
 };
 
 /// Reads and checks every input of `options`. Throws config_error.

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "engine/autotune/autotune.hpp"
 
@@ -23,8 +25,19 @@ nlohmann::json candidate_json(const stored_candidate& c) {
                       {"compile_ms", static_cast<double>(c.compile_ns) / 1e6}};
   j["reason"] = c.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.reason);
   j["stats"] = c.status == "ok" ? stats_json(c.stats) : nlohmann::json(nullptr);
+  j["sampling"] = c.sampling.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.sampling);
+  j["noise"] = c.noise && std::isfinite(*c.noise) ? nlohmann::json(*c.noise) : nlohmann::json(nullptr);
+  j["noisy"] = c.noisy;
+  j["lane"] = c.lane.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.lane);
+  j["device"] = c.device_model.empty() ? nlohmann::json(nullptr)
+                                       : nlohmann::json(c.device_model + " (" + c.device_uuid + ")");
   return j;
 }
+
+nlohmann::json number_or_null(double value) {
+  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
+}
+
 
 nlohmann::json broker_json(const broker_stats& b) {
   return {{"workers_seen", b.workers_seen},           {"workers_expired", b.workers_expired},
@@ -34,13 +47,69 @@ nlohmann::json broker_json(const broker_stats& b) {
 
 }  // namespace
 
+nlohmann::json to_json(const final_round_result& f) {
+  nlohmann::json finalists = nlohmann::json::array();
+  for (const auto& c : f.finalists) {
+    finalists.push_back({{"key", c.key},
+                         {"median_ns", number_or_null(c.median_ns)},
+                         {"low_ns", number_or_null(c.low_ns)},
+                         {"high_ns", number_or_null(c.high_ns)},
+                         {"relative_difference", number_or_null(c.relative_difference)},
+                         {"relative_low", number_or_null(c.relative_low)},
+                         {"relative_high", number_or_null(c.relative_high)},
+                         {"separating_noise", number_or_null(c.separating_noise)},
+                         {"tied", c.tied}});
+  }
+  return {{"lane", f.lane},         {"rounds", f.rounds},         {"confidence", f.confidence},
+          {"noise_target", f.noise_target}, {"winner", f.winner}, {"tie_set", f.tie_set},
+          {"finalists", finalists}};
+}
+
+std::optional<final_round_result> final_round_from_json(const nlohmann::json& doc) {
+  auto number = [](const nlohmann::json& v) {
+    return v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN();
+  };
+  try {
+    final_round_result f;
+    f.lane = doc.at("lane").get<std::string>();
+    f.rounds = doc.at("rounds").get<std::uint32_t>();
+    f.confidence = doc.at("confidence").get<double>();
+    f.noise_target = doc.at("noise_target").get<double>();
+    f.winner = doc.at("winner").get<std::string>();
+    f.tie_set = doc.at("tie_set").get<std::vector<std::string>>();
+    for (const auto& c : doc.at("finalists")) {
+      finalist_result r;
+      r.key = c.at("key").get<std::string>();
+      r.median_ns = number(c.at("median_ns"));
+      r.low_ns = number(c.at("low_ns"));
+      r.high_ns = number(c.at("high_ns"));
+      r.relative_difference = number(c.at("relative_difference"));
+      r.relative_low = number(c.at("relative_low"));
+      r.relative_high = number(c.at("relative_high"));
+      r.separating_noise = number(c.at("separating_noise"));
+      r.tied = c.at("tied").get<bool>();
+      f.finalists.push_back(std::move(r));
+    }
+    return f;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
 nlohmann::json to_json(const autotune_result& result) {
   nlohmann::json doc;
-  doc["schema_version"] = "1.1";
+  doc["schema_version"] = "1.2";
   doc["run_id"] = result.run_id;
   doc["status"] = result.run_status;
   doc["db"] = result.db.string();
-  doc["backend"] = "timing";
+  doc["backend"] = result.lane_kind.empty() ? "timing" : result.lane_kind;
+  doc["noise_target"] =
+      result.noise_target ? nlohmann::json(*result.noise_target) : nlohmann::json(nullptr);
+  doc["devices"] = result.devices;
+  doc["final_round"] =
+      result.final_round ? to_json(*result.final_round) : nlohmann::json(nullptr);
+  doc["winner_note"] =
+      result.winner_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(result.winner_note);
   doc["space"] = {{"size", result.space_size},
                   {"total", result.space_total},
                   {"cut_by_constraints", result.cut_by_constraints}};

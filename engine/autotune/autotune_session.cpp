@@ -186,6 +186,14 @@ candidate_ptr autotune_session::make_candidate(std::size_t index) {
     spdlog::error("candidate {}: {}", index, error.what());
     return nullptr;
   }
+  if (inputs_.launch) {
+    auto resolved = stages::resolve_launch(*inputs_.launch, c->config);
+    if (resolved.ok()) {
+      c->launch = std::move(resolved.launch);
+    } else {
+      c->launch_error = resolved.error;
+    }
+  }
   stages::key_inputs key;
   key.sources = inputs_.source_pairs;
   key.build_argv = c->build_argv;
@@ -196,8 +204,15 @@ candidate_ptr autotune_session::make_candidate(std::size_t index) {
   }
   c->key = stages::candidate_key(key);
   if (auto it = completed_.find(c->key); it != completed_.end()) {
-    // Measured in an earlier session: the strategy learns the stored result, nothing re-runs.
+    // Measured in an earlier session: the strategy learns the stored result, nothing re-runs; a
+    // valid one stays eligible for the final round with its stored samples.
     ++resumed_;
+    if (it->second.status == "ok" && !it->second.artifact_hash.empty()) {
+      c->artifact_hash = it->second.artifact_hash;
+      c->artifact_path = artifacts_->dir() / it->second.artifact_hash;
+      measured_.push_back({c->key, c->params, store_->samples(run_id_, c->key), measure_request(*c),
+                           it->second.noisy});
+    }
     inputs_.strategy->observe(
         stored_observation(index, inputs_.space.configurations[index], it->second));
     return nullptr;
@@ -224,6 +239,12 @@ void autotune_session::on_compiled(candidate_state& c, const messages::compile_r
   c.compile.artifact.clear();
   c.compile.artifact.shrink_to_fit();
   if (reply.status != messages::compile_status::ok || !reply.has_artifact) {
+    return;
+  }
+  if (!c.launch_error.empty()) {
+    // The build worked but the launch file cannot launch this configuration: nothing to measure.
+    c.compile.status = messages::compile_status::failed;
+    c.compile.error = c.launch_error;
     return;
   }
   const auto stored =
@@ -260,6 +281,7 @@ messages::measure_request autotune_session::measure_request(const candidate_stat
   request.runs = options_.runs;
   request.warmup = options_.warmup;
   request.timeout_ms = static_cast<std::uint32_t>(options_.timeout_s * 1000.0);
+  request.launch = c.launch;
   return request;
 }
 
@@ -296,6 +318,10 @@ void autotune_session::record(candidate_state& c) {
       spdlog::error("{}", fatal_error_);
       fatal_ = true;
     }
+  }
+  if (c.verdict.decision != messages::verdict_kind::invalid) {
+    measured_.push_back({c.key, c.params, c.measure.samples_ns, measure_request(c),
+                         c.measure.noisy});
   }
   if (c.verdict.decision == messages::verdict_kind::faster) {
     stored_candidate row;

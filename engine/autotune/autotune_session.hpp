@@ -52,6 +52,17 @@ public:
   std::int64_t sum_compile_ns() const { return sum_compile_ns_; }
   std::int64_t sum_run_ns() const { return sum_run_ns_; }
 
+  /// A candidate measured validly in this session, with what re-measures it (the final round).
+  struct measured_candidate {
+    std::string key;
+    nlohmann::json params;
+    std::vector<std::int64_t> samples_ns;
+    messages::measure_request request;
+    bool noisy = false;
+  };
+  /// Every valid candidate of this session, in completion order (read after the graph finished).
+  const std::vector<measured_candidate>& measured() const { return measured_; }
+
 private:
   void create_run();
   void resume_run();
@@ -78,6 +89,7 @@ private:
   std::int64_t sum_compile_ns_ = 0;
   std::int64_t sum_run_ns_ = 0;
   std::chrono::steady_clock::time_point started_;
+  std::vector<measured_candidate> measured_;     // store node only
   std::atomic<bool> fatal_{false};
   std::string fatal_error_;
 };

@@ -8,8 +8,9 @@
 #include "engine/autotune/autotune_session.hpp"
 #include "engine/broker/broker.hpp"
 #include "engine/broker/local_workers.hpp"
+#include "engine/autotune/final_round.hpp"
+#include "engine/autotune/lane_plan.hpp"
 #include "engine/graph/tuning_graph.hpp"
-#include "workers/lanes/timing/timing_lane.hpp"
 
 namespace rpl::engine {
 
@@ -130,7 +131,7 @@ autotune_result make_result(const autotune_options& options, const autotune_inpu
   result.strategy = options.strategy;
   result.counts = session.counts();
   result.compile_workers = inputs.workers;
-  result.lanes = options.lanes;
+  result.lanes = lane_count(options, inputs);
   result.winner_key = session.winner_key();
   result.candidates = session.store().candidates(session.run_id());
   result.sum_compile_ns = session.sum_compile_ns();
@@ -166,7 +167,8 @@ autotune_result run_autotune(const autotune_options& options,
                        "tcp://0.0.0.0:5555");
   }
 
-  auto cpus = plan_cpus(options.lanes, inputs.workers);
+  const bool cpu_lanes = inputs.lane_kind == "timing";
+  auto cpus = cpu_lanes ? plan_cpus(options.lanes, inputs.workers) : cpu_plan{};
   local_workers pool(make_workers_config(options, bconfig, inputs.workers, cpus.workers));
   pool.start();
   const bool remote_workers_possible = !options.listen.empty();
@@ -181,16 +183,40 @@ autotune_result run_autotune(const autotune_options& options,
     }
   });
 
-  std::vector<std::unique_ptr<lane_worker>> lanes;
-  for (std::size_t i = 0; i < options.lanes; ++i) {
-    lanes.push_back(std::make_unique<lane_worker>(
-        std::make_unique<workers::timing_lane>("cpu" + std::to_string(i)), cpus.lanes[i]));
-  }
+  auto plan = make_lanes(options, inputs, cpus.lanes);
+  auto& lanes = plan.lanes;
   broker_compile_service compiler(compile_broker, session.run_id());
   {
     tuning_graph graph(session, compiler, lanes);
     graph.run(options.max_in_flight.value_or(
-        2 * (std::max<std::size_t>(inputs.workers, 1) + options.lanes)));
+        2 * (std::max<std::size_t>(inputs.workers, 1) + lanes.size())));
+  }
+  std::string winner_note;
+  std::optional<final_round_result> final_round;
+  if (!session.failed()) {
+    final_round_settings settings;
+    settings.max_finalists = options.finalists;
+    settings.rounds = options.final_rounds;
+    // A kernel lane's round is a few launches; an application's or a process's round is one run.
+    settings.runs_per_round = inputs.lane_kind == "kernel" ? std::max(options.runs, 5u) : 1;
+    settings.noise_target = inputs.sampling ? inputs.sampling->max_noise : 0.01;
+    const auto stored = options.resume && session.counts().completed == 0
+                            ? session.store().final_round(session.run_id())
+                            : std::nullopt;
+    if (stored) {
+      // Nothing new was measured: the earlier session's final round still decides.
+      final_round = final_round_from_json(*stored);
+    } else {
+      final_round =
+          run_final_round(*lanes.front(), session.measured(), settings, stop, winner_note);
+    }
+    if (final_round && !stored) {
+      try {
+        session.store().record_final_round(session.run_id(), to_json(*final_round));
+      } catch (const std::exception& error) {
+        spdlog::error("cannot store the final round: {}", error.what());
+      }
+    }
   }
 
   const auto broker_stats = compile_broker.stats();
@@ -199,6 +225,16 @@ autotune_result run_autotune(const autotune_options& options,
   lanes.clear();
   auto result = make_result(options, inputs, session, stop);
   result.broker = broker_stats;
+  result.lane_kind = inputs.lane_kind;
+  result.devices = plan.devices;
+  if (inputs.sampling) {
+    result.noise_target = inputs.sampling->max_noise;
+  }
+  if (final_round && !final_round->winner.empty()) {
+    result.winner_key = final_round->winner;
+  }
+  result.final_round = std::move(final_round);
+  result.winner_note = winner_note;
   result.wall_s = std::chrono::duration<double>(clock_type::now() - started).count();
   return result;
 }

@@ -96,6 +96,29 @@ public:
         ->check(CLI::Range(10, 60000));
     cmd->add_option("--liveness", options_.liveness, "Missed heartbeats before a worker is dead")
         ->check(CLI::Range(1, 100));
+    cmd->add_option("--launch", options_.launch,
+                    "Kernel lane: launch file (docs/launch-file.md); the build template makes a "
+                    "code object (nvcc -cubin)");
+    cmd->add_option("--backend", options_.backend,
+                    "timing (whole processes) | cuda | rocm (kernels timed from the trace) | auto")
+        ->check(CLI::IsMember({"timing", "cuda", "rocm", "auto"}));
+    cmd->add_option("--kernel", options_.kernel_regex,
+                    "Application lanes: kernels to time (ECMAScript regex; default every user "
+                    "kernel)");
+    cmd->add_option("--warmup-dispatches", options_.warmup_dispatches,
+                    "Application lanes: dispatches per process and kernel not timed");
+    cmd->add_option("--devices", options_.devices, "GPU lanes: all | 0,1,... (default: GPU 0)");
+    noise_opt_ = cmd->add_option("--noise", noise_,
+                                 "Adaptive sampling: relative noise to reach (default 0.005 on "
+                                 "GPU lanes; timing: fixed --runs)")
+                     ->check(CLI::Range(1e-6, 0.5));
+    cmd->add_option("--min-time", options_.min_time_s,
+                    "Adaptive sampling: measured seconds before the noise may stop it");
+    cmd->add_option("--max-candidate-time", options_.max_candidate_time_s,
+                    "Adaptive sampling: per-candidate cap, seconds");
+    cmd->add_option("--finalists", options_.finalists,
+                    "Finalists re-measured interleaved at the end (0: no final round)");
+    cmd->add_option("--final-rounds", options_.final_rounds, "Rounds of the final round");
     in_flight_opt_ = cmd->add_option("--max-in-flight", in_flight_,
                                      "Candidates in flight (default 2 x (workers + lanes))")
                          ->check(CLI::PositiveNumber);
@@ -110,6 +133,9 @@ public:
     }
     if (*workers_opt_) {
       options_.compile_workers = workers_;
+    }
+    if (*noise_opt_) {
+      options_.noise = noise_;
     }
     if (*in_flight_opt_) {
       options_.max_in_flight = in_flight_;
@@ -135,6 +161,8 @@ private:
   CLI::Option* budget_opt_ = nullptr;
   CLI::Option* workers_opt_ = nullptr;
   CLI::Option* in_flight_opt_ = nullptr;
+  double noise_ = 0.005;
+  CLI::Option* noise_opt_ = nullptr;
 };
 
 }  // namespace

@@ -110,9 +110,30 @@ void print_table(const autotune_result& result) {
                   stages::to_string(c.stats.stability), c.stats.n, c.key.c_str());
     }
   }
-  if (!valid.empty() && !result.winner_key.empty() && valid.front()->key != result.winner_key) {
+  if (!result.final_round && !valid.empty() && !result.winner_key.empty() &&
+      valid.front()->key != result.winner_key) {
     std::printf("note: candidates above the winner have a lower median, but the difference lies "
                 "inside the noise band (verdict same or ambiguous); more --runs can separate them\n");
+  }
+  if (result.final_round) {
+    const auto& f = *result.final_round;
+    std::printf("final round: %zu finalists x %u rounds, interleaved on %s; ", f.finalists.size(),
+                f.rounds, f.lane.c_str());
+    if (f.tie_set.size() > 1) {
+      std::printf("tie: %zu finalists within the noise (separating noise >= %.2f%%)\n",
+                  f.tie_set.size(), f.noise_target * 100.0);
+      for (const auto& c : f.finalists) {
+        if (c.tied) {
+          std::printf("  tied: %s  median %s ms  %+.2f%% [%+.2f%%, %+.2f%%]\n", c.key.c_str(),
+                      format_ms(c.median_ns).c_str(), c.relative_difference * 100.0,
+                      c.relative_low * 100.0, c.relative_high * 100.0);
+        }
+      }
+    } else {
+      std::printf("the winner is separated from every other finalist\n");
+    }
+  } else if (!result.winner_note.empty()) {
+    std::printf("note: %s\n", result.winner_note.c_str());
   }
   if (result.winner_key.empty()) {
     std::printf("\nno winner: no candidate produced a valid measurement\n");

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "engine/store/candidate_record.hpp"
 #include "stages/search/param_value.hpp"
@@ -12,6 +14,9 @@ namespace rpl::engine {
 
 struct candidate_state : candidate_record {
   stages::configuration config;
+  /// The kernel lane's launch for this configuration (--launch), or why it could not be resolved.
+  std::optional<messages::kernel_launch> launch;
+  std::string launch_error;
   std::chrono::steady_clock::time_point submitted_at;
 };
 

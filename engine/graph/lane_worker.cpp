@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <future>
+
 namespace rpl::engine {
 
 lane_worker::lane_worker(workers::lane_backend_ptr backend, int cpu)
@@ -24,6 +26,14 @@ void lane_worker::push(candidate_ptr candidate, messages::measure_request reques
     ++outstanding_;
   }
   ready_.notify_one();
+}
+
+messages::measure_result lane_worker::measure_now(const messages::measure_request& request) {
+  auto probe = std::make_shared<candidate_state>();
+  std::promise<messages::measure_result> done;
+  auto result = done.get_future();
+  push(probe, request, [&done](const candidate_ptr& c) { done.set_value(c->measure); });
+  return result.get();
 }
 
 void lane_worker::loop() {

@@ -27,6 +27,8 @@ public:
 
   /// Queues a measurement; `done` runs on the lane thread once the result is in the candidate.
   void push(candidate_ptr candidate, messages::measure_request request, done_fn done);
+  /// Measures on the lane thread and waits for the result (after the graph: the final round).
+  messages::measure_result measure_now(const messages::measure_request& request);
   /// Queued plus running measurements.
   std::size_t outstanding() const { return outstanding_.load(); }
   const std::string& name() const { return backend_->name(); }

@@ -1,17 +1,34 @@
 #include "engine/store/results_store.hpp"
 
-#include <sqlite3.h>
-
 #include <chrono>
+#include <cmath>
 #include <ctime>
 
+#include "stages/sqlite/sqlite_statement.hpp"
+
 namespace rpl::engine {
+
+namespace sqlite = stages::sqlite;
 
 namespace {
 
 constexpr const char* schema_sql = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '1');
+-- 2 added candidate_sampling and final_rounds; a version-1 file gains them when opened.
+INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '2');
+CREATE TABLE IF NOT EXISTS candidate_sampling(
+  run_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  sampling TEXT,
+  noise REAL,
+  noisy INTEGER,
+  device_model TEXT,
+  device_uuid TEXT,
+  PRIMARY KEY (run_id, key));
+CREATE TABLE IF NOT EXISTS final_rounds(
+  run_id TEXT PRIMARY KEY,
+  decision_json TEXT NOT NULL,
+  recorded_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs(
   run_id TEXT PRIMARY KEY,
   fingerprint TEXT NOT NULL,
@@ -83,184 +100,161 @@ std::string now_utc() {
   return text;
 }
 
-/// RAII prepared statement with positional binding.
-class statement {
-public:
-  statement(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
-      throw store_error(std::string("results store: cannot prepare statement: ") + sqlite3_errmsg(db));
-    }
+/// A failed SQLite call as the store_error it has always been reported as.
+store_error to_store_error(const sqlite::sqlite_error& error) {
+  if (error.action() == "prepare") {
+    return store_error("results store: cannot prepare statement: " + error.sqlite_message());
   }
-  ~statement() { sqlite3_finalize(stmt_); }
-  statement(const statement&) = delete;
-  statement& operator=(const statement&) = delete;
+  if (error.action() == "exec") {
+    return store_error(error.sqlite_message());
+  }
+  return store_error("results store: " + error.sqlite_message()); // step, bind
+}
 
-  statement& bind(int index, const std::string& value) {
-    sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  statement& bind(int index, std::int64_t value) {
-    sqlite3_bind_int64(stmt_, index, value);
-    return *this;
-  }
-  statement& bind(int index, double value) {
-    sqlite3_bind_double(stmt_, index, value);
-    return *this;
-  }
-  statement& bind_null(int index) {
-    sqlite3_bind_null(stmt_, index);
-    return *this;
-  }
-  /// Returns true while there is a row.
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) {
-      return true;
-    }
-    if (rc != SQLITE_DONE) {
-      throw store_error(std::string("results store: ") + sqlite3_errmsg(db_));
-    }
-    return false;
-  }
-  void reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  std::string text(int column) const {
-    const auto* p = sqlite3_column_text(stmt_, column);
-    return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p));
-  }
-  std::int64_t integer(int column) const { return sqlite3_column_int64(stmt_, column); }
-  double real(int column) const { return sqlite3_column_double(stmt_, column); }
+nlohmann::json argv_json(const std::vector<std::string>& argv) {
+  return nlohmann::json(argv);
+}
 
-private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
-nlohmann::json argv_json(const std::vector<std::string>& argv) { return nlohmann::json(argv); }
-
-}  // namespace
+} // namespace
 
 results_store::results_store(const std::filesystem::path& path) : path_(path) {
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
-    const std::string why = db_ != nullptr ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw store_error("--db " + path.string() + ": cannot open: " + why +
+  try {
+    db_ = std::make_unique<sqlite::connection>(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  } catch (const sqlite::sqlite_error& error) {
+    throw store_error("--db " + path.string() + ": cannot open: " + error.sqlite_message() +
                       "; fix: choose a writable path");
   }
-  sqlite3_busy_timeout(db_, 5000);
+  db_->busy_timeout(std::chrono::milliseconds(5000));
   try {
     exec("PRAGMA journal_mode=WAL");
     exec("PRAGMA synchronous=NORMAL");
     exec(schema_sql);
   } catch (const store_error& error) {
-    sqlite3_close(db_);
-    db_ = nullptr;
+    db_.reset();
     throw store_error("--db " + path.string() + ": " + error.what() +
                       "; fix: point --db at a rocm-perf results database or a new file");
   }
 }
 
-results_store::~results_store() { sqlite3_close(db_); }
+results_store::~results_store() = default;
 
 void results_store::exec(const char* sql) const {
-  char* message = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &message) != SQLITE_OK) {
-    std::string why = message != nullptr ? message : "unknown error";
-    sqlite3_free(message);
-    throw store_error(why);
+  try {
+    db_->exec(sql);
+  } catch (const sqlite::sqlite_error& error) {
+    throw to_store_error(error);
   }
 }
 
-std::optional<run_record> results_store::find_run(const std::string& fingerprint) const {
-  statement s(db_,
-              "SELECT run_id, fingerprint, status, started_at, space_file, strategy, seed, budget, "
-              "planned, settings_json FROM runs WHERE fingerprint = ? ORDER BY rowid DESC LIMIT 1");
-  s.bind(1, fingerprint);
+std::optional<run_record> results_store::find_run(const std::string& fingerprint) const try {
+  sqlite::statement s(*db_,
+                      "SELECT run_id, fingerprint, status, started_at, space_file, strategy, seed, "
+                      "budget, planned, settings_json FROM runs WHERE fingerprint = ? ORDER BY "
+                      "rowid DESC LIMIT 1");
+  s.bind_text(1, fingerprint);
   if (!s.step()) {
     return std::nullopt;
   }
   run_record run;
-  run.run_id = s.text(0);
-  run.fingerprint = s.text(1);
-  run.status = s.text(2);
-  run.started_at = s.text(3);
-  run.space_file = s.text(4);
-  run.strategy = s.text(5);
-  run.seed = static_cast<std::uint64_t>(s.integer(6));
-  run.budget = s.integer(7);
-  run.planned = static_cast<std::size_t>(s.integer(8));
-  run.settings = nlohmann::json::parse(s.text(9), nullptr, false);
+  run.run_id = s.column_text(0);
+  run.fingerprint = s.column_text(1);
+  run.status = s.column_text(2);
+  run.started_at = s.column_text(3);
+  run.space_file = s.column_text(4);
+  run.strategy = s.column_text(5);
+  run.seed = static_cast<std::uint64_t>(s.column_int64(6));
+  run.budget = s.column_int64(7);
+  run.planned = static_cast<std::size_t>(s.column_int64(8));
+  run.settings = nlohmann::json::parse(s.column_text(9), nullptr, false);
   return run;
+} catch (const sqlite::sqlite_error& error) {
+  throw to_store_error(error);
 }
 
-void results_store::create_run(const run_record& run) {
-  statement s(db_,
-              "INSERT INTO runs(run_id, fingerprint, status, started_at, updated_at, space_file, "
-              "strategy, seed, budget, planned, settings_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+void results_store::create_run(const run_record& run) try {
+  sqlite::statement s(*db_, "INSERT INTO runs(run_id, fingerprint, status, started_at, updated_at, "
+                            "space_file, strategy, seed, budget, planned, settings_json) VALUES "
+                            "(?,?,?,?,?,?,?,?,?,?,?)");
   const auto now = now_utc();
-  s.bind(1, run.run_id).bind(2, run.fingerprint).bind(3, run.status).bind(4, now).bind(5, now);
-  s.bind(6, run.space_file).bind(7, run.strategy).bind(8, static_cast<std::int64_t>(run.seed));
-  s.bind(9, run.budget).bind(10, static_cast<std::int64_t>(run.planned)).bind(11, run.settings.dump());
+  s.bind_text(1, run.run_id).bind_text(2, run.fingerprint).bind_text(3, run.status);
+  s.bind_text(4, now).bind_text(5, now);
+  s.bind_text(6, run.space_file).bind_text(7, run.strategy);
+  s.bind_int64(8, static_cast<std::int64_t>(run.seed)).bind_int64(9, run.budget);
+  s.bind_int64(10, static_cast<std::int64_t>(run.planned)).bind_text(11, run.settings.dump());
   s.step();
+} catch (const sqlite::sqlite_error& error) {
+  throw to_store_error(error);
 }
 
-void results_store::set_run_status(const std::string& run_id, const std::string& status) {
-  statement s(db_, "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?");
-  s.bind(1, status).bind(2, now_utc()).bind(3, run_id);
+void results_store::set_run_status(const std::string& run_id, const std::string& status) try {
+  sqlite::statement s(*db_, "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?");
+  s.bind_text(1, status).bind_text(2, now_utc()).bind_text(3, run_id);
   s.step();
+} catch (const sqlite::sqlite_error& error) {
+  throw to_store_error(error);
 }
 
-void results_store::record(const std::string& run_id, const candidate_record& c) {
-  exec("BEGIN IMMEDIATE");
+void results_store::record(const std::string& run_id, const candidate_record& c) try {
+  db_->exec("BEGIN IMMEDIATE");
   try {
     const bool valid = c.verdict.decision != messages::verdict_kind::invalid;
     {
-      statement s(db_,
-                  "INSERT OR REPLACE INTO candidates(run_id, key, space_index, params_json, "
-                  "build_argv_json, run_argv_json, status, reason, measure_status, exit_code, "
-                  "term_signal, failed_run, lane, n, median_ns, mean_ns, stddev_ns, cv, min_ns, "
-                  "max_ns, stability, completed_at) "
-                  "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-      s.bind(1, run_id).bind(2, c.key).bind(3, static_cast<std::int64_t>(c.space_index));
-      s.bind(4, c.params.dump()).bind(5, argv_json(c.build_argv).dump());
-      s.bind(6, argv_json(c.run_argv).dump()).bind(7, std::string(valid ? "ok" : "invalid"));
+      sqlite::statement s(*db_, "INSERT OR REPLACE INTO candidates(run_id, key, space_index, "
+                                "params_json, build_argv_json, run_argv_json, status, reason, "
+                                "measure_status, exit_code, term_signal, failed_run, lane, n, "
+                                "median_ns, mean_ns, stddev_ns, cv, min_ns, max_ns, stability, "
+                                "completed_at) "
+                                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      s.bind_text(1, run_id).bind_text(2, c.key);
+      s.bind_int64(3, static_cast<std::int64_t>(c.space_index));
+      s.bind_text(4, c.params.dump()).bind_text(5, argv_json(c.build_argv).dump());
+      s.bind_text(6, argv_json(c.run_argv).dump()).bind_text(7, valid ? "ok" : "invalid");
       if (valid) {
         s.bind_null(8);
       } else {
-        s.bind(8, c.verdict.reason);
+        s.bind_text(8, c.verdict.reason);
       }
-      s.bind(9, std::string(messages::to_string(c.measure.status)));
-      s.bind(10, static_cast<std::int64_t>(c.measure.exit_code));
-      s.bind(11, static_cast<std::int64_t>(c.measure.term_signal));
-      s.bind(12, static_cast<std::int64_t>(c.measure.failed_run)).bind(13, c.measure.lane);
-      s.bind(14, static_cast<std::int64_t>(c.stats.n)).bind(15, c.stats.median);
-      s.bind(16, c.stats.mean).bind(17, c.stats.stddev).bind(18, c.stats.cv);
-      s.bind(19, c.stats.min).bind(20, c.stats.max);
-      s.bind(21, std::string(stages::to_string(c.stats.stability))).bind(22, now_utc());
+      s.bind_text(9, messages::to_string(c.measure.status));
+      s.bind_int64(10, c.measure.exit_code).bind_int64(11, c.measure.term_signal);
+      s.bind_int64(12, c.measure.failed_run).bind_text(13, c.measure.lane);
+      s.bind_int64(14, static_cast<std::int64_t>(c.stats.n)).bind_double(15, c.stats.median);
+      s.bind_double(16, c.stats.mean).bind_double(17, c.stats.stddev).bind_double(18, c.stats.cv);
+      s.bind_double(19, c.stats.min).bind_double(20, c.stats.max);
+      s.bind_text(21, stages::to_string(c.stats.stability)).bind_text(22, now_utc());
       s.step();
     }
     {
-      statement s(db_,
-                  "INSERT OR REPLACE INTO artifacts(run_id, key, compile_status, hash, size, "
-                  "exit_code, term_signal, compile_ns, worker_id, error, compiler_output, "
-                  "resources_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
-      s.bind(1, run_id).bind(2, c.key).bind(3, std::string(messages::to_string(c.compile.status)));
+      sqlite::statement s(*db_,
+                          "INSERT OR REPLACE INTO candidate_sampling(run_id, key, sampling, noise, "
+                          "noisy, device_model, device_uuid) VALUES (?,?,?,?,?,?,?)");
+      s.bind_text(1, run_id).bind_text(2, c.key).bind_text(3, c.measure.sampling);
+      if (std::isfinite(c.measure.noise)) {
+        s.bind_double(4, c.measure.noise);
+      } else {
+        s.bind_null(4);
+      }
+      s.bind_int64(5, c.measure.noisy ? 1 : 0);
+      s.bind_text(6, c.measure.device_model).bind_text(7, c.measure.device_uuid);
+      s.step();
+    }
+    {
+      sqlite::statement s(*db_,
+                          "INSERT OR REPLACE INTO artifacts(run_id, key, compile_status, hash, "
+                          "size, exit_code, term_signal, compile_ns, worker_id, error, "
+                          "compiler_output, resources_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+      s.bind_text(1, run_id).bind_text(2, c.key);
+      s.bind_text(3, messages::to_string(c.compile.status));
       if (c.artifact_hash.empty()) {
         s.bind_null(4).bind_null(5);
       } else {
-        s.bind(4, c.artifact_hash);
+        s.bind_text(4, c.artifact_hash);
         std::error_code ec;
         const auto size = std::filesystem::file_size(c.artifact_path, ec);
-        s.bind(5, static_cast<std::int64_t>(ec ? 0 : size));
+        s.bind_int64(5, static_cast<std::int64_t>(ec ? 0 : size));
       }
-      s.bind(6, static_cast<std::int64_t>(c.compile.exit_code));
-      s.bind(7, static_cast<std::int64_t>(c.compile.term_signal));
-      s.bind(8, c.compile.compile_ns).bind(9, c.compile.worker_id).bind(10, c.compile.error);
-      s.bind(11, c.compile.output);
+      s.bind_int64(6, c.compile.exit_code).bind_int64(7, c.compile.term_signal);
+      s.bind_int64(8, c.compile.compile_ns).bind_text(9, c.compile.worker_id);
+      s.bind_text(10, c.compile.error).bind_text(11, c.compile.output);
       nlohmann::json resources = nlohmann::json::array();
       for (const auto& k : c.compile.resources) {
         resources.push_back({{"name", k.name},
@@ -273,75 +267,134 @@ void results_store::record(const std::string& run_id, const candidate_record& c)
                              {"spill_store_bytes", k.spill_store_bytes},
                              {"spill_load_bytes", k.spill_load_bytes}});
       }
-      s.bind(12, resources.dump());
+      s.bind_text(12, resources.dump());
       s.step();
     }
     {
-      statement del(db_, "DELETE FROM measurements WHERE run_id = ? AND key = ?");
-      del.bind(1, run_id).bind(2, c.key);
+      sqlite::statement del(*db_, "DELETE FROM measurements WHERE run_id = ? AND key = ?");
+      del.bind_text(1, run_id).bind_text(2, c.key);
       del.step();
-      statement s(db_, "INSERT INTO measurements(run_id, key, sample_index, duration_ns) "
-                       "VALUES (?,?,?,?)");
+      sqlite::statement s(*db_, "INSERT INTO measurements(run_id, key, sample_index, duration_ns) "
+                                "VALUES (?,?,?,?)");
       for (std::size_t i = 0; i < c.measure.samples_ns.size(); ++i) {
         s.reset();
-        s.bind(1, run_id).bind(2, c.key).bind(3, static_cast<std::int64_t>(i));
-        s.bind(4, c.measure.samples_ns[i]);
+        s.clear_bindings();
+        s.bind_text(1, run_id).bind_text(2, c.key).bind_int64(3, static_cast<std::int64_t>(i));
+        s.bind_int64(4, c.measure.samples_ns[i]);
         s.step();
       }
     }
     {
-      statement s(db_, "INSERT OR REPLACE INTO verdicts(run_id, key, verdict, reason, best_key, "
-                       "median_ns, relative_change) VALUES (?,?,?,?,?,?,?)");
-      s.bind(1, run_id).bind(2, c.key).bind(3, std::string(messages::to_string(c.verdict.decision)));
-      s.bind(4, c.verdict.reason).bind(5, c.verdict.best_key).bind(6, c.verdict.median_ns);
-      s.bind(7, c.verdict.relative_change);
+      sqlite::statement s(*db_,
+                          "INSERT OR REPLACE INTO verdicts(run_id, key, verdict, reason, best_key, "
+                          "median_ns, relative_change) VALUES (?,?,?,?,?,?,?)");
+      s.bind_text(1, run_id).bind_text(2, c.key);
+      s.bind_text(3, messages::to_string(c.verdict.decision));
+      s.bind_text(4, c.verdict.reason).bind_text(5, c.verdict.best_key);
+      s.bind_double(6, c.verdict.median_ns).bind_double(7, c.verdict.relative_change);
       s.step();
     }
     {
-      statement s(db_, "UPDATE runs SET updated_at = ? WHERE run_id = ?");
-      s.bind(1, now_utc()).bind(2, run_id);
+      sqlite::statement s(*db_, "UPDATE runs SET updated_at = ? WHERE run_id = ?");
+      s.bind_text(1, now_utc()).bind_text(2, run_id);
       s.step();
     }
-    exec("COMMIT");
+    db_->exec("COMMIT");
   } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    try {
+      db_->exec("ROLLBACK");
+    } catch (const sqlite::sqlite_error&) {
+      // Nothing to roll back (SQLite may have ended the transaction itself); the error that got
+      // here is the one to report.
+    }
     throw;
   }
+} catch (const sqlite::sqlite_error& error) {
+  throw to_store_error(error);
 }
 
-std::vector<stored_candidate> results_store::candidates(const std::string& run_id) const {
-  statement s(db_,
-              "SELECT c.key, c.space_index, c.params_json, c.status, c.reason, v.verdict, v.reason, "
-              "c.n, c.median_ns, c.mean_ns, c.stddev_ns, c.cv, c.min_ns, c.max_ns, "
-              "a.compile_ns, a.compile_status, v.best_key FROM candidates c "
-              "LEFT JOIN verdicts v ON v.run_id = c.run_id AND v.key = c.key "
-              "LEFT JOIN artifacts a ON a.run_id = c.run_id AND a.key = c.key "
-              "WHERE c.run_id = ? ORDER BY c.rowid");
-  s.bind(1, run_id);
+std::vector<stored_candidate> results_store::candidates(const std::string& run_id) const try {
+  sqlite::statement s(*db_,
+                      "SELECT c.key, c.space_index, c.params_json, c.status, c.reason, v.verdict, "
+                      "v.reason, c.n, c.median_ns, c.mean_ns, c.stddev_ns, c.cv, c.min_ns, "
+                      "c.max_ns, a.compile_ns, a.compile_status, v.best_key, c.lane, p.sampling, "
+                      "p.noise, p.noisy, p.device_model, p.device_uuid, a.hash FROM candidates c "
+                      "LEFT JOIN candidate_sampling p ON p.run_id = c.run_id AND p.key = c.key "
+                      "LEFT JOIN verdicts v ON v.run_id = c.run_id AND v.key = c.key "
+                      "LEFT JOIN artifacts a ON a.run_id = c.run_id AND a.key = c.key "
+                      "WHERE c.run_id = ? ORDER BY c.rowid");
+  s.bind_text(1, run_id);
   std::vector<stored_candidate> out;
   while (s.step()) {
     stored_candidate c;
-    c.key = s.text(0);
-    c.space_index = static_cast<std::size_t>(s.integer(1));
-    c.params = nlohmann::json::parse(s.text(2), nullptr, false);
-    c.status = s.text(3);
-    c.reason = s.text(4);
-    c.verdict = s.text(5);
-    c.verdict_reason = s.text(6);
-    c.stats.n = static_cast<std::size_t>(s.integer(7));
-    c.stats.median = s.real(8);
-    c.stats.mean = s.real(9);
-    c.stats.stddev = s.real(10);
-    c.stats.cv = s.real(11);
-    c.stats.min = s.real(12);
-    c.stats.max = s.real(13);
+    c.key = s.column_text(0);
+    c.space_index = static_cast<std::size_t>(s.column_int64(1));
+    c.params = nlohmann::json::parse(s.column_text(2), nullptr, false);
+    c.status = s.column_text(3);
+    c.reason = s.column_text(4);
+    c.verdict = s.column_text(5);
+    c.verdict_reason = s.column_text(6);
+    c.stats.n = static_cast<std::size_t>(s.column_int64(7));
+    c.stats.median = s.column_double(8);
+    c.stats.mean = s.column_double(9);
+    c.stats.stddev = s.column_double(10);
+    c.stats.cv = s.column_double(11);
+    c.stats.min = s.column_double(12);
+    c.stats.max = s.column_double(13);
     c.stats.stability = stages::classify_cv(c.stats.cv);
-    c.compile_ns = s.integer(14);
-    c.compile_status = s.text(15);
-    c.best_key = s.text(16);
+    c.compile_ns = s.column_int64(14);
+    c.compile_status = s.column_text(15);
+    c.best_key = s.column_text(16);
+    c.lane = s.column_text(17);
+    c.sampling = s.column_text(18);
+    c.noise = s.column_is_null(19) ? std::optional<double>() : s.column_double(19);
+    c.noisy = s.column_int64(20) != 0;
+    c.device_model = s.column_text(21);
+    c.device_uuid = s.column_text(22);
+    c.artifact_hash = s.column_text(23);
     out.push_back(std::move(c));
   }
   return out;
+} catch (const sqlite::sqlite_error& error) {
+  throw to_store_error(error);
 }
 
-}  // namespace rpl::engine
+std::vector<std::int64_t> results_store::samples(const std::string& run_id,
+                                                const std::string& key) const try {
+  sqlite::statement s(*db_,
+                      "SELECT duration_ns FROM measurements WHERE run_id = ? AND key = ? "
+                      "ORDER BY sample_index");
+  s.bind_text(1, run_id).bind_text(2, key);
+  std::vector<std::int64_t> out;
+  while (s.step()) {
+    out.push_back(s.column_int64(0));
+  }
+  return out;
+} catch (const sqlite::sqlite_error& error) {
+  throw to_store_error(error);
+}
+
+std::optional<nlohmann::json> results_store::final_round(const std::string& run_id) const try {
+  sqlite::statement s(*db_, "SELECT decision_json FROM final_rounds WHERE run_id = ?");
+  s.bind_text(1, run_id);
+  if (!s.step()) {
+    return std::nullopt;
+  }
+  auto doc = nlohmann::json::parse(s.column_text(0), nullptr, false);
+  return doc.is_discarded() ? std::nullopt : std::optional<nlohmann::json>(std::move(doc));
+} catch (const sqlite::sqlite_error& error) {
+  throw to_store_error(error);
+}
+
+void results_store::record_final_round(const std::string& run_id,
+                                       const nlohmann::json& decision) try {
+  sqlite::statement s(*db_,
+                      "INSERT OR REPLACE INTO final_rounds(run_id, decision_json, recorded_at) "
+                      "VALUES (?,?,?)");
+  s.bind_text(1, run_id).bind_text(2, decision.dump()).bind_text(3, now_utc());
+  s.step();
+} catch (const sqlite::sqlite_error& error) {
+  throw to_store_error(error);
+}
+
+} // namespace rpl::engine

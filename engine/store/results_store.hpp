@@ -4,6 +4,7 @@
 /// at most the candidates in flight, and `--resume` knows exactly which ones are done.
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -13,10 +14,13 @@
 
 #include "engine/store/candidate_record.hpp"
 
-struct sqlite3;
+namespace rpl::stages::sqlite {
+class connection;
+} // namespace rpl::stages::sqlite
 
 namespace rpl::engine {
 
+/// A results-store failure, its text naming the database or the failed SQLite call.
 class store_error : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
@@ -24,8 +28,8 @@ public:
 
 struct run_record {
   std::string run_id;
-  std::string fingerprint;  ///< hash of everything that defines the candidates
-  std::string status;       ///< running | finished | interrupted | failed
+  std::string fingerprint; ///< hash of everything that defines the candidates
+  std::string status;      ///< running | finished | interrupted | failed
   std::string started_at;
   std::string space_file;
   std::string strategy;
@@ -40,14 +44,21 @@ struct stored_candidate {
   std::string key;
   std::size_t space_index = 0;
   nlohmann::json params;
-  std::string status;  ///< ok | invalid
+  std::string status; ///< ok | invalid
   std::string reason;
   std::string verdict;
   std::string verdict_reason;
-  std::string best_key;  ///< the incumbent after this candidate's verdict
+  std::string best_key; ///< the incumbent after this candidate's verdict
   stages::sample_stats stats;
   std::int64_t compile_ns = 0;
   std::string compile_status;
+  std::string lane;
+  std::string sampling;        ///< "fixed" or how adaptive sampling ended; empty in old files
+  std::optional<double> noise; ///< achieved relative noise
+  bool noisy = false;
+  std::string device_model;
+  std::string device_uuid;
+  std::string artifact_hash;  ///< empty without an artifact
 };
 
 class results_store {
@@ -70,11 +81,20 @@ public:
 
   std::vector<stored_candidate> candidates(const std::string& run_id) const;
 
+  /// The timed samples stored for one candidate, in order.
+  std::vector<std::int64_t> samples(const std::string& run_id, const std::string& key) const;
+
+  /// The final round's decision (finalists, rounds, winner, tie set) as one JSON document.
+  void record_final_round(const std::string& run_id, const nlohmann::json& decision);
+  /// The decision record_final_round() stored for the run, if any.
+  std::optional<nlohmann::json> final_round(const std::string& run_id) const;
+
 private:
+  /// Runs SQL without results; a failure is a store_error with SQLite's message.
   void exec(const char* sql) const;
 
   std::filesystem::path path_;
-  sqlite3* db_ = nullptr;
+  std::unique_ptr<stages::sqlite::connection> db_; // a pointer: sqlite3.h stays out of this header
 };
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

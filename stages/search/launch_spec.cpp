@@ -18,10 +18,10 @@ namespace fs = std::filesystem;
 // ordered_json keeps "problem" in the order written, which is the order messages list it in.
 using ojson = nlohmann::ordered_json;
 
-const std::vector<std::string> top_keys = {"$schema", "description", "kernel", "problem", "grid",
-                                           "block", "shared_memory", "args", "reference"};
-const std::vector<std::string> arg_keys = {"name", "kind", "type", "count", "init",
-                                           "output", "tolerance", "value"};
+const std::vector<std::string> top_keys = {"$schema", "description",   "kernel", "problem",  "grid",
+                                           "block",   "shared_memory", "args",   "reference"};
+const std::vector<std::string> arg_keys = {"name", "kind",   "type",      "count",
+                                           "init", "output", "tolerance", "value"};
 const std::vector<std::string> reference_keys = {"kernel", "code_object", "grid", "block",
                                                  "shared_memory"};
 const std::vector<std::pair<std::string, messages::element_type>> element_types = {
@@ -56,8 +56,9 @@ std::string a_type(const ojson& value) {
 
 bool is_identifier(const std::string& name) {
   return !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
-         std::all_of(name.begin(), name.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+         std::all_of(name.begin(), name.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+         });
 }
 
 /// Reads one launch file; every error names the file and the JSON path.
@@ -87,7 +88,8 @@ public:
   }
 
 private:
-  void check_keys(const ojson& object, const std::vector<std::string>& known,
+  void check_keys(const ojson& object,
+                  const std::vector<std::string>& known,
                   const std::string& where) const {
     for (const auto& item : object.items()) {
       if (std::find(known.begin(), known.end(), item.key()) == known.end())
@@ -111,9 +113,10 @@ private:
       fail(where, "is " + (value.is_string() ? std::string("empty") : a_type(value)) +
                       "; fix: write the kernel's symbol as a non-empty string");
     const auto text = value.get<std::string>();
-    if (std::any_of(text.begin(), text.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); }))
+    if (std::any_of(text.begin(), text.end(),
+                    [](char c) { return std::isspace(static_cast<unsigned char>(c)); }))
       fail(where, in_quotes(text) + " contains white space, which no symbol does; fix: write the "
-                                 "symbol as the code object lists it (cuobjdump -symbols)");
+                                    "symbol as the code object lists it (cuobjdump -symbols)");
     return text;
   }
 
@@ -123,8 +126,8 @@ private:
       return sizes;
     const ojson& object = document.at("problem");
     if (!object.is_object())
-      fail("problem", "is " + a_type(object) +
-                          "; fix: write an object of named numbers, e.g. {\"M\": 2048}");
+      fail("problem",
+           "is " + a_type(object) + "; fix: write an object of named numbers, e.g. {\"M\": 2048}");
     for (const auto& item : object.items()) {
       const std::string where = "problem." + item.key();
       if (!is_identifier(item.key()) || item.key() == "and" || item.key() == "or" ||
@@ -140,7 +143,8 @@ private:
     if (value.is_number_integer() && !value.is_number_unsigned())
       return value.get<std::int64_t>();
     if (value.is_number_unsigned() &&
-        value.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        value.get<std::uint64_t>() <=
+            static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
       return static_cast<std::int64_t>(value.get<std::uint64_t>());
     if (value.is_number_float())
       return value.get<double>();
@@ -163,12 +167,13 @@ private:
     }
   }
 
-  std::vector<launch_value> dims(const ojson& object, const std::string& key,
-                                 const std::string& prefix) const {
+  std::vector<launch_value>
+  dims(const ojson& object, const std::string& key, const std::string& prefix) const {
     const std::string where = path(prefix, key);
     if (!object.contains(key))
       fail(where, "missing; fix: give 1 to 3 values (x, y, z), numbers or expressions, e.g. "
-                  "\"" + key + "\": [\"N / 64\", 1]");
+                  "\"" +
+                      key + "\": [\"N / 64\", 1]");
     const ojson& json = object.at(key);
     std::vector<launch_value> out;
     if (!json.is_array()) {
@@ -205,8 +210,8 @@ private:
     for (std::size_t i = 0; i < list.size(); ++i) {
       out.push_back(arg(list.at(i), "args[" + std::to_string(i) + "]"));
       if (!names.insert(out.back().name).second)
-        fail(out.back().where + ".name", in_quotes(out.back().name) +
-                                             " names two arguments; fix: give each its own name");
+        fail(out.back().where + ".name",
+             in_quotes(out.back().name) + " names two arguments; fix: give each its own name");
     }
     return out;
   }
@@ -292,8 +297,8 @@ private:
     a.value = value(json.at("value"), a.where + ".value");
   }
 
-  messages::buffer_init init(const ojson& json, const std::string& where,
-                             messages::element_type type) const {
+  messages::buffer_init
+  init(const ojson& json, const std::string& where, messages::element_type type) const {
     messages::buffer_init out;
     if (json.is_string() && json.get<std::string>() == "zeros")
       return out;
@@ -306,12 +311,13 @@ private:
       out.path = (base_dir_ / json.at("file").get<std::string>()).lexically_normal().string();
       return out;
     }
-    fail(where, "is " + json.dump() + "; fix: write \"zeros\", {\"random\": {\"seed\": 1, "
-                                      "\"min\": -1, \"max\": 1}} or {\"file\": \"data.bin\"}");
+    fail(where, "is " + json.dump() +
+                    "; fix: write \"zeros\", {\"random\": {\"seed\": 1, "
+                    "\"min\": -1, \"max\": 1}} or {\"file\": \"data.bin\"}");
   }
 
-  messages::buffer_init random(const ojson& json, const std::string& where,
-                               messages::element_type type) const {
+  messages::buffer_init
+  random(const ojson& json, const std::string& where, messages::element_type type) const {
     if (!json.is_object())
       fail(where, "is " + a_type(json) + "; fix: write {\"seed\": 1, \"min\": -1, \"max\": 1}");
     check_keys(json, {"seed", "min", "max"}, where);
@@ -319,8 +325,7 @@ private:
     out.fill = messages::buffer_fill::random;
     if (json.contains("seed")) {
       if (!json.at("seed").is_number_unsigned())
-        fail(where + ".seed", "is " + json.at("seed").dump() +
-                                  "; fix: use a non-negative integer");
+        fail(where + ".seed", "is " + json.at("seed").dump() + "; fix: use a non-negative integer");
       out.seed = json.at("seed").get<std::uint64_t>();
     }
     const bool floating = messages::is_float(type);
@@ -332,14 +337,18 @@ private:
     return out;
   }
 
-  double bound(const ojson& json, const char* key, const std::string& where, double fallback,
+  double bound(const ojson& json,
+               const char* key,
+               const std::string& where,
+               double fallback,
                bool floating) const {
     if (!json.contains(key))
       return fallback;
     const ojson& v = json.at(key);
     if (!v.is_number() || (!floating && !v.is_number_integer()))
-      fail(where + "." + key, "is " + v.dump() + "; fix: use " +
-                                  (floating ? "a number" : "an integer (the buffer holds integers)"));
+      fail(where + "." + key,
+           "is " + v.dump() + "; fix: use " +
+               (floating ? "a number" : "an integer (the buffer holds integers)"));
     return v.get<double>();
   }
 
@@ -366,8 +375,9 @@ private:
     if (json.is_string() && json.get<std::string>() == "first_valid")
       return std::nullopt;
     if (!json.is_object())
-      fail("reference", "is " + json.dump() + "; fix: write \"first_valid\" or an object "
-                                              "{\"kernel\", \"grid\", \"block\", \"code_object\"}");
+      fail("reference", "is " + json.dump() +
+                            "; fix: write \"first_valid\" or an object "
+                            "{\"kernel\", \"grid\", \"block\", \"code_object\"}");
     check_keys(json, reference_keys, "reference");
     launch_reference_spec ref;
     ref.symbol = symbol(json, "kernel", "reference");
@@ -375,8 +385,7 @@ private:
       if (!json.at("code_object").is_string() || json.at("code_object").get<std::string>().empty())
         fail("reference.code_object", "is not a path; fix: name a cubin/fatbin/code object, or "
                                       "leave it out to take the kernel from each candidate's");
-      ref.code_object =
-          (base_dir_ / json.at("code_object").get<std::string>()).lexically_normal();
+      ref.code_object = (base_dir_ / json.at("code_object").get<std::string>()).lexically_normal();
     }
     ref.geometry = geometry(json, "reference");
     return ref;
@@ -441,19 +450,22 @@ std::vector<std::string> problem_names(const launch_spec& spec) {
   return names;
 }
 
-std::string unknown_name_problem(const std::string& name, const std::vector<std::string>& params,
-                                 const std::vector<std::string>& problem, bool params_allowed) {
+std::string unknown_name_problem(const std::string& name,
+                                 const std::vector<std::string>& params,
+                                 const std::vector<std::string>& problem,
+                                 bool params_allowed) {
   const std::string sizes = problem.empty() ? std::string("none") : join(problem);
   if (!params_allowed && std::find(params.begin(), params.end(), name) != params.end())
     return "uses the parameter " + name +
            ", but the reference kernel runs once for all candidates; fix: use only problem "
-           "sizes (" + sizes + ") in the reference's grid, block and shared memory";
+           "sizes (" +
+           sizes + ") in the reference's grid, block and shared memory";
   std::string fix = "; fix: use ";
   if (params_allowed)
     fix += "a parameter of the space (" + (params.empty() ? std::string("none") : join(params)) +
            ") or ";
-  return "unknown name " + name + fix + "a problem size (" + sizes + "), or add " + in_quotes(name) +
-         " to \"problem\"";
+  return "unknown name " + name + fix + "a problem size (" + sizes + "), or add " +
+         in_quotes(name) + " to \"problem\"";
 }
 
 /// The evaluation failure of one value in one configuration.
@@ -479,14 +491,18 @@ public:
     for (const auto& name : v.expr.variables())
       check_name(v, name, params_allowed);
     try {
-      return v.expr.evaluate_number([&](std::string_view name) { return lookup(name, params_allowed); });
+      return v.expr.evaluate_number(
+          [&](std::string_view name) { return lookup(name, params_allowed); });
     } catch (const expression_error& error) {
       fail(v, "in " + in_quotes(v.expr.text()) + ", " + error.what());
     }
   }
 
-  std::int64_t integer(const launch_value& v, std::int64_t min, std::int64_t max,
-                       bool params_allowed, const std::string& expected) const {
+  std::int64_t integer(const launch_value& v,
+                       std::int64_t min,
+                       std::int64_t max,
+                       bool params_allowed,
+                       const std::string& expected) const {
     const expression_number n = evaluate(v, params_allowed);
     std::int64_t value = 0;
     if (const auto* i = std::get_if<std::int64_t>(&n)) {
@@ -568,8 +584,8 @@ private:
 
 constexpr std::int64_t u32_max = std::numeric_limits<std::uint32_t>::max();
 
-messages::launch_dims dims(const resolver& r, const std::vector<launch_value>& values,
-                           bool params_allowed) {
+messages::launch_dims
+dims(const resolver& r, const std::vector<launch_value>& values, bool params_allowed) {
   std::uint32_t out[3] = {1, 1, 1};
   for (std::size_t i = 0; i < values.size() && i < 3; ++i)
     out[i] = static_cast<std::uint32_t>(
@@ -578,8 +594,7 @@ messages::launch_dims dims(const resolver& r, const std::vector<launch_value>& v
 }
 
 std::uint32_t shared_bytes(const resolver& r, const launch_value& v, bool params_allowed) {
-  return static_cast<std::uint32_t>(
-      r.integer(v, 0, u32_max, params_allowed, "a byte count >= 0"));
+  return static_cast<std::uint32_t>(r.integer(v, 0, u32_max, params_allowed, "a byte count >= 0"));
 }
 
 void resolve_scalar(const resolver& r, const launch_arg_spec& a, messages::kernel_arg& out) {
@@ -609,8 +624,8 @@ messages::kernel_arg resolve_arg(const resolver& r, const launch_arg_spec& a) {
   }
   const auto limit = static_cast<std::int64_t>(max_buffer_bytes / messages::element_size(a.type));
   out.count = static_cast<std::uint64_t>(
-      r.integer(*a.count, 1, limit, true, "an element count from 1 to " + std::to_string(limit) +
-                                              " (1 TiB)"));
+      r.integer(*a.count, 1, limit, true,
+                "an element count from 1 to " + std::to_string(limit) + " (1 TiB)"));
   out.init = a.init;
   out.output = a.output;
   out.tolerance = a.tolerance;
@@ -619,7 +634,8 @@ messages::kernel_arg resolve_arg(const resolver& r, const launch_arg_spec& a) {
 
 } // namespace
 
-launch_spec parse_launch_spec(std::string_view json_text, std::string origin,
+launch_spec parse_launch_spec(std::string_view json_text,
+                              std::string origin,
                               const std::filesystem::path& base_dir) {
   const spec_reader reader(std::move(origin), base_dir);
   return reader.read(parse_json(json_text, reader));
@@ -637,13 +653,14 @@ launch_spec load_launch_spec(const std::filesystem::path& path) {
   // The lane reads these files; a missing one is cheaper to report now than per candidate.
   for (const auto& a : spec.args)
     if (a.init.fill == messages::buffer_fill::file && !fs::is_regular_file(a.init.path))
-      throw launch_spec_error("launch file " + path.string() + ": " + a.where + ".init.file: " +
-                              a.init.path + " is not a readable file; fix: correct the path "
-                                            "(relative paths start at the launch file's folder)");
+      throw launch_spec_error("launch file " + path.string() + ": " + a.where +
+                              ".init.file: " + a.init.path +
+                              " is not a readable file; fix: correct the path "
+                              "(relative paths start at the launch file's folder)");
   if (spec.reference && !spec.reference->code_object.empty() &&
       !fs::is_regular_file(spec.reference->code_object))
-    throw launch_spec_error("launch file " + path.string() + ": reference.code_object: " +
-                            spec.reference->code_object.string() +
+    throw launch_spec_error("launch file " + path.string() +
+                            ": reference.code_object: " + spec.reference->code_object.string() +
                             " is not a readable file; fix: build the reference code object "
                             "first, or leave code_object out to use each candidate's");
   return spec;
@@ -658,10 +675,9 @@ void check_launch_names(const launch_spec& spec, const std::vector<std::string>&
                               "; fix: rename the problem size");
   for (const auto& [value, params_allowed] : all_values(spec)) {
     for (const auto& name : value->expr.variables()) {
-      const bool known =
-          std::find(problem.begin(), problem.end(), name) != problem.end() ||
-          (params_allowed &&
-           std::find(parameters.begin(), parameters.end(), name) != parameters.end());
+      const bool known = std::find(problem.begin(), problem.end(), name) != problem.end() ||
+                         (params_allowed && std::find(parameters.begin(), parameters.end(), name) !=
+                                                parameters.end());
       if (!known)
         throw launch_spec_error("launch file " + spec.origin + ": " + value->where + ": " +
                                 unknown_name_problem(name, parameters, problem, params_allowed));

@@ -73,8 +73,8 @@ struct launch_reference_spec {
 
 /// A parsed launch file.
 struct launch_spec {
-  std::string origin;  ///< the file as named, for messages
-  std::string kernel;  ///< the symbol to launch (unmangled for extern "C" kernels)
+  std::string origin; ///< the file as named, for messages
+  std::string kernel; ///< the symbol to launch (unmangled for extern "C" kernels)
   std::vector<std::pair<std::string, expression_number>> problem; ///< in the order written
   launch_geometry geometry;
   std::vector<launch_arg_spec> args;
@@ -84,7 +84,8 @@ struct launch_spec {
 
 /// Parses a launch file's text. `origin` names it in messages; relative file paths in it
 /// (buffer files, the reference's code object) are taken relative to `base_dir`.
-launch_spec parse_launch_spec(std::string_view json_text, std::string origin,
+launch_spec parse_launch_spec(std::string_view json_text,
+                              std::string origin,
                               const std::filesystem::path& base_dir);
 
 /// Reads and parses the file at `path`.

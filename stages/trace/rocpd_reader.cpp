@@ -5,7 +5,7 @@
 #include <set>
 #include <utility>
 
-#include "stages/trace/sqlite_statement.hpp"
+#include "stages/sqlite/sqlite_statement.hpp"
 
 namespace rpl::stages::rocpd {
 namespace {

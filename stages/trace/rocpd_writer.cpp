@@ -11,7 +11,7 @@
 #include <variant>
 #include <vector>
 
-#include "stages/trace/sqlite_statement.hpp"
+#include "stages/sqlite/sqlite_statement.hpp"
 
 namespace rpl::stages::rocpd {
 namespace {

@@ -3,60 +3,43 @@
 /// two processes in two files, two GPU agents and a CPU agent, several queues and streams, user
 /// kernels and ROCclr helper kernels, plus the SQLite helpers the tests query them with.
 
-#include <sqlite3.h>
-
 #include <cstdint>
 #include <filesystem>
-#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "stages/sqlite/sqlite_statement.hpp"
 #include "stages/trace/rocpd_writer.hpp"
 
 namespace rpl::testing {
 
 namespace rocpd = stages::rocpd;
 
-/// A plain read-write SQLite connection for checking what the writer produced.
+/// A plain read-write SQLite connection for checking what the writer produced. Failures throw
+/// stages::sqlite::sqlite_error (a std::runtime_error) naming the file and the SQL.
 class sqlite_db {
 public:
-  explicit sqlite_db(const std::filesystem::path& path) {
-    if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) {
-      throw std::runtime_error("cannot open " + path.string());
-    }
+  explicit sqlite_db(const std::filesystem::path& path)
+      : db_(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) {
     // Fixtures are rebuilt per test; an fsync per statement only makes the suite slow.
     exec("PRAGMA synchronous = OFF");
   }
-  ~sqlite_db() { sqlite3_close(db_); }
-  sqlite_db(const sqlite_db&) = delete;
-  sqlite_db& operator=(const sqlite_db&) = delete;
-  sqlite3* get() const { return db_; }
+  sqlite3* get() const { return db_.handle(); }
 
-  void exec(const std::string& sql) const {
-    char* message = nullptr;
-    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-      std::string text = message != nullptr ? message : "?";
-      sqlite3_free(message);
-      throw std::runtime_error(text + " in: " + sql);
-    }
-  }
+  void exec(const std::string& sql) { db_.exec(sql); }
 
   /// Every row of `sql`, each column as text ("NULL" for NULL).
   std::vector<std::vector<std::string>> rows(const std::string& sql) const {
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
-      throw std::runtime_error(std::string(sqlite3_errmsg(db_)) + " in: " + sql);
-    }
+    stages::sqlite::statement query(db_, sql);
     std::vector<std::vector<std::string>> out;
-    while (sqlite3_step(stmt) == SQLITE_ROW) {
+    while (query.step()) {
       std::vector<std::string> row;
-      for (int i = 0; i < sqlite3_column_count(stmt); ++i) {
-        const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, i));
-        row.emplace_back(text != nullptr ? text : "NULL");
+      for (int i = 0; i < query.column_count(); ++i) {
+        row.emplace_back(query.column_nullable_text(i).value_or("NULL"));
       }
       out.push_back(std::move(row));
     }
-    sqlite3_finalize(stmt);
     return out;
   }
 
@@ -68,7 +51,7 @@ public:
   double real(const std::string& sql) const { return std::stod(scalar(sql)); }
 
 private:
-  sqlite3* db_ = nullptr;
+  stages::sqlite::connection db_;
 };
 
 /// A deterministic pseudo-random sequence (the fixtures must not change between runs).
@@ -120,8 +103,8 @@ inline void add_process_header(rocpd::writer& w, std::int64_t pid, std::int64_t 
 }
 
 /// A kernel symbol in the code object `code_object`; returns its id.
-inline std::int64_t add_symbol(rocpd::writer& w, std::int64_t id, std::int64_t code_object,
-                               const std::string& name) {
+inline std::int64_t
+add_symbol(rocpd::writer& w, std::int64_t id, std::int64_t code_object, const std::string& name) {
   rocpd::kernel_symbol_info symbol;
   symbol.id = id;
   symbol.code_object_id = code_object;
@@ -135,12 +118,16 @@ inline std::int64_t add_symbol(rocpd::writer& w, std::int64_t id, std::int64_t c
   return w.add_kernel_symbol(symbol);
 }
 
-/// Writes the trace of one process to `path`: `dispatches` dispatches cycling over `kernels` (kernel
-/// i lasts about (i + 1) µs with noise), over GPU agents 1 and 2, queues 0/0x10/0x20 and streams
-/// 0/0x100/0x200, each launched by a hipLaunchKernel region; a few memory copies and PMC values.
-inline void write_process_trace(const std::filesystem::path& path, std::int64_t pid,
-                                const std::vector<std::string>& kernels, std::size_t dispatches,
-                                std::uint64_t seed, std::int64_t start_ns = 1'000'000'000,
+/// Writes the trace of one process to `path`: `dispatches` dispatches cycling over `kernels`
+/// (kernel i lasts about (i + 1) µs with noise), over GPU agents 1 and 2, queues 0/0x10/0x20 and
+/// streams 0/0x100/0x200, each launched by a hipLaunchKernel region; a few memory copies and PMC
+/// values.
+inline void write_process_trace(const std::filesystem::path& path,
+                                std::int64_t pid,
+                                const std::vector<std::string>& kernels,
+                                std::size_t dispatches,
+                                std::uint64_t seed,
+                                std::int64_t start_ns = 1'000'000'000,
                                 const std::string& uuid = {}) {
   std::filesystem::create_directories(path.parent_path());
   rocpd::writer w(path, uuid);
@@ -226,10 +213,10 @@ inline two_process_trace write_two_process_trace(const std::filesystem::path& di
   trace.dir = dir;
   trace.first = dir / "testhost" / "100_results.db";
   trace.second = dir / "testhost" / "200_results.db";
-  write_process_trace(trace.first, 100,
-                      {"gemm", "softmax", "layernorm", "__amd_rocclr_fillBufferAligned",
-                       "__amd_rocclr_copyBuffer"},
-                      trace.first_dispatches, 11);
+  write_process_trace(
+      trace.first, 100,
+      {"gemm", "softmax", "layernorm", "__amd_rocclr_fillBufferAligned", "__amd_rocclr_copyBuffer"},
+      trace.first_dispatches, 11);
   write_process_trace(trace.second, 200,
                       {"gemm", "softmax", "reduce", "__amd_rocclr_fillBufferAligned"},
                       trace.second_dispatches, 23, 1'000'500'000);

@@ -1,21 +1,22 @@
 #pragma once
-/// Helpers shared by the integration and system tests: private temporary folders, running the
-/// rocm-perf binary, reading result databases, finding a process's children.
-
-#include <dirent.h>
-#include <signal.h>
-#include <sqlite3.h>
-#include <unistd.h>
+/// Helpers shared by the tests: private temporary folders, files, fixture paths, reading result
+/// databases; and, for integration and system tests only (they start processes), running the
+/// rocm-perf binary and finding a process's children.
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <signal.h>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
+#include <dirent.h>
+
+#include "stages/sqlite/sqlite_statement.hpp"
 #include "workers/process/child_process.hpp"
 
 namespace rpl::testing {
@@ -56,8 +57,9 @@ inline std::string read_text(const std::filesystem::path& path) {
 }
 
 /// Runs rocm-perf with the arguments; stdout and stderr come back merged.
-inline workers::child_outcome run_rocm_perf(std::vector<std::string> args,
-                                            std::chrono::milliseconds timeout = std::chrono::minutes(5)) {
+inline workers::child_outcome
+run_rocm_perf(std::vector<std::string> args,
+              std::chrono::milliseconds timeout = std::chrono::minutes(5)) {
   workers::child_options options;
   options.argv = {rocm_perf.string()};
   options.argv.insert(options.argv.end(), args.begin(), args.end());
@@ -67,41 +69,30 @@ inline workers::child_outcome run_rocm_perf(std::vector<std::string> args,
 
 /// The first integer the query returns (0 when it returns no row or fails).
 inline long long query_int(const std::filesystem::path& db, const std::string& sql) {
-  sqlite3* handle = nullptr;
-  if (sqlite3_open_v2(db.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    sqlite3_close(handle);
+  try {
+    stages::sqlite::connection connection(db, SQLITE_OPEN_READONLY);
+    connection.busy_timeout(std::chrono::milliseconds(2000));
+    stages::sqlite::statement query(connection, sql);
+    return query.step() ? query.column_int64(0) : 0;
+  } catch (const stages::sqlite::sqlite_error&) {
     return 0;
   }
-  sqlite3_busy_timeout(handle, 2000);
-  long long value = 0;
-  sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(handle, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
-      sqlite3_step(stmt) == SQLITE_ROW) {
-    value = sqlite3_column_int64(stmt, 0);
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(handle);
-  return value;
 }
 
-/// Every row of a one-column text query.
-inline std::vector<std::string> query_texts(const std::filesystem::path& db, const std::string& sql) {
+/// Every row of a one-column text query (the rows before a failure; none when it cannot start).
+inline std::vector<std::string> query_texts(const std::filesystem::path& db,
+                                            const std::string& sql) {
   std::vector<std::string> rows;
-  sqlite3* handle = nullptr;
-  if (sqlite3_open_v2(db.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    sqlite3_close(handle);
-    return rows;
-  }
-  sqlite3_busy_timeout(handle, 2000);
-  sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(handle, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK) {
-    while (sqlite3_step(stmt) == SQLITE_ROW) {
-      const auto* text = sqlite3_column_text(stmt, 0);
-      rows.emplace_back(text == nullptr ? "" : reinterpret_cast<const char*>(text));
+  try {
+    stages::sqlite::connection connection(db, SQLITE_OPEN_READONLY);
+    connection.busy_timeout(std::chrono::milliseconds(2000));
+    stages::sqlite::statement query(connection, sql);
+    while (query.step()) {
+      rows.emplace_back(query.column_text(0));
     }
+  } catch (const stages::sqlite::sqlite_error&) {
+    // Callers assert on the rows; a failed query shows there as missing ones.
   }
-  sqlite3_finalize(stmt);
-  sqlite3_close(handle);
   return rows;
 }
 
@@ -150,8 +141,7 @@ inline bool process_alive(pid_t pid) {
 }
 
 /// Polls `condition` every 20 ms until it holds or the timeout passes.
-template <class Condition>
-bool wait_until(Condition condition, std::chrono::milliseconds timeout) {
+template <class Condition> bool wait_until(Condition condition, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (condition()) {
@@ -170,4 +160,4 @@ inline std::filesystem::path fixture(const std::string& name) {
   return source_dir / "tests" / "fixtures" / name;
 }
 
-}  // namespace rpl::testing
+} // namespace rpl::testing

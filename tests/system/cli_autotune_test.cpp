@@ -47,7 +47,7 @@ TEST(cli, autotune_json_matches_its_schema_and_names_the_winner) {
   ASSERT_NE(start, std::string::npos) << out.output;
   const auto doc = nlohmann::json::parse(out.output.substr(start));
   EXPECT_EQ(schema_errors(doc), std::vector<std::string>{});
-  EXPECT_EQ(doc["schema_version"], "1.1");
+  EXPECT_EQ(doc["schema_version"], "1.2");
   EXPECT_EQ(doc["status"], "finished");
   ASSERT_TRUE(doc["winner"].is_object());
   EXPECT_EQ(doc["winner"]["params"]["MODE"], 0);
@@ -55,6 +55,14 @@ TEST(cli, autotune_json_matches_its_schema_and_names_the_winner) {
   EXPECT_EQ(doc["counts"]["failed"], 4);
   EXPECT_GE(doc["broker"]["workers_seen"], 1);
   EXPECT_EQ(doc["broker"]["unknown_replies"], 0);
+  // The two valid candidates (1 ms and 20 ms) went through the final round; the winner leads its
+  // tie set (a loaded machine may tie them: the noise decides, not this test).
+  ASSERT_TRUE(doc["final_round"].is_object()) << doc["winner_note"];
+  EXPECT_EQ(doc["final_round"]["finalists"].size(), 2u);
+  EXPECT_EQ(doc["final_round"]["winner"], doc["winner"]["key"]);
+  EXPECT_EQ(doc["final_round"]["tie_set"][0], doc["winner"]["key"]);
+  EXPECT_EQ(doc["backend"], "timing");
+  EXPECT_TRUE(doc["noise_target"].is_null());
   EXPECT_EQ(doc["candidates"].size(), 6u);
 
   // A document that breaks the schema is caught (the check can fail).

@@ -1,10 +1,8 @@
 #include <gtest/gtest.h>
-
-#include <sqlite3.h>
+#include <nlohmann/json.hpp>
 #include <stdlib.h>
 
-#include <nlohmann/json.hpp>
-
+#include "stages/sqlite/sqlite_statement.hpp"
 #include "support/json_schema.hpp"
 #include "support/test_support.hpp"
 
@@ -117,31 +115,24 @@ TEST(cli_profile, analyze_on_the_recorded_databases_matches_sql_over_the_same_fi
   EXPECT_EQ(doc["backend"], "rocpd");
   ASSERT_EQ(doc["databases"].size(), 2u);
   // The same aggregates, in SQL, over the same files.
-  std::map<std::string, std::pair<long long, long long>> expected;  // name → count, sum
+  std::map<std::string, std::pair<long long, long long>> expected; // name → count, sum
   for (const auto& db : doc["databases"]) {
-    sqlite3* handle = nullptr;
-    ASSERT_EQ(sqlite3_open_v2(db.get<std::string>().c_str(), &handle, SQLITE_OPEN_READONLY, nullptr),
-              SQLITE_OK);
-    sqlite3_stmt* stmt = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(handle,
-                                 "SELECT name, COUNT(*), SUM(\"end\" - start) FROM kernels GROUP BY name",
-                                 -1, &stmt, nullptr),
-              SQLITE_OK)
-        << sqlite3_errmsg(handle);
-    while (sqlite3_step(stmt) == SQLITE_ROW) {
-      auto& e = expected[reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))];
-      e.first += sqlite3_column_int64(stmt, 1);
-      e.second += sqlite3_column_int64(stmt, 2);
+    const stages::sqlite::connection connection(db.get<std::string>(), SQLITE_OPEN_READONLY);
+    stages::sqlite::statement query(
+        connection, "SELECT name, COUNT(*), SUM(\"end\" - start) FROM kernels GROUP BY name");
+    while (query.step()) {
+      auto& e = expected[query.column_text(0)];
+      e.first += query.column_int64(1);
+      e.second += query.column_int64(2);
     }
-    sqlite3_finalize(stmt);
-    sqlite3_close(handle);
   }
   ASSERT_EQ(expected.size(), 3u);
   for (const auto* list : {&doc["kernels"], &doc["helper_kernels"]}) {
     for (const auto& k : *list) {
       const auto& e = expected.at(k["name"].get<std::string>());
       EXPECT_EQ(k["dispatches"].get<long long>(), e.first) << k["name"];
-      EXPECT_NEAR(k["total_ms"].get<double>(), static_cast<double>(e.second) / 1e6, 1e-9) << k["name"];
+      EXPECT_NEAR(k["total_ms"].get<double>(), static_cast<double>(e.second) / 1e6, 1e-9)
+          << k["name"];
     }
   }
   // --per-run: each folder is one run.
@@ -153,8 +144,15 @@ TEST(cli_profile, analyze_on_the_recorded_databases_matches_sql_over_the_same_fi
 
 TEST(cli_profile, quiet_prints_only_the_runtime) {
   workers::child_options options;
-  options.argv = {rpl::testing::rocm_perf.string(), "profile", "--rocprofv3", fake_rocprofv3,
-                  "--runs", "2", "--quiet", "--", "/bin/true"};
+  options.argv = {rpl::testing::rocm_perf.string(),
+                  "profile",
+                  "--rocprofv3",
+                  fake_rocprofv3,
+                  "--runs",
+                  "2",
+                  "--quiet",
+                  "--",
+                  "/bin/true"};
   options.max_output_bytes = 1 << 20;
   const auto out = workers::run_child(options, 2min);
   ASSERT_EQ(out.exit_code, 0) << out.output;
@@ -172,7 +170,8 @@ TEST(cli_profile, a_missing_rocprofv3_is_named_with_the_no_rocprof_fix) {
 }
 
 TEST(cli_profile, no_rocprof_times_whole_processes_and_says_so) {
-  const auto out = run_rocm_perf({"profile", "--no-rocprof", "--runs", "3", "--json", "--", "/bin/true"});
+  const auto out =
+      run_rocm_perf({"profile", "--no-rocprof", "--runs", "3", "--json", "--", "/bin/true"});
   ASSERT_EQ(out.exit_code, 0) << out.output;
   const auto doc = parse_json_output(out.output);
   EXPECT_EQ(validate(doc, "profile.schema.json"), std::vector<std::string>{});
@@ -187,7 +186,8 @@ TEST(cli_profile, a_failing_tracer_or_application_is_an_error_naming_the_run) {
     scoped_env fail("FAKE_ROCPROF_FAIL", "1");
     const auto out = run_rocm_perf({"profile", "--rocprofv3", fake_rocprofv3, "--", "/bin/true"});
     EXPECT_EQ(out.exit_code, 1);
-    EXPECT_NE(out.output.find("run 1: rocprofv3 exited with status 1"), std::string::npos) << out.output;
+    EXPECT_NE(out.output.find("run 1: rocprofv3 exited with status 1"), std::string::npos)
+        << out.output;
     EXPECT_NE(out.output.find("--debug"), std::string::npos) << out.output;
   }
   const auto out = run_rocm_perf({"profile", "--rocprofv3", fake_rocprofv3, "--", "/bin/false"});
@@ -195,23 +195,21 @@ TEST(cli_profile, a_failing_tracer_or_application_is_an_error_naming_the_run) {
 }
 
 void make_legacy_rpd(const std::filesystem::path& path) {
-  sqlite3* handle = nullptr;
-  sqlite3_open(path.c_str(), &handle);
-  sqlite3_exec(handle,
-               "CREATE TABLE rocpd_string(id INTEGER PRIMARY KEY, string TEXT);"
-               "CREATE TABLE rocpd_op(id INTEGER PRIMARY KEY, gpuId INTEGER, queueId INTEGER, "
-               "sequenceId INTEGER, start INTEGER, end INTEGER, description_id INTEGER, opType_id INTEGER);"
-               "CREATE TABLE rocpd_api(id INTEGER PRIMARY KEY, pid INTEGER, tid INTEGER, start INTEGER, "
-               "end INTEGER, apiName_id INTEGER, args_id INTEGER);"
-               "CREATE TABLE rocpd_metadata(id INTEGER PRIMARY KEY, tag TEXT, value TEXT);"
-               "INSERT INTO rocpd_metadata(tag, value) VALUES ('schema_version', '2');",
-               nullptr, nullptr, nullptr);
-  sqlite3_close(handle);
+  stages::sqlite::connection db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  db.exec("CREATE TABLE rocpd_string(id INTEGER PRIMARY KEY, string TEXT);"
+          "CREATE TABLE rocpd_op(id INTEGER PRIMARY KEY, gpuId INTEGER, queueId INTEGER, "
+          "sequenceId INTEGER, start INTEGER, end INTEGER, description_id INTEGER, opType_id "
+          "INTEGER);"
+          "CREATE TABLE rocpd_api(id INTEGER PRIMARY KEY, pid INTEGER, tid INTEGER, start INTEGER, "
+          "end INTEGER, apiName_id INTEGER, args_id INTEGER);"
+          "CREATE TABLE rocpd_metadata(id INTEGER PRIMARY KEY, tag TEXT, value TEXT);"
+          "INSERT INTO rocpd_metadata(tag, value) VALUES ('schema_version', '2');");
 }
 
 TEST(cli_profile, analyze_refuses_bad_inputs_with_the_file_and_a_fix) {
   temp_dir dir;
-  rpl::testing::write_file(dir / "random.db", std::string("\x01\x02not sqlite at all", 19) + std::string(5000, 'z'));
+  rpl::testing::write_file(dir / "random.db",
+                           std::string("\x01\x02not sqlite at all", 19) + std::string(5000, 'z'));
   make_legacy_rpd(dir / "legacy.rpd");
   std::filesystem::create_directories(dir / "empty");
   {
@@ -226,10 +224,8 @@ TEST(cli_profile, analyze_refuses_bad_inputs_with_the_file_and_a_fix) {
     std::string expected;
   };
   const std::vector<bad> cases = {
-      {dir / "random.db", "random.db"},
-      {dir / "legacy.rpd", "legacy.rpd"},
-      {dir / "empty", "empty"},
-      {dir / "nodispatch" / "traces", "no kernel dispatches"},
+      {dir / "random.db", "random.db"},   {dir / "legacy.rpd", "legacy.rpd"},
+      {dir / "empty", "empty"},           {dir / "nodispatch" / "traces", "no kernel dispatches"},
       {dir / "missing.db", "missing.db"},
   };
   for (const auto& c : cases) {
@@ -246,14 +242,17 @@ TEST(cli_inspect, a_file_without_device_code_says_so_and_bad_input_is_refused) {
   EXPECT_EQ(none.exit_code, 3) << none.output;
   EXPECT_NE(none.output.find("no device code"), std::string::npos) << none.output;
 
-  rpl::testing::write_file(dir / "junk.hsaco", std::string("\x7f" "ELF", 4) + std::string(100, '\xff'));
+  rpl::testing::write_file(dir / "junk.hsaco", std::string("\x7f"
+                                                           "ELF",
+                                                           4) +
+                                                   std::string(100, '\xff'));
   const auto junk = run_rocm_perf({"inspect", (dir / "junk.hsaco").string()});
   EXPECT_EQ(junk.exit_code, 2) << junk.output;
   EXPECT_NE(junk.output.find("junk.hsaco"), std::string::npos) << junk.output;
 
   const auto arch = run_rocm_perf({"inspect", "--arch", "gfx1201", "/bin/true"});
   EXPECT_EQ(arch.exit_code, 2) << arch.output;
-  EXPECT_NE(arch.output.find("gfx90a"), std::string::npos) << arch.output;  // lists known targets
+  EXPECT_NE(arch.output.find("gfx90a"), std::string::npos) << arch.output; // lists known targets
 }
 
 TEST(cli_inspect, reports_resources_and_occupancy_of_real_hip_kernels) {
@@ -274,13 +273,20 @@ __global__ void tile(const float* in, float* out) {
 }
 )");
   workers::child_options compile;
-  compile.argv = {"hipcc", "--offload-arch=gfx90a", "--cuda-device-only", "--no-gpu-bundle-output",
-                  "-c", "k.hip", "-o", "k.hsaco"};
+  compile.argv = {"hipcc",
+                  "--offload-arch=gfx90a",
+                  "--cuda-device-only",
+                  "--no-gpu-bundle-output",
+                  "-c",
+                  "k.hip",
+                  "-o",
+                  "k.hsaco"};
   compile.cwd = dir.path();
   const auto built = workers::run_child(compile, 2min);
   ASSERT_TRUE(std::filesystem::exists(dir / "k.hsaco")) << built.output;
 
-  const auto out = run_rocm_perf({"inspect", "--json", "--block", "128", (dir / "k.hsaco").string()});
+  const auto out =
+      run_rocm_perf({"inspect", "--json", "--block", "128", (dir / "k.hsaco").string()});
   ASSERT_EQ(out.exit_code, 0) << out.output;
   const auto doc = parse_json_output(out.output);
   const auto& object = doc["files"][0]["code_objects"][0];
@@ -303,5 +309,5 @@ __global__ void tile(const float* in, float* out) {
   EXPECT_NE(text.output.find("waves per SIMD"), std::string::npos) << text.output;
 }
 
-}  // namespace
-}  // namespace rpl
+} // namespace
+} // namespace rpl

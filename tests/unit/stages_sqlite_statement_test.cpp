@@ -1,9 +1,10 @@
+#include <chrono>
 #include <string>
 #include <utility>
 
 #include <gtest/gtest.h>
 
-#include "stages/trace/sqlite_statement.hpp"
+#include "stages/sqlite/sqlite_statement.hpp"
 #include "support/test_support.hpp"
 
 namespace rpl::stages::sqlite {
@@ -132,7 +133,8 @@ TEST(stages_sqlite_statement, opening_a_missing_file_read_only_fails_naming_it) 
     EXPECT_EQ(error.database(), (dir / "absent.db").string());
     EXPECT_EQ(error.code(), SQLITE_CANTOPEN);
     EXPECT_TRUE(error.sql().empty());
-    EXPECT_NE(std::string(error.what()).find("fix: check the path"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("fix: check the path"), std::string::npos)
+        << error.what();
   }
 }
 
@@ -147,6 +149,24 @@ TEST(stages_sqlite_statement, exec_failures_carry_the_sql) {
     EXPECT_EQ(error.sql(), "CREATE TABLE t (id INTEGER)");
     EXPECT_EQ(error.sqlite_message(), "table t already exists");
   }
+}
+
+TEST(stages_sqlite_statement, a_busy_timeout_waits_for_a_lock_before_failing) {
+  temp_dir dir;
+  connection holder = with_table(dir);
+  holder.exec("BEGIN EXCLUSIVE");
+  connection waiter(dir / "t.db", SQLITE_OPEN_READWRITE);
+  waiter.busy_timeout(std::chrono::milliseconds(50));
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    waiter.exec("INSERT INTO t (n) VALUES (1)");
+    FAIL() << "wrote through an exclusive lock";
+  } catch (const sqlite_error& error) {
+    EXPECT_EQ(error.code() & 0xff, SQLITE_BUSY);
+  }
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(50));
+  holder.exec("COMMIT");
+  waiter.exec("INSERT INTO t (n) VALUES (1)");
 }
 
 TEST(stages_sqlite_statement, moving_hands_over_the_handles) {

@@ -67,3 +67,55 @@ std::string local_nvidia_arch() {
 }
 
 } // namespace rpl::workers
+
+namespace rpl::workers {
+
+namespace {
+
+std::string trimmed(std::string text) {
+  const auto first = text.find_first_not_of(" \t");
+  const auto last = text.find_last_not_of(" \t\r");
+  return first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
+}
+
+}  // namespace
+
+std::vector<nvidia_device> list_nvidia_gpus() {
+  std::vector<nvidia_device> devices;
+  if (!nvidia_gpu_present()) {
+    return devices;
+  }
+  child_options options;
+  options.argv = {"nvidia-smi", "--query-gpu=index,name,uuid", "--format=csv,noheader"};
+  options.max_output_bytes = 65536;
+  const auto outcome = run_child(options, std::chrono::milliseconds(30000));
+  if (!outcome.succeeded()) {
+    return devices;
+  }
+  std::size_t start = 0;
+  while (start < outcome.output.size()) {
+    auto end = outcome.output.find('\n', start);
+    if (end == std::string::npos) {
+      end = outcome.output.size();
+    }
+    const auto line = outcome.output.substr(start, end - start);
+    start = end + 1;
+    const auto first = line.find(',');
+    const auto last = line.rfind(',');
+    if (first == std::string::npos || first == last) {
+      continue;
+    }
+    nvidia_device device;
+    try {
+      device.index = std::stoi(trimmed(line.substr(0, first)));
+    } catch (const std::exception&) {
+      continue;
+    }
+    device.name = trimmed(line.substr(first + 1, last - first - 1));
+    device.uuid = trimmed(line.substr(last + 1));
+    devices.push_back(std::move(device));
+  }
+  return devices;
+}
+
+}  // namespace rpl::workers

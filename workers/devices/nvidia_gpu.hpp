@@ -4,6 +4,7 @@
 /// for every caller, so the verbs cannot disagree about whether a GPU is present.
 
 #include <string>
+#include <vector>
 
 namespace rpl::workers {
 
@@ -16,5 +17,16 @@ bool nvidia_gpu_present();
 /// since some drivers' nvidia-smi cannot report compute_cap. Runs child processes (up to 30 s
 /// each on a freshly booted host), so call it once.
 std::string local_nvidia_arch();
+
+/// One GPU as nvidia-smi lists it.
+struct nvidia_device {
+  int index = 0;      ///< the driver's index (what CUDA_VISIBLE_DEVICES names)
+  std::string name;   ///< e.g. "NVIDIA H100 80GB HBM3"
+  std::string uuid;   ///< "GPU-..."
+};
+
+/// Every NVIDIA GPU of this host (nvidia-smi --query-gpu=index,name,uuid); empty without a GPU or
+/// without nvidia-smi. Starts a child process.
+std::vector<nvidia_device> list_nvidia_gpus();
 
 } // namespace rpl::workers

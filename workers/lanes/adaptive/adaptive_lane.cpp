@@ -9,6 +9,9 @@ adaptive_lane::adaptive_lane(lane_backend_ptr inner, stages::sampling_target tar
     : inner_(std::move(inner)), target_(target), batch_runs_(std::max<std::uint32_t>(1, batch_runs)) {}
 
 messages::measure_result adaptive_lane::measure(const messages::measure_request& request) {
+  if (request.fixed_count) {
+    return inner_->measure(request);
+  }
   const auto started = std::chrono::steady_clock::now();
   stages::sampling_criterion criterion(target_);
   messages::measure_result total;

@@ -35,6 +35,8 @@ recorded_run cupti_recorder::record(const std::vector<std::string>& argv,
   child.argv = argv;
   child.environment = {{"CUDA_INJECTION64_PATH", options_.library.string()},
                        {"RPL_TRACE_DIR", folder.string()}};
+  child.environment.insert(child.environment.end(), options_.environment.begin(),
+                           options_.environment.end());
   const auto outcome = tracers_detail::run_recorded_child(
       child, options_.timeout, options_.echo_output, "application, run " + std::to_string(run));
   recorded_run out;

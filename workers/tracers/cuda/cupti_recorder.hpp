@@ -7,6 +7,9 @@
 #include <chrono>
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "workers/tracers/trace_recorder.hpp"
 
@@ -16,6 +19,8 @@ struct cupti_recorder_options {
   std::filesystem::path library; ///< librpl_cupti_tracer.so (find_cupti_tracer)
   std::chrono::milliseconds timeout{std::chrono::hours(24)}; ///< per run
   bool echo_output = false; ///< copy the application's output to stderr (profile's --debug)
+  /// More changes to the application's environment (a lane's CUDA_VISIBLE_DEVICES).
+  std::vector<std::pair<std::string, std::optional<std::string>>> environment;
 };
 
 /// `explicit_path` when given, else $RPL_CUPTI_TRACER, else librpl_cupti_tracer.so in lib/ beside

@@ -56,6 +56,7 @@ recorded_run rocprofv3_recorder::record(const std::vector<std::string>& argv,
                 folder.string(),
                 "--"};
   child.argv.insert(child.argv.end(), argv.begin(), argv.end());
+  child.environment = options_.environment;
   const auto outcome = tracers_detail::run_recorded_child(
       child, options_.timeout, options_.echo_output, "rocprofv3, run " + std::to_string(run));
   recorded_run out;

@@ -1,9 +1,9 @@
 // device_api over the CUDA driver API (libcuda only: the lane never loads the CUDA runtime).
 // One device, its primary context, the legacy default stream.
-#include <cuda.h>
-
 #include <cstdio>
 #include <string>
+
+#include <cuda.h>
 
 #include "workers/lanes/kernel/process/device_api.hpp"
 
@@ -95,7 +95,8 @@ public:
     cuModuleUnload(static_cast<CUmodule>(module));
   }
 
-  device_status find_function(module_handle module, const std::string& symbol,
+  device_status find_function(module_handle module,
+                              const std::string& symbol,
                               function_handle& function) override {
     CUfunction f = nullptr;
     device_status e = check(cuModuleGetFunction(&f, static_cast<CUmodule>(module), symbol.c_str()));
@@ -112,8 +113,8 @@ public:
 
   void release(device_pointer pointer) override { cuMemFree(static_cast<CUdeviceptr>(pointer)); }
 
-  device_status copy_to_device(device_pointer target, const void* source,
-                               std::size_t bytes) override {
+  device_status
+  copy_to_device(device_pointer target, const void* source, std::size_t bytes) override {
     return check(cuMemcpyHtoD(static_cast<CUdeviceptr>(target), source, bytes));
   }
 
@@ -121,8 +122,8 @@ public:
     return check(cuMemcpyDtoH(target, static_cast<CUdeviceptr>(source), bytes));
   }
 
-  device_status launch(function_handle function, const launch_shape& shape,
-                       void** params) override {
+  device_status
+  launch(function_handle function, const launch_shape& shape, void** params) override {
     auto f = static_cast<CUfunction>(function);
     // Above 48 KiB of dynamic shared memory a kernel must opt in, once per size.
     if (shape.shared_bytes > 48u * 1024u) {

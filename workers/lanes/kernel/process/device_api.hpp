@@ -47,18 +47,18 @@ public:
   /// `image` is the code object's bytes (cubin, fatbin or PTX for CUDA; HSA code object for HIP).
   virtual device_status load_module(const std::string& image, module_handle& module) = 0;
   virtual void unload_module(module_handle module) = 0;
-  virtual device_status find_function(module_handle module, const std::string& symbol,
-                                      function_handle& function) = 0;
+  virtual device_status
+  find_function(module_handle module, const std::string& symbol, function_handle& function) = 0;
 
   virtual device_status allocate(std::size_t bytes, device_pointer& pointer) = 0;
   virtual void release(device_pointer pointer) = 0;
-  virtual device_status copy_to_device(device_pointer target, const void* source,
-                                       std::size_t bytes) = 0;
+  virtual device_status
+  copy_to_device(device_pointer target, const void* source, std::size_t bytes) = 0;
   virtual device_status copy_to_host(void* target, device_pointer source, std::size_t bytes) = 0;
 
   /// `params` as cuLaunchKernel takes them: one pointer per kernel parameter, to its value.
-  virtual device_status launch(function_handle function, const launch_shape& shape,
-                               void** params) = 0;
+  virtual device_status
+  launch(function_handle function, const launch_shape& shape, void** params) = 0;
   /// Waits for every launch so far; a kernel's fault surfaces here.
   virtual device_status synchronize() = 0;
 

@@ -8,15 +8,13 @@ namespace rpl::workers::kernel_process {
 
 namespace {
 
-template <class T>
-T load(const std::byte* data, std::size_t index) {
+template <class T> T load(const std::byte* data, std::size_t index) {
   T value;
   std::memcpy(&value, data + index * sizeof(T), sizeof(T));
   return value;
 }
 
-template <class T>
-void store(std::byte* data, std::size_t index, T value) {
+template <class T> void store(std::byte* data, std::size_t index, T value) {
   std::memcpy(data + index * sizeof(T), &value, sizeof(T));
 }
 
@@ -78,7 +76,9 @@ double read_element(const std::byte* data, messages::element_type type, std::siz
   return 0.0;
 }
 
-void write_float_element(std::byte* data, messages::element_type type, std::size_t index,
+void write_float_element(std::byte* data,
+                         messages::element_type type,
+                         std::size_t index,
                          double value) {
   using messages::element_type;
   switch (type) {
@@ -93,7 +93,9 @@ void write_float_element(std::byte* data, messages::element_type type, std::size
   }
 }
 
-void write_integer_element(std::byte* data, messages::element_type type, std::size_t index,
+void write_integer_element(std::byte* data,
+                           messages::element_type type,
+                           std::size_t index,
                            std::int64_t value) {
   using messages::element_type;
   switch (type) {

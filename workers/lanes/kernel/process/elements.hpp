@@ -19,9 +19,13 @@ float float_from_half(std::uint16_t bits);
 /// Element `index` of `data` as a double (i64 beyond 2^53 loses its low bits).
 double read_element(const std::byte* data, messages::element_type type, std::size_t index);
 /// Stores a float type's element (f16 rounded) or an integer type's (converted from `value`).
-void write_float_element(std::byte* data, messages::element_type type, std::size_t index,
+void write_float_element(std::byte* data,
+                         messages::element_type type,
+                         std::size_t index,
                          double value);
-void write_integer_element(std::byte* data, messages::element_type type, std::size_t index,
+void write_integer_element(std::byte* data,
+                           messages::element_type type,
+                           std::size_t index,
                            std::int64_t value);
 
 /// A scalar argument's bytes, as the kernel parameter of its type reads them (little-endian,

@@ -1,9 +1,8 @@
 #include "workers/lanes/kernel/process/frame_stream.hpp"
 
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
+#include <unistd.h>
 
 #include "messages/kernel_lane.hpp"
 

@@ -2,11 +2,11 @@
 // built against Debian's HIP headers and libamdhip64 (ROCm 5.2). It compiles and starts here,
 // where no AMD GPU exists (the hello then says the device is unavailable); it has never launched
 // a kernel on an AMD GPU: none is available to this project.
-#include <hip/hip_runtime_api.h>
-
 #include <cctype>
 #include <cstdio>
 #include <string>
+
+#include <hip/hip_runtime_api.h>
 
 #include "workers/lanes/kernel/process/device_api.hpp"
 
@@ -85,7 +85,8 @@ public:
     (void)hipModuleUnload(static_cast<hipModule_t>(module));
   }
 
-  device_status find_function(module_handle module, const std::string& symbol,
+  device_status find_function(module_handle module,
+                              const std::string& symbol,
                               function_handle& function) override {
     hipFunction_t f = nullptr;
     device_status e =
@@ -103,8 +104,8 @@ public:
 
   void release(device_pointer pointer) override { (void)hipFree(as_pointer(pointer)); }
 
-  device_status copy_to_device(device_pointer target, const void* source,
-                               std::size_t bytes) override {
+  device_status
+  copy_to_device(device_pointer target, const void* source, std::size_t bytes) override {
     // ROCm 5.2 declares the source non-const; it only reads it.
     return check(hipMemcpyHtoD(as_pointer(target), const_cast<void*>(source), bytes));
   }
@@ -113,12 +114,11 @@ public:
     return check(hipMemcpyDtoH(target, as_pointer(source), bytes));
   }
 
-  device_status launch(function_handle function, const launch_shape& shape,
-                       void** params) override {
-    return check(hipModuleLaunchKernel(static_cast<hipFunction_t>(function), shape.grid.x,
-                                       shape.grid.y, shape.grid.z, shape.block.x, shape.block.y,
-                                       shape.block.z, shape.shared_bytes, nullptr, params,
-                                       nullptr));
+  device_status
+  launch(function_handle function, const launch_shape& shape, void** params) override {
+    return check(hipModuleLaunchKernel(
+        static_cast<hipFunction_t>(function), shape.grid.x, shape.grid.y, shape.grid.z,
+        shape.block.x, shape.block.y, shape.block.z, shape.shared_bytes, nullptr, params, nullptr));
   }
 
   device_status synchronize() override { return check(hipDeviceSynchronize()); }

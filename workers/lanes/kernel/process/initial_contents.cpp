@@ -24,8 +24,7 @@ std::string key_of(const messages::kernel_arg& arg) {
          arg.init.path;
 }
 
-bool read_file(const messages::kernel_arg& arg, std::vector<std::byte>& bytes,
-               std::string& error) {
+bool read_file(const messages::kernel_arg& arg, std::vector<std::byte>& bytes, std::string& error) {
   std::ifstream in(arg.init.path, std::ios::binary | std::ios::ate);
   if (!in) {
     error = "buffer " + arg.name + ": cannot read " + arg.init.path + ": " + std::strerror(errno) +
@@ -51,8 +50,8 @@ bool read_file(const messages::kernel_arg& arg, std::vector<std::byte>& bytes,
 
 } // namespace
 
-std::vector<std::byte> random_contents(messages::element_type type, std::size_t count,
-                                       const messages::buffer_init& init) {
+std::vector<std::byte>
+random_contents(messages::element_type type, std::size_t count, const messages::buffer_init& init) {
   std::vector<std::byte> bytes(count * messages::element_size(type));
   std::uint64_t state = init.seed;
   if (messages::is_float(type)) {
@@ -73,9 +72,8 @@ std::vector<std::byte> random_contents(messages::element_type type, std::size_t 
   return bytes;
 }
 
-const std::vector<std::byte>* initial_contents::get(std::size_t index,
-                                                    const messages::kernel_arg& arg,
-                                                    std::string& error) {
+const std::vector<std::byte>*
+initial_contents::get(std::size_t index, const messages::kernel_arg& arg, std::string& error) {
   if (entries_.size() <= index)
     entries_.resize(index + 1);
   entry& slot = entries_[index];
@@ -85,7 +83,9 @@ const std::vector<std::byte>* initial_contents::get(std::size_t index,
   slot.key.clear();
   const std::size_t bytes = arg.count * messages::element_size(arg.type);
   switch (arg.init.fill) {
-  case messages::buffer_fill::random: slot.bytes = random_contents(arg.type, arg.count, arg.init); break;
+  case messages::buffer_fill::random:
+    slot.bytes = random_contents(arg.type, arg.count, arg.init);
+    break;
   case messages::buffer_fill::file:
     slot.bytes.assign(bytes, std::byte{0});
     if (!read_file(arg, slot.bytes, error)) {

@@ -14,15 +14,15 @@ namespace rpl::workers::kernel_process {
 /// count elements of `type` from splitmix64(seed): floats uniform in [min, max), integers
 /// uniform in [min, max] (modulo reduction; the bias is below 2^-32 for ranges under 2^32).
 /// Portable: the same bytes on every host and compiler.
-std::vector<std::byte> random_contents(messages::element_type type, std::size_t count,
-                                       const messages::buffer_init& init);
+std::vector<std::byte>
+random_contents(messages::element_type type, std::size_t count, const messages::buffer_init& init);
 
 class initial_contents {
 public:
   /// The initial bytes of buffer argument number `index`, or nullptr with `error` set (a file
   /// that cannot be read or has the wrong size).
-  const std::vector<std::byte>* get(std::size_t index, const messages::kernel_arg& arg,
-                                    std::string& error);
+  const std::vector<std::byte>*
+  get(std::size_t index, const messages::kernel_arg& arg, std::string& error);
 
 private:
   struct entry {

@@ -1,12 +1,11 @@
 #include "workers/lanes/kernel/process/lane_server.hpp"
 
-#include <unistd.h>
-
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
 
 #include "workers/lanes/kernel/process/kernel_params.hpp"
 #include "workers/lanes/kernel/process/output_check.hpp"
@@ -23,14 +22,20 @@ constexpr std::uint64_t max_buffer_bytes = std::uint64_t{1} << 40;
 
 /// Fills status, error name and reason from a failed call. A sticky error wins over `status`:
 /// whatever step saw it, the context is gone and the process must go.
-void record(messages::kernel_lane_reply& reply, kernel_lane_status status,
-            const device_error& error, const std::string& what) {
+void record(messages::kernel_lane_reply& reply,
+            kernel_lane_status status,
+            const device_error& error,
+            const std::string& what,
+            const std::string& fix = {}) {
   reply.status = error.sticky ? kernel_lane_status::kernel_fault : status;
   reply.error_name = error.name;
-  reply.reason = what + ": " + error.name + (error.message.empty() ? "" : " (" + error.message + ")");
+  reply.reason =
+      what + ": " + error.name + (error.message.empty() ? "" : " (" + error.message + ")");
   if (error.sticky) {
     reply.reason += "; the device context is lost, so the lane process exits and is restarted";
     reply.lane_exiting = true;
+  } else if (!fix.empty()) {
+    reply.reason += "; fix: " + fix;
   }
 }
 
@@ -69,7 +74,8 @@ std::string check_dims(const messages::launch_dims& d, const std::string& what) 
 
 std::string check_arg(const messages::kernel_arg& arg, std::size_t index) {
   const std::string name = "args[" + std::to_string(index) + "] (" + arg.name + ")";
-  if (arg.kind != messages::kernel_arg_kind::buffer && arg.kind != messages::kernel_arg_kind::scalar)
+  if (arg.kind != messages::kernel_arg_kind::buffer &&
+      arg.kind != messages::kernel_arg_kind::scalar)
     return name + " has an unknown kind " + std::to_string(static_cast<int>(arg.kind));
   if (messages::element_size(arg.type) == 0)
     return name + " has an unknown element type " + std::to_string(static_cast<int>(arg.type));
@@ -77,7 +83,8 @@ std::string check_arg(const messages::kernel_arg& arg, std::size_t index) {
     return {};
   if (arg.count == 0 || arg.count > max_buffer_bytes / messages::element_size(arg.type))
     return name + " has " + std::to_string(arg.count) + " elements; expected 1 to 1 TiB worth";
-  if (arg.init.fill != messages::buffer_fill::zeros && arg.init.fill != messages::buffer_fill::random &&
+  if (arg.init.fill != messages::buffer_fill::zeros &&
+      arg.init.fill != messages::buffer_fill::random &&
       arg.init.fill != messages::buffer_fill::file)
     return name + " has an unknown initial fill " + std::to_string(static_cast<int>(arg.init.fill));
   return {};
@@ -87,13 +94,15 @@ std::string check_arg(const messages::kernel_arg& arg, std::size_t index) {
 std::string check_request(const messages::kernel_lane_request& request) {
   if (request.protocol != messages::kernel_lane_protocol)
     return "the request speaks protocol " + std::to_string(request.protocol) + ", this lane " +
-           std::to_string(messages::kernel_lane_protocol) + "; fix: use matching engine and lane builds";
+           std::to_string(messages::kernel_lane_protocol) +
+           "; fix: use matching engine and lane builds";
   const messages::kernel_launch& launch = request.launch;
   if (request.code_object_path.empty())
     return "no code object path; fix: the candidate's artifact goes in argv[0]";
   if (launch.symbol.empty())
     return "no kernel symbol; fix: set \"kernel\" in the launch file";
-  for (const auto& [dims, what] : {std::pair{&launch.grid, "the grid"}, {&launch.block, "the block"}})
+  for (const auto& [dims, what] :
+       {std::pair{&launch.grid, "the grid"}, {&launch.block, "the block"}})
     if (std::string problem = check_dims(*dims, what); !problem.empty())
       return problem;
   for (std::size_t i = 0; i < launch.args.size(); ++i)
@@ -143,9 +152,9 @@ std::string describe_mismatch(const messages::kernel_mismatch& m,
                               const messages::value_tolerance& tolerance) {
   std::ostringstream out;
   out.precision(9);
-  out << "wrong result: " << m.buffer << "[" << m.index << "] = " << m.value << ", the reference has "
-      << m.expected << " (tolerance abs " << tolerance.abs << ", rel " << tolerance.rel << "); "
-      << m.count << " of " << m.compared << " elements differ";
+  out << "wrong result: " << m.buffer << "[" << m.index << "] = " << m.value
+      << ", the reference has " << m.expected << " (tolerance abs " << tolerance.abs << ", rel "
+      << tolerance.rel << "); " << m.count << " of " << m.compared << " elements differ";
   return out.str();
 }
 
@@ -192,15 +201,16 @@ messages::kernel_lane_reply lane_server::handle(const messages::kernel_lane_requ
   loaded_module module(api_);
   if (device_status error = module.load(image)) {
     record(reply, kernel_lane_status::load_failed, *error,
-           "loading the code object " + request.code_object_path);
+           "loading the code object " + request.code_object_path,
+           "build a cubin or fatbin for this GPU's architecture (" + device_.arch + ")");
     return reply;
   }
   function_handle function = nullptr;
   if (device_status error = module.find(request.launch.symbol, function)) {
     record(reply, kernel_lane_status::symbol_not_found, *error,
-           "the code object has no kernel " + request.launch.symbol +
-               " (fix: the launch file's \"kernel\" must be the symbol as the code object lists "
-               "it; declare the kernel extern \"C\")");
+           "the code object has no kernel " + request.launch.symbol,
+           "the launch file's \"kernel\" must be the symbol as the code object lists it "
+           "(cuobjdump -symbols); declare the kernel extern \"C\" so that it is not mangled");
     return reply;
   }
   kernel_params params(request.launch.args, buffers_);
@@ -256,7 +266,8 @@ bool lane_server::download_outputs(const messages::kernel_launch& launch,
     if (arg.kind != messages::kernel_arg_kind::buffer || !arg.output)
       continue;
     outputs[i].resize(arg.count * messages::element_size(arg.type));
-    if (device_status e = api_.copy_to_host(outputs[i].data(), buffers_.pointer(i), outputs[i].size())) {
+    if (device_status e =
+            api_.copy_to_host(outputs[i].data(), buffers_.pointer(i), outputs[i].size())) {
       record(reply, kernel_lane_status::launch_failed, *e, "reading back buffer " + arg.name);
       return false;
     }
@@ -275,8 +286,8 @@ bool lane_server::ensure_reference(const messages::kernel_lane_request& request,
   reference_ = {};
   const std::string what = "the reference kernel " + ref.symbol;
   std::string image = candidate_image;
-  if (std::string error; !ref.code_object_path.empty() &&
-                         !read_code_object(ref.code_object_path, image, error)) {
+  if (std::string error;
+      !ref.code_object_path.empty() && !read_code_object(ref.code_object_path, image, error)) {
     record(reply, kernel_lane_status::reference_failed, what + ": " + error);
     return false;
   }
@@ -289,7 +300,8 @@ bool lane_server::ensure_reference(const messages::kernel_lane_request& request,
   if (!error && !upload_initial(launch, reply))
     return false;
   if (!error)
-    error = api_.launch(function, launch_shape{ref.grid, ref.block, ref.shared_bytes}, params.data());
+    error =
+        api_.launch(function, launch_shape{ref.grid, ref.block, ref.shared_bytes}, params.data());
   if (!error)
     error = api_.synchronize();
   if (error) {
@@ -303,7 +315,8 @@ bool lane_server::ensure_reference(const messages::kernel_lane_request& request,
 }
 
 bool lane_server::checked_launch(const messages::kernel_lane_request& request,
-                                 function_handle function, void** params,
+                                 function_handle function,
+                                 void** params,
                                  messages::kernel_lane_reply& reply) {
   const messages::kernel_launch& launch = request.launch;
   if (!upload_initial(launch, reply))
@@ -340,13 +353,15 @@ bool lane_server::verify(const messages::kernel_launch& launch,
   return true;
 }
 
-void lane_server::sample(const messages::kernel_lane_request& request, function_handle function,
-                         void** params, messages::kernel_lane_reply& reply) {
+void lane_server::sample(const messages::kernel_lane_request& request,
+                         function_handle function,
+                         void** params,
+                         messages::kernel_lane_reply& reply) {
   const auto start = clock_type::now();
   const messages::kernel_launch& launch = request.launch;
-  sampling_outcome outcome =
-      take_samples(api_, events_, function, launch_shape{launch.grid, launch.block, launch.shared_bytes},
-                   params, request.sampling, enough_);
+  sampling_outcome outcome = take_samples(
+      api_, events_, function, launch_shape{launch.grid, launch.block, launch.shared_bytes}, params,
+      request.sampling, enough_);
   reply.sampling_ns = ns_since(start);
   reply.samples_ns = std::move(outcome.samples_ns);
   reply.warmup_launches = outcome.warmups;

@@ -47,13 +47,19 @@ private:
                         std::vector<std::vector<std::byte>>& outputs,
                         messages::kernel_lane_reply& reply);
   bool ensure_reference(const messages::kernel_lane_request& request,
-                        const std::string& candidate_image, messages::kernel_lane_reply& reply);
-  bool checked_launch(const messages::kernel_lane_request& request, function_handle function,
-                      void** params, messages::kernel_lane_reply& reply);
-  bool verify(const messages::kernel_launch& launch, const std::vector<std::vector<std::byte>>& got,
+                        const std::string& candidate_image,
+                        messages::kernel_lane_reply& reply);
+  bool checked_launch(const messages::kernel_lane_request& request,
+                      function_handle function,
+                      void** params,
+                      messages::kernel_lane_reply& reply);
+  bool verify(const messages::kernel_launch& launch,
+              const std::vector<std::vector<std::byte>>& got,
               messages::kernel_lane_reply& reply);
-  void sample(const messages::kernel_lane_request& request, function_handle function,
-              void** params, messages::kernel_lane_reply& reply);
+  void sample(const messages::kernel_lane_request& request,
+              function_handle function,
+              void** params,
+              messages::kernel_lane_reply& reply);
 
   device_api& api_;
   messages::kernel_device device_;

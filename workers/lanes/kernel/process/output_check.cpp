@@ -12,6 +12,8 @@ bool within_tolerance(double value, double expected, const messages::value_toler
     return std::isnan(value) && std::isnan(expected);
   if (value == expected) // also equal infinities, whose difference would be NaN
     return true;
+  if (std::isinf(value) || std::isinf(expected)) // an infinite bound would let anything pass
+    return false;
   return std::fabs(value - expected) <= tolerance.abs + tolerance.rel * std::fabs(expected);
 }
 
@@ -20,8 +22,8 @@ std::optional<messages::kernel_mismatch> compare_output(const messages::kernel_a
                                                         const std::vector<std::byte>& expected) {
   const std::size_t size = messages::element_size(arg.type);
   const std::size_t count = std::min(value.size(), expected.size()) / size;
-  const bool exact = !messages::is_float(arg.type) && arg.tolerance.abs == 0.0 &&
-                     arg.tolerance.rel == 0.0;
+  const bool exact =
+      !messages::is_float(arg.type) && arg.tolerance.abs == 0.0 && arg.tolerance.rel == 0.0;
   messages::kernel_mismatch mismatch;
   mismatch.buffer = arg.name;
   mismatch.compared = count;

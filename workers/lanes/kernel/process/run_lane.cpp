@@ -1,12 +1,11 @@
 #include "workers/lanes/kernel/process/run_lane.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
 #include <string>
+#include <unistd.h>
 
 #include "messages/codec.hpp"
 #include "workers/lanes/kernel/process/frame_stream.hpp"
@@ -20,8 +19,8 @@ namespace {
 messages::kernel_lane_reply undecodable(const std::string& why) {
   messages::kernel_lane_reply reply;
   reply.status = messages::kernel_lane_status::bad_request;
-  reply.reason = "the request could not be decoded: " + why +
-                 "; fix: use matching engine and lane builds";
+  reply.reason =
+      "the request could not be decoded: " + why + "; fix: use matching engine and lane builds";
   return reply;
 }
 

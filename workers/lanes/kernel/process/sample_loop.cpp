@@ -10,16 +10,24 @@ namespace {
 /// Batches after min_samples are small, so the criterion is asked often.
 constexpr std::uint32_t adaptive_batch = 8;
 
-device_status warm_up(device_api& api, function_handle function, const launch_shape& shape,
-                      void** params, std::uint32_t launches, std::uint32_t& done) {
+device_status warm_up(device_api& api,
+                      function_handle function,
+                      const launch_shape& shape,
+                      void** params,
+                      std::uint32_t launches,
+                      std::uint32_t& done) {
   for (; done < launches; ++done)
     if (device_status error = api.launch(function, shape, params))
       return error;
   return launches == 0 ? std::nullopt : api.synchronize();
 }
 
-device_status timed_batch(device_api& api, event_pool& events, function_handle function,
-                          const launch_shape& shape, void** params, std::uint32_t count,
+device_status timed_batch(device_api& api,
+                          event_pool& events,
+                          function_handle function,
+                          const launch_shape& shape,
+                          void** params,
+                          std::uint32_t count,
                           std::vector<std::int64_t>& samples) {
   if (device_status error = events.reserve(count))
     return error;
@@ -48,8 +56,11 @@ stop_criterion fixed_count() {
   return [](std::span<const std::int64_t>) { return true; };
 }
 
-sampling_outcome take_samples(device_api& api, event_pool& events, function_handle function,
-                              const launch_shape& shape, void** params,
+sampling_outcome take_samples(device_api& api,
+                              event_pool& events,
+                              function_handle function,
+                              const launch_shape& shape,
+                              void** params,
                               const messages::kernel_sampling& sampling,
                               const stop_criterion& enough) {
   sampling_outcome out;

@@ -35,8 +35,11 @@ struct sampling_outcome {
 /// Largest number of launches between two synchronisations (event pairs in the pool).
 inline constexpr std::uint32_t max_batch = 64;
 
-sampling_outcome take_samples(device_api& api, event_pool& events, function_handle function,
-                              const launch_shape& shape, void** params,
+sampling_outcome take_samples(device_api& api,
+                              event_pool& events,
+                              function_handle function,
+                              const launch_shape& shape,
+                              void** params,
                               const messages::kernel_sampling& sampling,
                               const stop_criterion& enough);
 

@@ -1,4 +1,4 @@
-#include "stages/trace/sqlite_statement.hpp"
+#include "stages/sqlite/sqlite_statement.hpp"
 
 #include <utility>
 
@@ -8,30 +8,27 @@ namespace {
 /// A fix that fits most failures with this result code; callers that know the context do better.
 std::string_view suggested_fix(int code) {
   switch (code & 0xff) { // the primary code of an extended one
-  case SQLITE_CONSTRAINT:
-    return "check that each id or key is unique in its table";
-  case SQLITE_FULL:
-    return "free disk space and run again";
+  case SQLITE_CONSTRAINT: return "check that each id or key is unique in its table";
+  case SQLITE_FULL: return "free disk space and run again";
   case SQLITE_NOTADB:
   case SQLITE_CORRUPT:
     return "the file is not an SQLite database or is damaged; use another file or re-create it";
   case SQLITE_CANTOPEN:
   case SQLITE_PERM:
   case SQLITE_READONLY:
-  case SQLITE_AUTH:
-    return "check the path, that its folder exists and its permissions";
+  case SQLITE_AUTH: return "check the path, that its folder exists and its permissions";
   case SQLITE_BUSY:
-  case SQLITE_LOCKED:
-    return "another connection holds the database; retry when it is done";
-  case SQLITE_ERROR:
-    return "the SQL does not fit this database's schema; check the file's version";
-  default:
-    return "see the SQLite message above";
+  case SQLITE_LOCKED: return "another connection holds the database; retry when it is done";
+  case SQLITE_ERROR: return "the SQL does not fit this database's schema; check the file's version";
+  default: return "see the SQLite message above";
   }
 }
 
-std::string describe(const std::string& database, const std::string& action, const std::string& sql,
-                     const std::string& message, int code) {
+std::string describe(const std::string& database,
+                     const std::string& action,
+                     const std::string& sql,
+                     const std::string& message,
+                     int code) {
   std::string text = database + ": " + action + ": " + message;
   if (!sql.empty()) {
     text += " [SQL: " + sql + "]";
@@ -46,8 +43,8 @@ std::string database_name(sqlite3* db) {
 
 } // namespace
 
-sqlite_error::sqlite_error(std::string database, std::string action, std::string sql,
-                           std::string message, int code)
+sqlite_error::sqlite_error(
+    std::string database, std::string action, std::string sql, std::string message, int code)
     : std::runtime_error(describe(database, action, sql, message, code)),
       database_(std::move(database)), action_(std::move(action)), sql_(std::move(sql)),
       message_(std::move(message)), code_(code) {}
@@ -120,8 +117,7 @@ void statement::fail_bind(int rc, int index) const {
 
 void statement::fail(int rc, const std::string& action) const {
   sqlite3* db = sqlite3_db_handle(stmt_);
-  throw sqlite_error(database_name(db), action, sql(), db != nullptr ? sqlite3_errmsg(db) : "",
-                     rc);
+  throw sqlite_error(database_name(db), action, sql(), db != nullptr ? sqlite3_errmsg(db) : "", rc);
 }
 
 } // namespace rpl::stages::sqlite

@@ -1,17 +1,19 @@
 #pragma once
-/// The one SQLite wrapper: a connection and a prepared statement, each closed or finalized by its
-/// destructor, with errors thrown as sqlite_error (naming the database, the SQL and SQLite's
-/// message). Column access and binding are inline because the rocpd reader and writer call them
-/// once per cell of millions of rows.
+/// The one SQLite wrapper of the tree (rocpd reader and writer, results store, tests, benches): a
+/// connection and a prepared statement, each closed or finalized by its destructor, with errors
+/// thrown as sqlite_error (naming the database, the SQL and SQLite's message). Column access and
+/// binding are inline because the rocpd reader and writer call them once per cell of millions of
+/// rows.
 
-#include <sqlite3.h>
-
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+
+#include <sqlite3.h>
 
 namespace rpl::stages::sqlite {
 
@@ -20,13 +22,13 @@ namespace rpl::stages::sqlite {
 /// error with sqlite_message() inside.
 class sqlite_error : public std::runtime_error {
 public:
-  sqlite_error(std::string database, std::string action, std::string sql, std::string message,
-               int code);
+  sqlite_error(
+      std::string database, std::string action, std::string sql, std::string message, int code);
   const std::string& database() const { return database_; }
-  const std::string& action() const { return action_; }    ///< "prepare", "step", "open", ...
-  const std::string& sql() const { return sql_; }          ///< empty where no SQL was involved
+  const std::string& action() const { return action_; } ///< "prepare", "step", "open", ...
+  const std::string& sql() const { return sql_; }       ///< empty where no SQL was involved
   const std::string& sqlite_message() const { return message_; } ///< sqlite3_errmsg at the failure
-  int code() const { return code_; }                       ///< the SQLite result code
+  int code() const { return code_; }                             ///< the SQLite result code
 
 private:
   std::string database_;
@@ -41,7 +43,8 @@ class connection {
 public:
   connection() = default;
   /// Opens `path` with sqlite3_open_v2 `flags` (SQLITE_OPEN_READONLY, SQLITE_OPEN_READWRITE |
-  /// SQLITE_OPEN_CREATE, ... with SQLITE_OPEN_NOMUTEX where one thread owns it). Throws sqlite_error.
+  /// SQLITE_OPEN_CREATE, ... with SQLITE_OPEN_NOMUTEX where one thread owns it). Throws
+  /// sqlite_error.
   connection(const std::filesystem::path& path, int flags);
   ~connection();
   connection(connection&& other) noexcept;
@@ -51,6 +54,11 @@ public:
 
   /// Runs one or more statements without results (DDL, PRAGMA, BEGIN/COMMIT). Throws sqlite_error.
   void exec(std::string_view sql);
+  /// Waits up to `timeout` for a lock another connection holds instead of failing at once with
+  /// SQLITE_BUSY (sqlite3_busy_timeout); for databases that other processes write.
+  void busy_timeout(std::chrono::milliseconds timeout) {
+    sqlite3_busy_timeout(db_, static_cast<int>(timeout.count()));
+  }
   std::int64_t last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
   std::string error_message() const { return db_ != nullptr ? sqlite3_errmsg(db_) : "no database"; }
   /// The path it was opened with, for messages.
@@ -94,9 +102,9 @@ public:
   }
   /// Binds `text` without copying it: it must stay alive until the next step() or reset().
   statement& bind_static_text(int index, std::string_view text) {
-    check_bind(sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()),
-                                 SQLITE_STATIC),
-               index);
+    check_bind(
+        sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_STATIC),
+        index);
     return *this;
   }
   statement& bind_null(int index) {
@@ -115,12 +123,15 @@ public:
     }
     return false;
   }
-  /// Makes the statement runnable again; bindings stay (an error of the last step was thrown there).
+  /// Makes the statement runnable again; bindings stay (an error of the last step was thrown
+  /// there).
   void reset() { sqlite3_reset(stmt_); }
   void clear_bindings() { sqlite3_clear_bindings(stmt_); }
 
   int column_count() const { return sqlite3_column_count(stmt_); }
-  bool column_is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+  bool column_is_null(int column) const {
+    return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
+  }
   std::int64_t column_int64(int column) const { return sqlite3_column_int64(stmt_, column); }
   double column_double(int column) const { return sqlite3_column_double(stmt_, column); }
   /// The text of a column (empty for NULL), valid until the next step(), reset() or column call

@@ -1,0 +1,105 @@
+#include "engine/autotune/final_round.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include <spdlog/spdlog.h>
+
+#include "stages/search/finalists.hpp"
+
+namespace rpl::engine {
+
+namespace {
+
+double median_of(std::vector<std::int64_t> values) {
+  if (values.empty()) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  double m = static_cast<double>(*middle);
+  if (values.size() % 2 == 0) {
+    m = (m + static_cast<double>(*std::max_element(values.begin(), middle))) / 2.0;
+  }
+  return m;
+}
+
+finalist_result to_result(const stages::finalist_comparison& c) {
+  finalist_result r;
+  r.key = c.key;
+  r.median_ns = c.time_ns.median;
+  r.low_ns = c.time_ns.low;
+  r.high_ns = c.time_ns.high;
+  r.relative_difference = c.relative_difference.median;
+  r.relative_low = c.relative_difference.low;
+  r.relative_high = c.relative_difference.high;
+  r.separating_noise = c.separating_noise;
+  r.tied = c.tied;
+  return r;
+}
+
+}  // namespace
+
+std::optional<final_round_result> run_final_round(
+    lane_worker& lane, const std::vector<autotune_session::measured_candidate>& measured,
+    const final_round_settings& settings, const std::atomic<bool>& stop, std::string& note) {
+  stages::finalist_config config;
+  config.max_finalists = settings.max_finalists;
+  config.target_noise = settings.noise_target;
+  std::vector<stages::keyed_samples> sweep;
+  std::map<std::string, const autotune_session::measured_candidate*> by_key;
+  for (const auto& m : measured) {
+    sweep.push_back({m.key, std::vector<double>(m.samples_ns.begin(), m.samples_ns.end())});
+    by_key[m.key] = &m;
+  }
+  const auto finalists = stages::choose_finalists(sweep, config);
+  if (settings.max_finalists < 2 || settings.rounds == 0 || finalists.size() < 2) {
+    note = finalists.size() < 2 ? "fewer than two valid candidates: no final round"
+                                : "final round off (--finalists < 2 or --final-rounds 0)";
+    return std::nullopt;
+  }
+  spdlog::info("final round: {} finalists x {} rounds, interleaved on {}", finalists.size(),
+               settings.rounds, lane.name());
+  std::vector<stages::keyed_samples> rounds(finalists.size());
+  for (std::size_t f = 0; f < finalists.size(); ++f) {
+    rounds[f].key = finalists[f];
+  }
+  for (std::uint32_t r = 0; r < settings.rounds && !stop; ++r) {
+    for (std::size_t i = 0; i < finalists.size(); ++i) {
+      const std::size_t f = (i + r) % finalists.size();
+      auto request = by_key.at(finalists[f])->request;
+      request.fixed_count = true;
+      request.runs = settings.runs_per_round;
+      request.warmup = r == 0 ? request.warmup : 0;
+      const auto result = lane.measure_now(request);
+      // A failed round is a missed round for that finalist (the comparison skips it).
+      rounds[f].samples_ns.push_back(result.status == messages::measure_status::ok
+                                         ? median_of(result.samples_ns)
+                                         : std::numeric_limits<double>::quiet_NaN());
+    }
+  }
+  if (stop) {
+    note = "interrupted before the final round finished";
+    return std::nullopt;
+  }
+  const auto decision = stages::decide_winner(rounds, config);
+  final_round_result out;
+  out.lane = lane.name();
+  out.rounds = settings.rounds;
+  out.confidence = config.confidence;
+  out.noise_target = settings.noise_target;
+  out.winner = decision.winner;
+  out.tie_set = decision.tie_set;
+  for (const auto& c : decision.finalists) {
+    out.finalists.push_back(to_result(c));
+  }
+  if (out.tie_set.size() > 1) {
+    note = std::to_string(out.tie_set.size()) +
+           " finalists are within the noise of each other: a tie, not a single winner";
+  }
+  return out;
+}
+
+}  // namespace rpl::engine

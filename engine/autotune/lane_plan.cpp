@@ -1,0 +1,95 @@
+#include "engine/autotune/lane_plan.hpp"
+
+#include "workers/lanes/adaptive/adaptive_lane.hpp"
+#include "workers/lanes/kernel/kernel_lane.hpp"
+#include "workers/lanes/timing/timing_lane.hpp"
+#include "workers/lanes/trace/trace_lane.hpp"
+#include "workers/tracers/cuda/cupti_recorder.hpp"
+#include "workers/tracers/rocprofv3/rocprofv3_recorder.hpp"
+
+namespace rpl::engine {
+
+namespace {
+
+workers::lane_backend_ptr with_sampling(workers::lane_backend_ptr lane,
+                                        const autotune_inputs& inputs,
+                                        std::uint32_t batch_runs) {
+  if (!inputs.sampling) {
+    return lane;
+  }
+  return std::make_unique<workers::adaptive_lane>(std::move(lane), *inputs.sampling, batch_runs);
+}
+
+workers::lane_backend_ptr kernel_lane_for(const autotune_options& options,
+                                          const workers::nvidia_device& device) {
+  workers::kernel_lane_options k;
+  k.name = "gpu" + std::to_string(device.index);
+  k.program = options.kernel_lane_program.empty() ? workers::default_kernel_lane_program()
+                                                  : options.kernel_lane_program;
+  k.device = device.index;
+  k.time_cap = std::chrono::milliseconds(
+      static_cast<std::int64_t>(options.max_candidate_time_s * 1000.0));
+  return std::make_unique<workers::kernel_lane>(std::move(k));
+}
+
+/// An application lane for one device: each run traced, the selected kernels' dispatches timed.
+workers::lane_backend_ptr trace_lane_for(const autotune_options& options,
+                                         const autotune_inputs& inputs, int device,
+                                         const std::string& name) {
+  workers::trace_lane_options t;
+  t.name = name;
+  t.kernel_regex = options.kernel_regex;
+  t.warmup_dispatches = options.warmup_dispatches;
+  const auto index = std::to_string(device);
+  if (inputs.lane_kind == "cuda") {
+    workers::cupti_recorder_options r;
+    r.library = *workers::find_cupti_tracer({});
+    r.environment = {{"CUDA_VISIBLE_DEVICES", index}};
+    t.make_recorder = workers::cupti_recorder_factory(r);
+  } else {
+    workers::rocprofv3_options r;
+    r.executable = *workers::find_rocprofv3({});
+    r.environment = {{"HIP_VISIBLE_DEVICES", index}, {"ROCR_VISIBLE_DEVICES", index}};
+    t.make_recorder = workers::rocprofv3_recorder_factory(r);
+  }
+  try {
+    return std::make_unique<workers::trace_lane>(std::move(t));
+  } catch (const std::invalid_argument& error) {
+    throw config_error(error.what());
+  }
+}
+
+}  // namespace
+
+std::size_t lane_count(const autotune_options& options, const autotune_inputs& inputs) {
+  return inputs.lane_kind == "timing" ? options.lanes : inputs.devices.size();
+}
+
+lane_plan make_lanes(const autotune_options& options, const autotune_inputs& inputs,
+                     const std::vector<int>& lane_cpus) {
+  lane_plan plan;
+  if (inputs.lane_kind == "timing") {
+    for (std::size_t i = 0; i < options.lanes; ++i) {
+      auto lane = std::make_unique<workers::timing_lane>("cpu" + std::to_string(i));
+      plan.lanes.push_back(std::make_unique<lane_worker>(
+          with_sampling(std::move(lane), inputs, std::max<std::uint32_t>(1, options.runs / 2)),
+          i < lane_cpus.size() ? lane_cpus[i] : -1));
+    }
+    return plan;
+  }
+  for (const auto& device : inputs.devices) {
+    plan.devices.push_back(device.name + " (" + device.uuid + ")");
+    workers::lane_backend_ptr lane;
+    if (inputs.lane_kind == "kernel") {
+      lane = with_sampling(kernel_lane_for(options, device), inputs, 10);
+    } else {
+      lane = with_sampling(
+          trace_lane_for(options, inputs, device.index, "gpu" + std::to_string(device.index)),
+          inputs, 1);
+    }
+    plan.lanes.push_back(std::make_unique<lane_worker>(std::move(lane), -1));
+  }
+  return plan;
+}
+
+}  // namespace rpl::engine

@@ -1,0 +1,260 @@
+#include "workers/lanes/kernel/kernel_lane.hpp"
+
+#include <cstdlib>
+#include <system_error>
+#include <unistd.h>
+
+#include "messages/codec.hpp"
+#include "workers/process/child_process.hpp"
+#include "workers/process/exit_description.hpp"
+
+namespace rpl::workers {
+
+namespace {
+
+namespace fs = std::filesystem;
+using messages::kernel_lane_status;
+using messages::measure_status;
+
+/// How long a lane that announced its exit (sticky error) gets before it is killed.
+constexpr std::chrono::milliseconds exit_grace{5000};
+
+std::string program_name(const kernel_lane_options& options) {
+  return options.program.filename().string();
+}
+
+/// " (stderr: last line)" when the process complained before going.
+std::string stderr_note(const lane_process& process) {
+  const std::string tail = process.stderr_tail();
+  if (tail.empty())
+    return {};
+  const std::size_t last_line = tail.rfind('\n');
+  return "; its stderr ends: " +
+         first_output_line(last_line == std::string::npos ? tail : tail.substr(last_line + 1));
+}
+
+/// The candidate's code object, absolute: the lane process may run elsewhere in the tree.
+std::string code_object_path(const std::string& argv0) {
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(argv0, ec);
+  return ec ? argv0 : absolute.lexically_normal().string();
+}
+
+} // namespace
+
+measure_status to_measure_status(kernel_lane_status status) {
+  switch (status) {
+  case kernel_lane_status::ok: return measure_status::ok;
+  case kernel_lane_status::wrong_result: return measure_status::wrong_result;
+  case kernel_lane_status::kernel_fault: return measure_status::crashed;
+  default: return measure_status::launch_failed;
+  }
+}
+
+fs::path default_kernel_lane_program(std::string_view api) {
+  if (const char* env = std::getenv("RPL_KERNEL_LANE"); env != nullptr && *env != '\0')
+    return env;
+  const std::string name = api == "hip" ? "rpl-kernel-lane-hip" : "rpl-kernel-lane";
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const fs::path& candidate :
+         {self.parent_path() / name, self.parent_path().parent_path() / "bin" / name,
+          self.parent_path().parent_path() / "hip" / name}) {
+      if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0)
+        return candidate;
+    }
+  }
+  return name;
+}
+
+kernel_lane::kernel_lane(kernel_lane_options options) : options_(std::move(options)) {
+  if (options_.program.empty())
+    options_.program = default_kernel_lane_program();
+}
+
+kernel_lane::~kernel_lane() {
+  if (process_.running())
+    process_.stop(std::chrono::milliseconds(2000));
+}
+
+messages::measure_result kernel_lane::measure(const messages::measure_request& request) {
+  messages::measure_result result;
+  result.lane = options_.name;
+  result.status = measure_status::launch_failed;
+  last_reply_ = {};
+  if (!request.launch) {
+    result.reason = "the kernel lane got no launch for " + request.candidate_key +
+                    "; fix: give autotune a launch file (--launch FILE)";
+    return result;
+  }
+  if (request.argv.empty() || request.argv.front().empty()) {
+    result.reason = "the kernel lane got no code object (argv[0] is empty)";
+    return result;
+  }
+  if (!ensure_started(result))
+    return result;
+  const messages::kernel_lane_request lane_request = make_request(request);
+  exchange(lane_request, std::chrono::milliseconds(request.timeout_ms) + options_.reply_allowance,
+           result);
+  return result;
+}
+
+bool kernel_lane::ensure_started(messages::measure_result& result) {
+  if (process_.running() && process_.has_exited())
+    process_.stop(std::chrono::milliseconds(0)); // it died between candidates: start afresh
+  if (process_.running())
+    return true;
+  lane_process_options spawn;
+  spawn.argv = {options_.program.string()};
+  spawn.argv.insert(spawn.argv.end(), options_.program_args.begin(), options_.program_args.end());
+  if (options_.visible_devices_variable.empty()) {
+    spawn.argv.insert(spawn.argv.end(), {"--device", std::to_string(options_.device)});
+  } else {
+    spawn.environment.emplace_back(options_.visible_devices_variable,
+                                   std::to_string(options_.device));
+  }
+  spawn.environment.insert(spawn.environment.end(), options_.environment.begin(),
+                           options_.environment.end());
+  process_ = lane_process::spawn(spawn);
+  ++starts_;
+  if (!process_.running()) {
+    result.reason = program_name(options_) + " could not be started: " + process_.launch_error() +
+                    "; fix: build it (configure with CUDA on) or name it in RPL_KERNEL_LANE";
+    return false;
+  }
+  return read_hello(result);
+}
+
+bool kernel_lane::read_hello(messages::measure_result& result) {
+  std::string payload;
+  std::string error;
+  const frame_wait got =
+      process_.receive(payload, lane_process::clock::now() + options_.start_timeout, error);
+  const std::string who = program_name(options_) + " for device " + std::to_string(options_.device);
+  if (got != frame_wait::frame) {
+    const std::string how =
+        got == frame_wait::timed_out
+            ? "did not say hello within " + describe_timeout(options_.start_timeout)
+        : got == frame_wait::broken ? "wrote something that is not a frame (" + error + ")"
+                                    : "ended before its hello";
+    const std::string ended =
+        got == frame_wait::closed ? process_.stop(exit_grace) : process_.kill();
+    result.reason = who + " " + how + " and " + ended + stderr_note(process_);
+    if (process_.stderr_tail().find("libcuda.so") != std::string::npos)
+      result.reason += "; fix: the NVIDIA driver's libcuda.so.1 is missing: run the kernel lane on "
+                       "a host with an NVIDIA GPU and driver";
+    return false;
+  }
+  try {
+    const auto hello = messages::decode<messages::kernel_lane_hello>(payload);
+    device_ = hello.device;
+    if (hello.protocol != messages::kernel_lane_protocol) {
+      result.reason = who + " speaks protocol " + std::to_string(hello.protocol) +
+                      ", this engine " + std::to_string(messages::kernel_lane_protocol) +
+                      "; fix: use the lane built with this engine";
+    } else if (hello.status != kernel_lane_status::ok) {
+      result.reason = who + ": no usable GPU: " + hello.reason;
+    } else {
+      return true;
+    }
+  } catch (const messages::decode_error& e) {
+    result.reason = who + " sent an unreadable hello: " + e.what();
+  }
+  process_.stop(exit_grace);
+  return false;
+}
+
+messages::kernel_lane_request kernel_lane::make_request(const messages::measure_request& request) {
+  messages::kernel_lane_request out;
+  out.sequence = ++sequence_;
+  out.candidate_key = request.candidate_key;
+  out.code_object_path = code_object_path(request.argv.front());
+  out.launch = *request.launch;
+  if (!out.launch.reference && first_valid_)
+    out.launch.reference = first_valid_;
+  out.sampling.warmup_launches = request.warmup;
+  out.sampling.min_samples = request.runs;
+  out.sampling.max_samples = std::max(request.runs, options_.max_samples);
+  out.sampling.time_cap_ms = static_cast<std::uint32_t>(options_.time_cap.count());
+  return out;
+}
+
+void kernel_lane::exchange(const messages::kernel_lane_request& request,
+                           std::chrono::milliseconds timeout,
+                           messages::measure_result& result) {
+  const auto deadline = lane_process::clock::now() + timeout;
+  std::string error;
+  if (!process_.send(messages::encode(request), deadline, error)) {
+    fail_process(result, measure_status::crashed, "could not take the request (" + error + ")");
+    return;
+  }
+  std::string payload;
+  switch (process_.receive(payload, deadline, error)) {
+  case frame_wait::frame: break;
+  case frame_wait::timed_out:
+    fail_process(result, measure_status::timed_out,
+                 "gave no answer within " + describe_timeout(timeout) +
+                     " (a kernel that never ends?)");
+    return;
+  case frame_wait::closed:
+    fail_process(result, measure_status::crashed, "died while measuring this candidate");
+    return;
+  case frame_wait::broken:
+    fail_process(result, measure_status::crashed, "broke the frame stream (" + error + ")");
+    return;
+  }
+  try {
+    last_reply_ = messages::decode<messages::kernel_lane_reply>(payload);
+  } catch (const messages::decode_error& e) {
+    fail_process(result, measure_status::crashed,
+                 std::string("sent an unreadable reply (") + e.what() + ")");
+    return;
+  }
+  if (last_reply_.sequence != request.sequence) {
+    fail_process(result, measure_status::crashed,
+                 "answered request " + std::to_string(last_reply_.sequence) + " instead of " +
+                     std::to_string(request.sequence) + " (" + last_reply_.reason + ")");
+    last_reply_ = {};
+    return;
+  }
+  take_reply(request, result);
+}
+
+void kernel_lane::fail_process(messages::measure_result& result,
+                               measure_status status,
+                               const std::string& what) {
+  const std::string pid = std::to_string(process_.pid());
+  const std::string ended =
+      status == measure_status::timed_out ? process_.kill() : process_.stop(exit_grace);
+  result.status = status;
+  result.reason = "the lane process (pid " + pid + ") " + what + "; it " + ended +
+                  stderr_note(process_) + "; a fresh one serves the next candidate";
+}
+
+void kernel_lane::take_reply(const messages::kernel_lane_request& request,
+                             messages::measure_result& result) {
+  const messages::kernel_lane_reply& reply = last_reply_;
+  device_ = reply.device;
+  result.device_model = reply.device.name;
+  result.device_uuid = reply.device.uuid;
+  result.status = to_measure_status(reply.status);
+  result.samples_ns = reply.samples_ns;
+  if (reply.status != kernel_lane_status::ok)
+    result.reason = std::string(messages::to_string(reply.status)) + ": " + reply.reason;
+  if (reply.lane_exiting) {
+    const std::string ended = process_.stop(exit_grace);
+    result.reason += " (the lane process " + ended + ")";
+  }
+  if (reply.status == kernel_lane_status::ok && !request.launch.reference && !first_valid_) {
+    messages::kernel_reference ref;
+    ref.code_object_path = request.code_object_path;
+    ref.symbol = request.launch.symbol;
+    ref.grid = request.launch.grid;
+    ref.block = request.launch.block;
+    ref.shared_bytes = request.launch.shared_bytes;
+    first_valid_ = std::move(ref);
+  }
+}
+
+} // namespace rpl::workers
