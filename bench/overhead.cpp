@@ -3,12 +3,11 @@
 // statistics, acceptance and one SQLite transaction per candidate. Baseline: the same processes
 // spawned by a plain loop. Target (issue 2): under 5 ms per candidate.
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -18,8 +17,10 @@
 
 namespace {
 using clock_type = std::chrono::steady_clock;
-double seconds(clock_type::duration d) { return std::chrono::duration<double>(d).count(); }
-}  // namespace
+double seconds(clock_type::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+} // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"bench/overhead: engine cost per candidate with trivial build and run commands"};
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
     o.allowed_compilers = {"true"};
     o.compile_workers = 1;
     o.lanes = 1;
-  o.finalists = 0;  // the sweep alone: the final round is extra measurement, not overhead
+    o.finalists = 0; // the sweep alone: the final round is extra measurement, not overhead
     o.runs = 1;
     o.warmup = 0;
     o.max_in_flight = in_flight;
@@ -80,7 +81,8 @@ int main(int argc, char** argv) {
         stop);
     const double wall = seconds(clock_type::now() - start);
     // Steady state: from the first completion to the last, so start-up is reported apart.
-    const double steady = seconds(done.back() - done.front()) / static_cast<double>(done.size() - 1);
+    const double steady =
+        seconds(done.back() - done.front()) / static_cast<double>(done.size() - 1);
     const double startup = seconds(done.front() - start);
     const double per_candidate_baseline = baseline_s / static_cast<double>(candidates);
     std::printf("%-26s wall %6.2f s  start-up %6.1f ms  %6.2f ms/candidate  engine overhead "
@@ -95,14 +97,17 @@ int main(int argc, char** argv) {
     return steady - per_candidate_baseline;
   };
 
-  std::printf("bench/overhead: %zu candidates, build `true`, run `true`, 1 worker, 1 lane, %u cores\n",
-              candidates, std::thread::hardware_concurrency());
+  std::printf(
+      "bench/overhead: %zu candidates, build `true`, run `true`, 1 worker, 1 lane, %u cores\n",
+      candidates, std::thread::hardware_concurrency());
   std::printf("%-26s wall %6.2f s                     %6.2f ms/candidate  (2 process spawns)\n",
-              "baseline (plain loop)", baseline_s, baseline_s / static_cast<double>(candidates) * 1e3);
+              "baseline (plain loop)", baseline_s,
+              baseline_s / static_cast<double>(candidates) * 1e3);
   const double serial_overhead = run(1, "engine, 1 in flight");
   run(4, "engine, 4 in flight");
   std::filesystem::remove_all(dir);
-  std::printf("engine overhead per candidate (1 in flight, latency) = %.2f ms (target < 5 ms: %s)\n",
-              serial_overhead * 1e3, serial_overhead < 0.005 ? "met" : "NOT met");
+  std::printf(
+      "engine overhead per candidate (1 in flight, latency) = %.2f ms (target < 5 ms: %s)\n",
+      serial_overhead * 1e3, serial_overhead < 0.005 ? "met" : "NOT met");
   return 0;
 }

@@ -3,14 +3,13 @@
 // max(Σ compile / workers, Σ run). Targets (issue 2): engine ≤ 0.65 × serial, ≤ 1.15 × ideal, with
 // 2 compile workers on a 2-core machine and a compile-dominated space.
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -25,7 +24,9 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-double seconds(std::chrono::nanoseconds ns) { return std::chrono::duration<double>(ns).count(); }
+double seconds(std::chrono::nanoseconds ns) {
+  return std::chrono::duration<double>(ns).count();
+}
 
 struct serial_result {
   double wall_s = 0;
@@ -39,7 +40,8 @@ serial_result serial_loop(const rpl::engine::autotune_options& o) {
   const auto space = rpl::stages::load_space(o.space_file);
   const auto build = rpl::stages::command_template::parse(o.build_template, "--build-template");
   const auto cmd = rpl::stages::command_template::parse(o.cmd_template, "--cmd-template");
-  auto strategy = rpl::stages::make_strategy(o.strategy, space.configurations.size(), o.budget, o.seed);
+  auto strategy =
+      rpl::stages::make_strategy(o.strategy, space.configurations.size(), o.budget, o.seed);
   char pattern[] = "/tmp/rpl-sweep-XXXXXX";
   const std::filesystem::path dir = mkdtemp(pattern);
   for (const auto& source : o.sources) {
@@ -55,8 +57,8 @@ serial_result serial_loop(const rpl::engine::autotune_options& o) {
     rpl::workers::child_options compile;
     compile.argv = build.expand(values);
     compile.cwd = dir;
-    const auto built = rpl::workers::run_child(compile, std::chrono::milliseconds(
-                                                            static_cast<long>(o.compile_timeout_s * 1000)));
+    const auto built = rpl::workers::run_child(
+        compile, std::chrono::milliseconds(static_cast<long>(o.compile_timeout_s * 1000)));
     r.compile_s += seconds(built.wall);
     ++r.candidates;
     if (!built.succeeded()) {
@@ -78,7 +80,7 @@ serial_result serial_loop(const rpl::engine::autotune_options& o) {
   return r;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"bench/sweep: the engine against the plain serial loop on one space"};
@@ -89,7 +91,7 @@ int main(int argc, char** argv) {
   o.build_template =
       "g++ -O2 -std=c++17 -DTILE_I={TILE_I} -DTILE_J={TILE_J} -DTILE_K={TILE_K} -DUNROLL={UNROLL} "
       "matmul.cpp -o {OUT}";
-  o.cmd_template = "{BIN} --n 64";  // keeps the space compile-dominated
+  o.cmd_template = "{BIN} --n 64"; // keeps the space compile-dominated
   o.runs = 3;
   o.warmup = 1;
   std::size_t budget = 24;
@@ -103,21 +105,23 @@ int main(int argc, char** argv) {
   app.add_option("--workers", workers, "Compile workers");
   app.add_option("--runs", o.runs, "Timed runs");
   app.add_option("--warmup", o.warmup, "Warm-up runs");
-  app.add_option("--repeat", repeat, "Repetitions; ratios are reported per repetition and as medians")
+  app.add_option("--repeat", repeat,
+                 "Repetitions; ratios are reported per repetition and as medians")
       ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   o.budget = budget;
   o.compile_workers = workers;
   o.lanes = 1;
-  o.finalists = 0;  // the sweep alone: the final round is extra measurement, not overhead
+  o.finalists = 0; // the sweep alone: the final round is extra measurement, not overhead
   // The workers are rocm-perf processes; this benchmark binary is not one.
   o.worker_executable = std::filesystem::canonical("/proc/self/exe").parent_path() / "rocm-perf";
   spdlog::set_level(spdlog::level::warn);
 
-  std::printf("bench/sweep: %zu candidates of %s, %zu compile workers, 1 lane, %u runs + %u warm-up, "
-              "%u cores, %zu repetitions (serial loop and engine alternate)\n",
-              budget, o.space_file.c_str(), workers, o.runs, o.warmup,
-              std::thread::hardware_concurrency(), repeat);
+  std::printf(
+      "bench/sweep: %zu candidates of %s, %zu compile workers, 1 lane, %u runs + %u warm-up, "
+      "%u cores, %zu repetitions (serial loop and engine alternate)\n",
+      budget, o.space_file.c_str(), workers, o.runs, o.warmup, std::thread::hardware_concurrency(),
+      repeat);
   std::printf("build: %s\nrun:   %s\n", o.build_template.c_str(), o.cmd_template.c_str());
   std::fflush(stdout);
   auto cpu = [](const rusage& r) {
@@ -146,11 +150,12 @@ int main(int argc, char** argv) {
     getrusage(RUSAGE_SELF, &after);
     std::filesystem::remove_all(dir);
     const double ideal = std::max(serial.compile_s / static_cast<double>(workers), serial.run_s);
-    std::printf("[%zu] engine      : %7.2f s  (Σ compile %.2f s, Σ timed runs %.2f s, %zu completed, "
-                "%zu invalid; engine threads' own CPU %.3f s)\n",
-                rep + 1, engine_s, static_cast<double>(result.sum_compile_ns) / 1e9,
-                static_cast<double>(result.sum_run_ns) / 1e9, result.counts.completed,
-                result.counts.failed, cpu(after) - cpu(before));
+    std::printf(
+        "[%zu] engine      : %7.2f s  (Σ compile %.2f s, Σ timed runs %.2f s, %zu completed, "
+        "%zu invalid; engine threads' own CPU %.3f s)\n",
+        rep + 1, engine_s, static_cast<double>(result.sum_compile_ns) / 1e9,
+        static_cast<double>(result.sum_run_ns) / 1e9, result.counts.completed, result.counts.failed,
+        cpu(after) - cpu(before));
     // The same bound from the engine's own compile and run times, which were taken under the
     // parallel load the engine itself creates; it is less sensitive to machine noise between
     // the two halves of a repetition.

@@ -32,7 +32,8 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::CallForVersion& version) {
     return app.exit(version);
   } catch (const CLI::ParseError& error) {
-    // CLI11's own codes (106, 109, ...) would break the contract: every argument error is bad input.
+    // CLI11's own codes (106, 109, ...) would break the contract: every argument error is bad
+    // input.
     app.exit(error);
     return commands::bad_input;
   }
@@ -44,4 +45,4 @@ int run_cli(int argc, char** argv) {
   return commands::done;
 }
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

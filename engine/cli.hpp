@@ -7,4 +7,4 @@ namespace rpl::engine {
 /// Exit codes: 0 success, 1 the run failed, 2 bad input, 3 no valid candidate, 130 interrupted.
 int run_cli(int argc, char** argv);
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

@@ -2,8 +2,8 @@
 
 namespace rpl::messages {
 
-parsed_frames parse_frames(std::string_view header, std::string_view env_bytes,
-                           std::string_view body_bytes) {
+parsed_frames
+parse_frames(std::string_view header, std::string_view env_bytes, std::string_view body_bytes) {
   if (header != protocol_header) {
     throw decode_error("unknown protocol header '" + std::string(header.substr(0, 16)) +
                        "', expected " + protocol_header);
@@ -71,4 +71,4 @@ const char* to_string(verdict_kind kind) {
   return "unknown";
 }
 
-}  // namespace rpl::messages
+} // namespace rpl::messages

@@ -16,15 +16,13 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-template <class T>
-std::string encode(const T& value) {
+template <class T> std::string encode(const T& value) {
   msgpack::sbuffer buffer;
   msgpack::pack(buffer, value);
   return std::string(buffer.data(), buffer.size());
 }
 
-template <class T>
-T decode(std::string_view bytes) {
+template <class T> T decode(std::string_view bytes) {
   try {
     msgpack::object_handle handle = msgpack::unpack(bytes.data(), bytes.size());
     if (handle.get().type != msgpack::type::MAP) {
@@ -47,7 +45,7 @@ struct parsed_frames {
 };
 
 /// Checks the header and the envelope of a message's frames (without the ROUTER identity).
-parsed_frames parse_frames(std::string_view header, std::string_view env_bytes,
-                           std::string_view body_bytes);
+parsed_frames
+parse_frames(std::string_view header, std::string_view env_bytes, std::string_view body_bytes);
 
-}  // namespace rpl::messages
+} // namespace rpl::messages

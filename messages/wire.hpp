@@ -1,8 +1,8 @@
 #pragma once
 /// Wire types shared by the engine, its broker and the worker processes.
 /// Every struct is encoded as a msgpack map keyed by field name, so a reader ignores fields it does
-/// not know and an old writer's missing fields keep their defaults. Enum values are explicit and are
-/// never reused; docs/protocol.md is the contract.
+/// not know and an old writer's missing fields keep their defaults. Enum values are explicit and
+/// are never reused; docs/protocol.md is the contract.
 
 #include <cstdint>
 #include <optional>
@@ -34,23 +34,23 @@ enum class message_kind : std::uint8_t {
 /// Outcome of one compile job. `ok` is the only status that carries a usable artifact.
 enum class compile_status : std::uint8_t {
   ok = 0,
-  failed = 1,          ///< the compiler exited non-zero or was killed by a signal
-  timed_out = 2,       ///< the per-job deadline expired; the compiler's process group was killed
-  rejected = 3,        ///< the request was refused (compiler not allow-listed, bad file name)
-  worker_lost = 4,     ///< the job was re-queued too many times after worker deaths
-  internal_error = 5,  ///< the worker could not run the job (temp dir, fork, I/O)
-  no_artifact = 6,     ///< the compiler exited 0 but did not write {OUT}
+  failed = 1,         ///< the compiler exited non-zero or was killed by a signal
+  timed_out = 2,      ///< the per-job deadline expired; the compiler's process group was killed
+  rejected = 3,       ///< the request was refused (compiler not allow-listed, bad file name)
+  worker_lost = 4,    ///< the job was re-queued too many times after worker deaths
+  internal_error = 5, ///< the worker could not run the job (temp dir, fork, I/O)
+  no_artifact = 6,    ///< the compiler exited 0 but did not write {OUT}
 };
 
 /// Outcome of measuring one candidate on one lane.
 enum class measure_status : std::uint8_t {
   ok = 0,
   nonzero_exit = 1,
-  crashed = 2,        ///< killed by a signal it did not ask for
-  timed_out = 3,      ///< a run exceeded --timeout; its process group was killed
-  launch_failed = 4,  ///< fork/exec failed (missing binary, permissions)
-  not_run = 5,        ///< the candidate never reached a lane (its compile failed)
-  wrong_result = 6,   ///< it ran, but its outputs differ from the reference beyond the tolerance
+  crashed = 2,       ///< killed by a signal it did not ask for
+  timed_out = 3,     ///< a run exceeded --timeout; its process group was killed
+  launch_failed = 4, ///< fork/exec failed (missing binary, permissions)
+  not_run = 5,       ///< the candidate never reached a lane (its compile failed)
+  wrong_result = 6,  ///< it ran, but its outputs differ from the reference beyond the tolerance
 };
 
 /// Acceptance decision. `invalid` covers every failure: build, crash, hang, wrong exit status.
@@ -65,7 +65,7 @@ enum class verdict_kind : std::uint8_t {
 struct envelope {
   std::uint32_t version = protocol_version;
   message_kind kind = message_kind::heartbeat;
-  std::uint64_t job_id = 0;  ///< 0 for messages that belong to no job
+  std::uint64_t job_id = 0; ///< 0 for messages that belong to no job
   std::string run_id;
   MSGPACK_DEFINE_MAP(version, kind, job_id, run_id)
 };
@@ -73,17 +73,17 @@ struct envelope {
 struct ready {
   static constexpr message_kind kind = message_kind::ready;
   std::string service = "compile";
-  std::string worker_id;  ///< host:pid, for logs and the artifacts table
+  std::string worker_id; ///< host:pid, for logs and the artifacts table
   std::string host;
   std::int64_t pid = 0;
-  std::vector<std::string> compilers;  ///< allow-listed compiler names this worker runs
-  std::uint32_t heartbeat_ms = 0;      ///< the worker's own interval, so mismatches are visible
+  std::vector<std::string> compilers; ///< allow-listed compiler names this worker runs
+  std::uint32_t heartbeat_ms = 0;     ///< the worker's own interval, so mismatches are visible
   MSGPACK_DEFINE_MAP(service, worker_id, host, pid, compilers, heartbeat_ms)
 };
 
 struct heartbeat {
   static constexpr message_kind kind = message_kind::heartbeat;
-  std::uint64_t sequence = 0;  ///< numbered so that gaps are visible in traces
+  std::uint64_t sequence = 0; ///< numbered so that gaps are visible in traces
   MSGPACK_DEFINE_MAP(sequence)
 };
 
@@ -94,34 +94,41 @@ struct disconnect {
 };
 
 struct source_file {
-  std::string name;     ///< relative path inside the job's private directory; no "..", not absolute
-  std::string content;  ///< file bytes
+  std::string name;    ///< relative path inside the job's private directory; no "..", not absolute
+  std::string content; ///< file bytes
   MSGPACK_DEFINE_MAP(name, content)
 };
 
 struct compile_request {
   static constexpr message_kind kind = message_kind::compile_request;
   std::vector<source_file> sources;
-  std::vector<std::string> argv;  ///< may contain {OUT}; the worker substitutes its artifact path
+  std::vector<std::string> argv; ///< may contain {OUT}; the worker substitutes its artifact path
   std::string toolchain_id;
-  std::uint32_t deadline_ms = 600000;  ///< kill the compiler after this long; separate from liveness
+  std::uint32_t deadline_ms = 600000; ///< kill the compiler after this long; separate from liveness
   std::uint64_t max_output_bytes = 65536;
   MSGPACK_DEFINE_MAP(sources, argv, toolchain_id, deadline_ms, max_output_bytes)
 };
 
 /// Per-kernel resource usage reported by the device compiler (nvcc's ptxas today).
 struct kernel_resource_usage {
-  std::string name;  ///< mangled entry name
-  std::string arch;  ///< e.g. sm_90
-  std::uint32_t registers = 0;  ///< per thread
+  std::string name;            ///< mangled entry name
+  std::string arch;            ///< e.g. sm_90
+  std::uint32_t registers = 0; ///< per thread
   std::uint32_t barriers = 0;
-  std::uint64_t shared_bytes = 0;  ///< static shared memory per block
-  std::uint64_t local_bytes = 0;   ///< local memory per thread (lmem)
-  std::uint64_t stack_bytes = 0;   ///< stack frame per thread
+  std::uint64_t shared_bytes = 0; ///< static shared memory per block
+  std::uint64_t local_bytes = 0;  ///< local memory per thread (lmem)
+  std::uint64_t stack_bytes = 0;  ///< stack frame per thread
   std::uint64_t spill_store_bytes = 0;
   std::uint64_t spill_load_bytes = 0;
-  MSGPACK_DEFINE_MAP(name, arch, registers, barriers, shared_bytes, local_bytes, stack_bytes,
-                     spill_store_bytes, spill_load_bytes)
+  MSGPACK_DEFINE_MAP(name,
+                     arch,
+                     registers,
+                     barriers,
+                     shared_bytes,
+                     local_bytes,
+                     stack_bytes,
+                     spill_store_bytes,
+                     spill_load_bytes)
 };
 
 struct compile_reply {
@@ -129,15 +136,23 @@ struct compile_reply {
   compile_status status = compile_status::internal_error;
   std::int32_t exit_code = -1;
   std::int32_t term_signal = 0;
-  std::string output;  ///< compiler stdout+stderr, truncated to max_output_bytes
+  std::string output; ///< compiler stdout+stderr, truncated to max_output_bytes
   std::vector<char> artifact;
   bool has_artifact = false;
-  std::int64_t compile_ns = 0;  ///< wall time of the compiler process
+  std::int64_t compile_ns = 0; ///< wall time of the compiler process
   std::string worker_id;
-  std::string error;  ///< human-readable reason for any status but ok
-  std::vector<kernel_resource_usage> resources;  ///< when the compiler reports them (nvcc)
-  MSGPACK_DEFINE_MAP(status, exit_code, term_signal, output, artifact, has_artifact, compile_ns,
-                     worker_id, error, resources)
+  std::string error;                            ///< human-readable reason for any status but ok
+  std::vector<kernel_resource_usage> resources; ///< when the compiler reports them (nvcc)
+  MSGPACK_DEFINE_MAP(status,
+                     exit_code,
+                     term_signal,
+                     output,
+                     artifact,
+                     has_artifact,
+                     compile_ns,
+                     worker_id,
+                     error,
+                     resources)
 };
 
 struct measure_request {
@@ -146,7 +161,7 @@ struct measure_request {
   std::vector<std::string> argv;
   std::uint32_t runs = 5;
   std::uint32_t warmup = 1;
-  std::uint32_t timeout_ms = 60000;  ///< per run
+  std::uint32_t timeout_ms = 60000; ///< per run
   /// The kernel lane's launch (workers/lanes/kernel/): the launch file resolved for this
   /// candidate's configuration; argv[0] is then the code object. Other lanes ignore it.
   std::optional<kernel_launch> launch;
@@ -158,21 +173,31 @@ struct measure_request {
 struct measure_result {
   static constexpr message_kind kind = message_kind::measure_result;
   measure_status status = measure_status::not_run;
-  std::vector<std::int64_t> samples_ns;  ///< one per timed run, warm-up excluded
+  std::vector<std::int64_t> samples_ns; ///< one per timed run, warm-up excluded
   std::int32_t exit_code = 0;
   std::int32_t term_signal = 0;
-  std::int32_t failed_run = -1;  ///< index of the run that failed (warm-ups count negative)
+  std::int32_t failed_run = -1; ///< index of the run that failed (warm-ups count negative)
   std::string reason;
   std::string lane;
   /// How sampling ended: "fixed" (runs as requested), or an adaptive criterion's state
   /// (stages/statistics/sampling_criterion.hpp: converged, time_cap, ...).
   std::string sampling = "fixed";
-  double noise = 0.0;   ///< achieved relative stdev of the samples (Bessel), 0 when unknown
-  bool noisy = false;   ///< adaptive sampling ended above the noise target: not rankable as is
-  std::string device_model;  ///< e.g. "NVIDIA H100 80GB HBM3"; empty for CPU lanes
-  std::string device_uuid;   ///< the GPU's UUID; empty for CPU lanes
-  MSGPACK_DEFINE_MAP(status, samples_ns, exit_code, term_signal, failed_run, reason, lane,
-                     sampling, noise, noisy, device_model, device_uuid)
+  double noise = 0.0;       ///< achieved relative stdev of the samples (Bessel), 0 when unknown
+  bool noisy = false;       ///< adaptive sampling ended above the noise target: not rankable as is
+  std::string device_model; ///< e.g. "NVIDIA H100 80GB HBM3"; empty for CPU lanes
+  std::string device_uuid;  ///< the GPU's UUID; empty for CPU lanes
+  MSGPACK_DEFINE_MAP(status,
+                     samples_ns,
+                     exit_code,
+                     term_signal,
+                     failed_run,
+                     reason,
+                     lane,
+                     sampling,
+                     noise,
+                     noisy,
+                     device_model,
+                     device_uuid)
 };
 
 struct verdict {
@@ -180,9 +205,9 @@ struct verdict {
   std::string candidate_key;
   verdict_kind decision = verdict_kind::invalid;
   std::string reason;
-  std::string best_key;  ///< the incumbent after this verdict
+  std::string best_key; ///< the incumbent after this verdict
   double median_ns = 0.0;
-  double relative_change = 0.0;  ///< (candidate - incumbent) / incumbent, 0 when no incumbent
+  double relative_change = 0.0; ///< (candidate - incumbent) / incumbent, 0 when no incumbent
   MSGPACK_DEFINE_MAP(candidate_key, decision, reason, best_key, median_ns, relative_change)
 };
 
@@ -191,7 +216,7 @@ const char* to_string(compile_status status);
 const char* to_string(measure_status status);
 const char* to_string(verdict_kind kind);
 
-}  // namespace rpl::messages
+} // namespace rpl::messages
 
 MSGPACK_ADD_ENUM(rpl::messages::message_kind)
 MSGPACK_ADD_ENUM(rpl::messages::compile_status)

@@ -35,36 +35,36 @@ struct autotune_options {
   std::string strategy = "exhaustive";
   std::optional<std::size_t> budget;
   std::uint64_t seed = 0;
-  std::optional<std::size_t> compile_workers;  ///< default: cores - lanes, at least 1
-  std::vector<std::string> listen;             ///< extra endpoints for remote workers
+  std::optional<std::size_t> compile_workers; ///< default: cores - lanes, at least 1
+  std::vector<std::string> listen;            ///< extra endpoints for remote workers
   std::size_t lanes = 1;
   std::uint32_t runs = 5;
   std::uint32_t warmup = 1;
-  double timeout_s = 60.0;           ///< per measured run
-  double compile_timeout_s = 600.0;  ///< per compile job (the worker's deadline)
+  double timeout_s = 60.0;          ///< per measured run
+  double compile_timeout_s = 600.0; ///< per compile job (the worker's deadline)
   std::filesystem::path db = "rocm-perf.db";
   bool resume = false;
   std::chrono::milliseconds heartbeat{1000};
   int liveness = 3;
-  std::vector<std::string> allowed_compilers;  ///< empty: the default allow-list
-  std::optional<std::size_t> max_in_flight;    ///< default: 2 × (workers + lanes)
-  std::filesystem::path worker_executable;     ///< default: this executable
+  std::vector<std::string> allowed_compilers; ///< empty: the default allow-list
+  std::optional<std::size_t> max_in_flight;   ///< default: 2 × (workers + lanes)
+  std::filesystem::path worker_executable;    ///< default: this executable
 
   // What a lane measures (issue 9). Without --launch and with backend timing: whole processes.
   /// Kernel lane: the launch file; the build template then makes a code object (nvcc -cubin).
   std::filesystem::path launch;
-  std::string backend = "timing";  ///< timing | cuda | rocm | auto (application lanes)
-  std::string kernel_regex;        ///< application lanes: kernels timed; empty: every user kernel
-  std::uint32_t warmup_dispatches = 1;  ///< application lanes: per process and kernel name
-  std::string devices;  ///< GPU lanes: "" (device 0), "all", or "0,1,..."
+  std::string backend = "timing"; ///< timing | cuda | rocm | auto (application lanes)
+  std::string kernel_regex;       ///< application lanes: kernels timed; empty: every user kernel
+  std::uint32_t warmup_dispatches = 1; ///< application lanes: per process and kernel name
+  std::string devices;                 ///< GPU lanes: "" (device 0), "all", or "0,1,..."
   /// Adaptive sampling: the relative noise to reach; nullopt: exactly --runs samples (the
   /// default for the timing backend; GPU lanes default to 0.005).
   std::optional<double> noise;
-  double min_time_s = 0.0;            ///< measured time before the noise may stop sampling
-  double max_candidate_time_s = 10.0; ///< per-candidate sampling cap (wall)
-  std::size_t finalists = 5;          ///< final interleaved round; 0 or 1: none
-  std::uint32_t final_rounds = 10;    ///< rounds of the final round
-  std::filesystem::path kernel_lane_program;  ///< default: rpl-kernel-lane next to rocm-perf
+  double min_time_s = 0.0;                   ///< measured time before the noise may stop sampling
+  double max_candidate_time_s = 10.0;        ///< per-candidate sampling cap (wall)
+  std::size_t finalists = 5;                 ///< final interleaved round; 0 or 1: none
+  std::uint32_t final_rounds = 10;           ///< rounds of the final round
+  std::filesystem::path kernel_lane_program; ///< default: rpl-kernel-lane next to rocm-perf
 };
 
 struct autotune_counts {
@@ -89,12 +89,12 @@ struct autotune_progress {
 struct finalist_result {
   std::string key;
   double median_ns = 0.0;
-  double low_ns = 0.0;   ///< the median's interval (confidence `final_round_result::confidence`)
+  double low_ns = 0.0; ///< the median's interval (confidence `final_round_result::confidence`)
   double high_ns = 0.0;
-  double relative_difference = 0.0;  ///< paired: median of this / winner - 1 per round
+  double relative_difference = 0.0; ///< paired: median of this / winner - 1 per round
   double relative_low = 0.0;
   double relative_high = 0.0;
-  double separating_noise = 0.0;  ///< what a difference had to clear to separate
+  double separating_noise = 0.0; ///< what a difference had to clear to separate
   bool tied = false;
 };
 
@@ -105,14 +105,14 @@ struct final_round_result {
   double confidence = 0.95;
   double noise_target = 0.0;
   std::string winner;
-  std::vector<std::string> tie_set;  ///< the winner and every finalist within the noise of it
+  std::vector<std::string> tie_set; ///< the winner and every finalist within the noise of it
   std::vector<finalist_result> finalists;
 };
 
 struct autotune_result {
   std::string run_id;
-  std::string run_status;  ///< finished | interrupted | failed
-  std::string error;       ///< why the run failed, if it did
+  std::string run_status; ///< finished | interrupted | failed
+  std::string error;      ///< why the run failed, if it did
   std::filesystem::path db;
   std::size_t space_size = 0;
   std::size_t space_total = 0;
@@ -123,15 +123,15 @@ struct autotune_result {
   std::size_t lanes = 0;
   double wall_s = 0.0;
   std::string winner_key;
-  std::vector<stored_candidate> candidates;  ///< every completed candidate of the run
+  std::vector<stored_candidate> candidates; ///< every completed candidate of the run
   broker_stats broker;
-  std::int64_t sum_compile_ns = 0;  ///< this session's compile times
-  std::int64_t sum_run_ns = 0;      ///< this session's measured run times (warm-up excluded)
-  std::string lane_kind;            ///< timing | kernel | cuda | rocm
+  std::int64_t sum_compile_ns = 0; ///< this session's compile times
+  std::int64_t sum_run_ns = 0;     ///< this session's measured run times (warm-up excluded)
+  std::string lane_kind;           ///< timing | kernel | cuda | rocm
   std::optional<double> noise_target;
-  std::vector<std::string> devices;  ///< "model (uuid)" per GPU lane
+  std::vector<std::string> devices; ///< "model (uuid)" per GPU lane
   std::optional<final_round_result> final_round;
-  std::string winner_note;  ///< why there is a tie, or why no final round ran
+  std::string winner_note; ///< why there is a tie, or why no final round ran
 };
 
 /// Runs one autotune job. Throws config_error (bad input, nothing written) or store_error.
@@ -148,4 +148,4 @@ std::optional<final_round_result> final_round_from_json(const nlohmann::json& do
 /// The JSON document printed by `--json` (docs/schema/autotune.schema.json).
 nlohmann::json to_json(const autotune_result& result);
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

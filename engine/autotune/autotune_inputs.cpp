@@ -12,9 +12,9 @@
 #include "workers/compile/compile_worker.hpp"
 #include "workers/compilers/compiler_rules.hpp"
 #include "workers/devices/nvidia_gpu.hpp"
+#include "workers/process/child_process.hpp"
 #include "workers/tracers/cuda/cupti_recorder.hpp"
 #include "workers/tracers/rocprofv3/rocprofv3_recorder.hpp"
-#include "workers/process/child_process.hpp"
 
 namespace rpl::engine {
 
@@ -86,7 +86,8 @@ void read_sources(const autotune_options& options, autotune_inputs& in) {
     file.content = read_file(path, "--source");
     if (!source_names.insert(file.name).second) {
       throw config_error("--source " + path.string() + ": another source is also named " +
-                         file.name + "; fix: rename one of them (sources are shipped by file name)");
+                         file.name +
+                         "; fix: rename one of them (sources are shipped by file name)");
     }
     in.source_pairs.emplace_back(file.name, file.content);
     in.sources.push_back(std::move(file));
@@ -170,7 +171,8 @@ std::string fingerprint(const autotune_options& options, const autotune_inputs& 
 }
 
 /// "all", "0,2" or "" (the first GPU) against the GPUs nvidia-smi lists.
-std::vector<workers::nvidia_device> select_devices(const std::string& spec, const std::string& why) {
+std::vector<workers::nvidia_device> select_devices(const std::string& spec,
+                                                   const std::string& why) {
   const auto gpus = workers::list_nvidia_gpus();
   if (gpus.empty()) {
     throw config_error(why + ": no NVIDIA GPU found (no /dev/nvidia0, or nvidia-smi lists none); "
@@ -186,12 +188,12 @@ std::vector<workers::nvidia_device> select_devices(const std::string& spec, cons
   std::vector<workers::nvidia_device> chosen;
   std::stringstream list(spec);
   for (std::string item; std::getline(list, item, ',');) {
-    const auto it = std::find_if(gpus.begin(), gpus.end(), [&](const auto& g) {
-      return std::to_string(g.index) == item;
-    });
+    const auto it = std::find_if(gpus.begin(), gpus.end(),
+                                 [&](const auto& g) { return std::to_string(g.index) == item; });
     if (it == gpus.end()) {
-      throw config_error("--devices " + spec + ": no GPU with index '" + item + "' (this host has " +
-                         std::to_string(gpus.size()) + "); fix: --devices all, or indices from "
+      throw config_error("--devices " + spec + ": no GPU with index '" + item +
+                         "' (this host has " + std::to_string(gpus.size()) +
+                         "); fix: --devices all, or indices from "
                          "nvidia-smi -L");
     }
     chosen.push_back(*it);
@@ -206,7 +208,8 @@ void check_one_model(const std::vector<workers::nvidia_device>& devices, const s
     if (d.name != devices.front().name) {
       throw config_error("--devices " + spec + ": GPU " + std::to_string(devices.front().index) +
                          " is " + devices.front().name + " but GPU " + std::to_string(d.index) +
-                         " is " + d.name + "; candidates are only compared within one device "
+                         " is " + d.name +
+                         "; candidates are only compared within one device "
                          "model; fix: list GPUs of one model");
     }
   }
@@ -218,7 +221,8 @@ void choose_lanes(const autotune_options& options, autotune_inputs& in) {
     throw config_error("--backend " + b + ": unknown; fix: timing, cuda, rocm or auto");
   }
   if (!options.launch.empty() && b != "timing") {
-    throw config_error("--launch and --backend " + b + ": --launch measures the kernel in a kernel "
+    throw config_error("--launch and --backend " + b +
+                       ": --launch measures the kernel in a kernel "
                        "lane, --backend times an application's kernels from its trace; fix: drop "
                        "one of them");
   }
@@ -245,11 +249,12 @@ void choose_lanes(const autotune_options& options, autotune_inputs& in) {
     }
     std::stringstream list(options.devices.empty() ? std::string("0") : options.devices);
     for (std::string item; std::getline(list, item, ',');) {
-      workers::nvidia_device d;  // index only: the lane selects it by HIP_VISIBLE_DEVICES
+      workers::nvidia_device d; // index only: the lane selects it by HIP_VISIBLE_DEVICES
       try {
         d.index = std::stoi(item);
       } catch (const std::exception&) {
-        throw config_error("--devices " + options.devices + ": '" + item + "' is not an index; "
+        throw config_error("--devices " + options.devices + ": '" + item +
+                           "' is not an index; "
                            "fix: --devices 0,1");
       }
       d.name = "AMD GPU " + item;
@@ -266,7 +271,8 @@ void choose_lanes(const autotune_options& options, autotune_inputs& in) {
                          "set RPL_CUPTI_TRACER");
     }
   } else if (!options.devices.empty() && in.lane_kind == "timing") {
-    throw config_error("--devices " + options.devices + ": the timing backend measures whole "
+    throw config_error("--devices " + options.devices +
+                       ": the timing backend measures whole "
                        "processes on CPU lanes; fix: --lanes N, or a GPU lane (--launch or "
                        "--backend cuda)");
   }
@@ -283,7 +289,7 @@ void choose_lanes(const autotune_options& options, autotune_inputs& in) {
   }
 }
 
-}  // namespace
+} // namespace
 
 autotune_inputs validate_inputs(const autotune_options& options) {
   check_run_settings(options);
@@ -308,4 +314,4 @@ autotune_inputs validate_inputs(const autotune_options& options) {
   return in;
 }
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

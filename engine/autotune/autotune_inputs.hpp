@@ -15,10 +15,10 @@
 #include "messages/wire.hpp"
 #include "stages/search/command_template.hpp"
 #include "stages/search/launch_spec.hpp"
-#include "stages/statistics/sampling_criterion.hpp"
-#include "workers/devices/nvidia_gpu.hpp"
 #include "stages/search/space.hpp"
 #include "stages/search/strategy.hpp"
+#include "stages/statistics/sampling_criterion.hpp"
+#include "workers/devices/nvidia_gpu.hpp"
 
 namespace rpl::engine {
 
@@ -27,8 +27,8 @@ struct autotune_inputs {
   std::optional<stages::command_template> build;
   std::optional<stages::command_template> cmd;
   std::vector<messages::source_file> sources;
-  std::vector<std::pair<std::string, std::string>> source_pairs;  ///< name, content (for keys)
-  std::map<std::string, std::string> toolchains;  ///< compiler argv[0] -> identity
+  std::vector<std::pair<std::string, std::string>> source_pairs; ///< name, content (for keys)
+  std::map<std::string, std::string> toolchains;                 ///< compiler argv[0] -> identity
   /// This host's GPU ("sm_90"), for nvcc builds that name no architecture; empty when no build
   /// uses nvcc (then no GPU tool is asked) or there is no NVIDIA GPU.
   std::string nvidia_arch;
@@ -39,12 +39,12 @@ struct autotune_inputs {
   /// What the lanes are: "timing" (whole processes), "kernel" (--launch: the kernel lane),
   /// "cuda" or "rocm" (application lanes timed from the trace).
   std::string lane_kind = "timing";
-  std::optional<stages::launch_spec> launch;   ///< with --launch
-  std::vector<workers::nvidia_device> devices;  ///< GPU lanes: one lane per device
-  std::optional<stages::sampling_target> sampling;  ///< adaptive sampling, when on
+  std::optional<stages::launch_spec> launch;       ///< with --launch
+  std::vector<workers::nvidia_device> devices;     ///< GPU lanes: one lane per device
+  std::optional<stages::sampling_target> sampling; ///< adaptive sampling, when on
 };
 
 /// Reads and checks every input of `options`. Throws config_error.
 autotune_inputs validate_inputs(const autotune_options& options);
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

@@ -9,8 +9,9 @@ namespace rpl::engine {
 namespace {
 
 nlohmann::json stats_json(const stages::sample_stats& s) {
-  return {{"n", s.n},          {"median_ns", s.median}, {"mean_ns", s.mean},
-          {"stddev_ns", s.stddev}, {"cv", s.cv},        {"min_ns", s.min},
+  return {{"n", s.n},          {"median_ns", s.median},
+          {"mean_ns", s.mean}, {"stddev_ns", s.stddev},
+          {"cv", s.cv},        {"min_ns", s.min},
           {"max_ns", s.max},   {"stability", stages::to_string(s.stability)}};
 }
 
@@ -26,11 +27,13 @@ nlohmann::json candidate_json(const stored_candidate& c) {
   j["reason"] = c.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.reason);
   j["stats"] = c.status == "ok" ? stats_json(c.stats) : nlohmann::json(nullptr);
   j["sampling"] = c.sampling.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.sampling);
-  j["noise"] = c.noise && std::isfinite(*c.noise) ? nlohmann::json(*c.noise) : nlohmann::json(nullptr);
+  j["noise"] =
+      c.noise && std::isfinite(*c.noise) ? nlohmann::json(*c.noise) : nlohmann::json(nullptr);
   j["noisy"] = c.noisy;
   j["lane"] = c.lane.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.lane);
-  j["device"] = c.device_model.empty() ? nlohmann::json(nullptr)
-                                       : nlohmann::json(c.device_model + " (" + c.device_uuid + ")");
+  j["device"] = c.device_model.empty()
+                    ? nlohmann::json(nullptr)
+                    : nlohmann::json(c.device_model + " (" + c.device_uuid + ")");
   return j;
 }
 
@@ -38,14 +41,13 @@ nlohmann::json number_or_null(double value) {
   return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
 }
 
-
 nlohmann::json broker_json(const broker_stats& b) {
-  return {{"workers_seen", b.workers_seen},           {"workers_expired", b.workers_expired},
-          {"jobs_requeued", b.jobs_requeued},         {"duplicate_replies", b.duplicate_replies},
-          {"unknown_replies", b.unknown_replies},     {"malformed_messages", b.malformed_messages}};
+  return {{"workers_seen", b.workers_seen},       {"workers_expired", b.workers_expired},
+          {"jobs_requeued", b.jobs_requeued},     {"duplicate_replies", b.duplicate_replies},
+          {"unknown_replies", b.unknown_replies}, {"malformed_messages", b.malformed_messages}};
 }
 
-}  // namespace
+} // namespace
 
 nlohmann::json to_json(const final_round_result& f) {
   nlohmann::json finalists = nlohmann::json::array();
@@ -60,8 +62,12 @@ nlohmann::json to_json(const final_round_result& f) {
                          {"separating_noise", number_or_null(c.separating_noise)},
                          {"tied", c.tied}});
   }
-  return {{"lane", f.lane},         {"rounds", f.rounds},         {"confidence", f.confidence},
-          {"noise_target", f.noise_target}, {"winner", f.winner}, {"tie_set", f.tie_set},
+  return {{"lane", f.lane},
+          {"rounds", f.rounds},
+          {"confidence", f.confidence},
+          {"noise_target", f.noise_target},
+          {"winner", f.winner},
+          {"tie_set", f.tie_set},
           {"finalists", finalists}};
 }
 
@@ -106,17 +112,16 @@ nlohmann::json to_json(const autotune_result& result) {
   doc["noise_target"] =
       result.noise_target ? nlohmann::json(*result.noise_target) : nlohmann::json(nullptr);
   doc["devices"] = result.devices;
-  doc["final_round"] =
-      result.final_round ? to_json(*result.final_round) : nlohmann::json(nullptr);
+  doc["final_round"] = result.final_round ? to_json(*result.final_round) : nlohmann::json(nullptr);
   doc["winner_note"] =
       result.winner_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(result.winner_note);
   doc["space"] = {{"size", result.space_size},
                   {"total", result.space_total},
                   {"cut_by_constraints", result.cut_by_constraints}};
   doc["strategy"] = result.strategy;
-  doc["counts"] = {{"planned", result.counts.planned},     {"completed", result.counts.completed},
-                   {"compiled", result.counts.compiled},   {"measured", result.counts.measured},
-                   {"failed", result.counts.failed},       {"resumed", result.counts.resumed},
+  doc["counts"] = {{"planned", result.counts.planned},      {"completed", result.counts.completed},
+                   {"compiled", result.counts.compiled},    {"measured", result.counts.measured},
+                   {"failed", result.counts.failed},        {"resumed", result.counts.resumed},
                    {"duplicates", result.counts.duplicates}};
   doc["compile_workers"] = result.compile_workers;
   doc["lanes"] = result.lanes;
@@ -134,9 +139,8 @@ nlohmann::json to_json(const autotune_result& result) {
       doc["winner"] = candidate_json(c);
     }
   }
-  std::sort(valid.begin(), valid.end(), [](const auto* a, const auto* b) {
-    return a->stats.median < b->stats.median;
-  });
+  std::sort(valid.begin(), valid.end(),
+            [](const auto* a, const auto* b) { return a->stats.median < b->stats.median; });
   nlohmann::json best = nlohmann::json::array();
   for (std::size_t i = 0; i < valid.size() && i < 10; ++i) {
     best.push_back(candidate_json(*valid[i]));
@@ -147,4 +151,4 @@ nlohmann::json to_json(const autotune_result& result) {
   return doc;
 }
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

@@ -61,7 +61,8 @@ std::optional<messages::verdict_kind> verdict_from_string(const std::string& nam
 }
 
 /// What an earlier session stored about a configuration, as the strategy's observation.
-stages::observation stored_observation(std::size_t index, const stages::configuration& config,
+stages::observation stored_observation(std::size_t index,
+                                       const stages::configuration& config,
                                        const stored_candidate& row) {
   stages::observation o;
   o.index = index;
@@ -76,10 +77,12 @@ stages::observation stored_observation(std::size_t index, const stages::configur
   return o;
 }
 
-}  // namespace
+} // namespace
 
-autotune_session::autotune_session(const autotune_options& options, autotune_inputs& inputs,
-                                   const progress_fn& on_progress, const std::atomic<bool>& stop)
+autotune_session::autotune_session(const autotune_options& options,
+                                   autotune_inputs& inputs,
+                                   const progress_fn& on_progress,
+                                   const std::atomic<bool>& stop)
     : options_(options), inputs_(inputs), on_progress_(on_progress), stop_(stop) {}
 
 void autotune_session::open() {
@@ -149,8 +152,8 @@ void autotune_session::resume_run() {
     best_row_ = it->second;
   }
   store_->set_run_status(run_id_, "running");
-  spdlog::info("resuming {} in {}: {} candidates already complete", run_id_,
-               options_.db.string(), completed_.size());
+  spdlog::info("resuming {} in {}: {} candidates already complete", run_id_, options_.db.string(),
+               completed_.size());
 }
 
 candidate_ptr autotune_session::next_candidate() {
@@ -247,9 +250,8 @@ void autotune_session::on_compiled(candidate_state& c, const messages::compile_r
     c.compile.error = c.launch_error;
     return;
   }
-  const auto stored =
-      artifacts_->put(std::string_view(reply.artifact.data(), reply.artifact.size()),
-                      c.key.substr(0, 8));
+  const auto stored = artifacts_->put(
+      std::string_view(reply.artifact.data(), reply.artifact.size()), c.key.substr(0, 8));
   c.artifact_hash = stored.hash;
   c.artifact_path = stored.path;
   if (!stored.error.empty()) {
@@ -320,8 +322,8 @@ void autotune_session::record(candidate_state& c) {
     }
   }
   if (c.verdict.decision != messages::verdict_kind::invalid) {
-    measured_.push_back({c.key, c.params, c.measure.samples_ns, measure_request(c),
-                         c.measure.noisy});
+    measured_.push_back(
+        {c.key, c.params, c.measure.samples_ns, measure_request(c), c.measure.noisy});
   }
   if (c.verdict.decision == messages::verdict_kind::faster) {
     stored_candidate row;
@@ -371,4 +373,4 @@ void autotune_session::report(const candidate_state& c) {
   on_progress_(progress);
 }
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

@@ -25,8 +25,10 @@ namespace rpl::engine {
 class autotune_session final : public tuning_policy {
 public:
   using progress_fn = std::function<void(const autotune_progress&)>;
-  autotune_session(const autotune_options& options, autotune_inputs& inputs,
-                   const progress_fn& on_progress, const std::atomic<bool>& stop);
+  autotune_session(const autotune_options& options,
+                   autotune_inputs& inputs,
+                   const progress_fn& on_progress,
+                   const std::atomic<bool>& stop);
 
   /// Opens the results store and the artifact folder, then creates a new run or finds the one to
   /// resume. Throws config_error (nothing to resume, unwritable folder) or store_error.
@@ -78,20 +80,20 @@ private:
   std::unique_ptr<results_store> store_;
   std::unique_ptr<artifact_store> artifacts_;
   std::string run_id_;
-  std::unordered_map<std::string, stored_candidate> completed_;  ///< earlier sessions, by key
+  std::unordered_map<std::string, stored_candidate> completed_; ///< earlier sessions, by key
   std::unordered_set<std::string> seen_keys_;
-  std::optional<stages::incumbent> best_;        // acceptance node only
-  std::optional<stored_candidate> best_row_;     // store node only
-  autotune_counts counts_;                       // store node only
+  std::optional<stages::incumbent> best_;    // acceptance node only
+  std::optional<stored_candidate> best_row_; // store node only
+  autotune_counts counts_;                   // store node only
   // next_candidate() runs in the feedback node while the store node reads these.
   std::atomic<std::size_t> resumed_{0};
   std::atomic<std::size_t> duplicates_{0};
   std::int64_t sum_compile_ns_ = 0;
   std::int64_t sum_run_ns_ = 0;
   std::chrono::steady_clock::time_point started_;
-  std::vector<measured_candidate> measured_;     // store node only
+  std::vector<measured_candidate> measured_; // store node only
   std::atomic<bool> fatal_{false};
   std::string fatal_error_;
 };
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

@@ -40,11 +40,14 @@ finalist_result to_result(const stages::finalist_comparison& c) {
   return r;
 }
 
-}  // namespace
+} // namespace
 
-std::optional<final_round_result> run_final_round(
-    lane_worker& lane, const std::vector<autotune_session::measured_candidate>& measured,
-    const final_round_settings& settings, const std::atomic<bool>& stop, std::string& note) {
+std::optional<final_round_result>
+run_final_round(lane_worker& lane,
+                const std::vector<autotune_session::measured_candidate>& measured,
+                const final_round_settings& settings,
+                const std::atomic<bool>& stop,
+                std::string& note) {
   stages::finalist_config config;
   config.max_finalists = settings.max_finalists;
   config.target_noise = settings.noise_target;
@@ -102,4 +105,4 @@ std::optional<final_round_result> run_final_round(
   return out;
 }
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

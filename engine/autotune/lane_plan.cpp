@@ -27,14 +27,15 @@ workers::lane_backend_ptr kernel_lane_for(const autotune_options& options,
   k.program = options.kernel_lane_program.empty() ? workers::default_kernel_lane_program()
                                                   : options.kernel_lane_program;
   k.device = device.index;
-  k.time_cap = std::chrono::milliseconds(
-      static_cast<std::int64_t>(options.max_candidate_time_s * 1000.0));
+  k.time_cap =
+      std::chrono::milliseconds(static_cast<std::int64_t>(options.max_candidate_time_s * 1000.0));
   return std::make_unique<workers::kernel_lane>(std::move(k));
 }
 
 /// An application lane for one device: each run traced, the selected kernels' dispatches timed.
 workers::lane_backend_ptr trace_lane_for(const autotune_options& options,
-                                         const autotune_inputs& inputs, int device,
+                                         const autotune_inputs& inputs,
+                                         int device,
                                          const std::string& name) {
   workers::trace_lane_options t;
   t.name = name;
@@ -59,13 +60,14 @@ workers::lane_backend_ptr trace_lane_for(const autotune_options& options,
   }
 }
 
-}  // namespace
+} // namespace
 
 std::size_t lane_count(const autotune_options& options, const autotune_inputs& inputs) {
   return inputs.lane_kind == "timing" ? options.lanes : inputs.devices.size();
 }
 
-lane_plan make_lanes(const autotune_options& options, const autotune_inputs& inputs,
+lane_plan make_lanes(const autotune_options& options,
+                     const autotune_inputs& inputs,
                      const std::vector<int>& lane_cpus) {
   lane_plan plan;
   if (inputs.lane_kind == "timing") {
@@ -92,4 +94,4 @@ lane_plan make_lanes(const autotune_options& options, const autotune_inputs& inp
   return plan;
 }
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

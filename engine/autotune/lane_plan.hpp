@@ -15,14 +15,15 @@ namespace rpl::engine {
 
 struct lane_plan {
   std::vector<std::unique_ptr<lane_worker>> lanes;
-  std::vector<std::string> devices;  ///< "model (uuid)" per GPU lane
+  std::vector<std::string> devices; ///< "model (uuid)" per GPU lane
 };
 
 /// `lane_cpus[i]` pins CPU lane i (-1: not pinned); GPU lanes are not pinned.
-lane_plan make_lanes(const autotune_options& options, const autotune_inputs& inputs,
+lane_plan make_lanes(const autotune_options& options,
+                     const autotune_inputs& inputs,
                      const std::vector<int>& lane_cpus);
 
 /// How many lanes the run will have (known before the lanes start, for the CPU plan).
 std::size_t lane_count(const autotune_options& options, const autotune_inputs& inputs);
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

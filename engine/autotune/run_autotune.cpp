@@ -1,15 +1,14 @@
 #include <sched.h>
-#include <stdlib.h>
-
 #include <spdlog/spdlog.h>
+#include <stdlib.h>
 
 #include "engine/autotune/autotune.hpp"
 #include "engine/autotune/autotune_inputs.hpp"
 #include "engine/autotune/autotune_session.hpp"
-#include "engine/broker/broker.hpp"
-#include "engine/broker/local_workers.hpp"
 #include "engine/autotune/final_round.hpp"
 #include "engine/autotune/lane_plan.hpp"
+#include "engine/broker/broker.hpp"
+#include "engine/broker/local_workers.hpp"
 #include "engine/graph/tuning_graph.hpp"
 
 namespace rpl::engine {
@@ -98,7 +97,8 @@ broker_config make_broker_config(const autotune_options& options, const private_
 }
 
 local_workers_config make_workers_config(const autotune_options& options,
-                                         const broker_config& bconfig, std::size_t count,
+                                         const broker_config& bconfig,
+                                         std::size_t count,
                                          std::vector<int> cpus) {
   local_workers_config config;
   config.executable = options.worker_executable.empty()
@@ -113,8 +113,10 @@ local_workers_config make_workers_config(const autotune_options& options,
   return config;
 }
 
-autotune_result make_result(const autotune_options& options, const autotune_inputs& inputs,
-                            autotune_session& session, const std::atomic<bool>& stop) {
+autotune_result make_result(const autotune_options& options,
+                            const autotune_inputs& inputs,
+                            autotune_session& session,
+                            const std::atomic<bool>& stop) {
   autotune_result result;
   result.run_status = session.failed() ? "failed" : (stop ? "interrupted" : "finished");
   result.error = session.failure();
@@ -139,7 +141,7 @@ autotune_result make_result(const autotune_options& options, const autotune_inpu
   return result;
 }
 
-}  // namespace
+} // namespace
 
 autotune_result run_autotune(const autotune_options& options,
                              const std::function<void(const autotune_progress&)>& on_progress,
@@ -239,4 +241,4 @@ autotune_result run_autotune(const autotune_options& options,
   return result;
 }
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

@@ -1,9 +1,9 @@
-#include <unistd.h>
+#include "engine/autotune/autotune.hpp"
 
 #include <cstdio>
 #include <iostream>
+#include <unistd.h>
 
-#include "engine/autotune/autotune.hpp"
 #include "engine/commands/autotune_output.hpp"
 #include "engine/commands/command.hpp"
 
@@ -165,8 +165,10 @@ private:
   CLI::Option* noise_opt_ = nullptr;
 };
 
-}  // namespace
+} // namespace
 
-command_ptr make_autotune_command() { return std::make_unique<autotune_command>(); }
+command_ptr make_autotune_command() {
+  return std::make_unique<autotune_command>();
+}
 
-}  // namespace rpl::engine::commands
+} // namespace rpl::engine::commands

@@ -39,18 +39,17 @@ void progress_printer::operator()(const autotune_progress& p) {
   const std::string best =
       p.best ? format_ms(p.best->stats.median) + " ms (" + params_text(p.best->params) + ")" : "-";
   if (interactive_) {
-    std::fprintf(stderr,
-                 "\r\033[Kcompiled %zu  measured %zu  failed %zu  of %zu  best %s  ETA %.0f s",
-                 p.counts.compiled, p.counts.measured, p.counts.failed, p.counts.planned,
-                 best.c_str(), eta);
+    std::fprintf(
+        stderr, "\r\033[Kcompiled %zu  measured %zu  failed %zu  of %zu  best %s  ETA %.0f s",
+        p.counts.compiled, p.counts.measured, p.counts.failed, p.counts.planned, best.c_str(), eta);
     std::fflush(stderr);
     printed_line_ = true;
   } else {
-    const std::string outcome =
-        c.verdict.decision == messages::verdict_kind::invalid
-            ? "invalid: " + c.verdict.reason
-            : std::string(messages::to_string(c.verdict.decision)) + " median " +
-                  format_ms(c.stats.median) + " ms cv " + std::to_string(c.stats.cv).substr(0, 5);
+    const std::string outcome = c.verdict.decision == messages::verdict_kind::invalid
+                                    ? "invalid: " + c.verdict.reason
+                                    : std::string(messages::to_string(c.verdict.decision)) +
+                                          " median " + format_ms(c.stats.median) + " ms cv " +
+                                          std::to_string(c.stats.cv).substr(0, 5);
     spdlog::info("[{}/{}] {} {}: {}", done, p.counts.planned, c.key.substr(0, 12),
                  params_text(c.config.to_json()), outcome);
   }
@@ -112,8 +111,9 @@ void print_table(const autotune_result& result) {
   }
   if (!result.final_round && !valid.empty() && !result.winner_key.empty() &&
       valid.front()->key != result.winner_key) {
-    std::printf("note: candidates above the winner have a lower median, but the difference lies "
-                "inside the noise band (verdict same or ambiguous); more --runs can separate them\n");
+    std::printf(
+        "note: candidates above the winner have a lower median, but the difference lies "
+        "inside the noise band (verdict same or ambiguous); more --runs can separate them\n");
   }
   if (result.final_round) {
     const auto& f = *result.final_round;
@@ -140,4 +140,4 @@ void print_table(const autotune_result& result) {
   }
 }
 
-}  // namespace rpl::engine::commands
+} // namespace rpl::engine::commands

@@ -34,4 +34,4 @@ private:
 /// The ten best, the invalid candidates with their reasons, and the winner.
 void print_table(const autotune_result& result);
 
-}  // namespace rpl::engine::commands
+} // namespace rpl::engine::commands

@@ -20,9 +20,11 @@ void on_signal(int) {
   }
 }
 
-}  // namespace
+} // namespace
 
-std::atomic<bool>& stop_requested() { return stop_flag; }
+std::atomic<bool>& stop_requested() {
+  return stop_flag;
+}
 
 void install_signal_handlers() {
   struct sigaction action {};
@@ -40,4 +42,4 @@ void setup_logging(bool quiet) {
   spdlog::set_level(quiet ? spdlog::level::warn : spdlog::level::info);
 }
 
-}  // namespace rpl::engine::commands
+} // namespace rpl::engine::commands

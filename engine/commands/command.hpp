@@ -40,4 +40,4 @@ void install_signal_handlers();
 /// spdlog to stderr; warnings and errors only when `quiet`.
 void setup_logging(bool quiet);
 
-}  // namespace rpl::engine::commands
+} // namespace rpl::engine::commands

@@ -57,8 +57,10 @@ private:
   std::vector<std::string> compilers_;
 };
 
-}  // namespace
+} // namespace
 
-command_ptr make_worker_command() { return std::make_unique<worker_command>(); }
+command_ptr make_worker_command() {
+  return std::make_unique<worker_command>();
+}
 
-}  // namespace rpl::engine::commands
+} // namespace rpl::engine::commands

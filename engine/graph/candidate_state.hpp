@@ -22,4 +22,4 @@ struct candidate_state : candidate_record {
 
 using candidate_ptr = std::shared_ptr<candidate_state>;
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

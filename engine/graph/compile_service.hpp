@@ -19,4 +19,4 @@ public:
   virtual void submit(messages::compile_request request, reply_fn on_reply) = 0;
 };
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

@@ -1,9 +1,9 @@
 #include "engine/graph/lane_worker.hpp"
 
+#include <future>
+
 #include <pthread.h>
 #include <sched.h>
-
-#include <future>
 
 namespace rpl::engine {
 
@@ -65,4 +65,4 @@ void lane_worker::loop() {
   }
 }
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

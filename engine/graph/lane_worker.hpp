@@ -51,4 +51,4 @@ private:
   std::thread thread_;
 };
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

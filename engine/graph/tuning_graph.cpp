@@ -15,7 +15,8 @@ namespace {
 
 using gateway_node = flow::async_node<candidate_ptr, candidate_ptr>;
 /// Port 0: compiled, to the lanes. Port 1: the build failed, straight to the model.
-using router_node = flow::multifunction_node<candidate_ptr, std::tuple<candidate_ptr, candidate_ptr>>;
+using router_node =
+    flow::multifunction_node<candidate_ptr, std::tuple<candidate_ptr, candidate_ptr>>;
 using stage_node = flow::function_node<candidate_ptr, candidate_ptr>;
 /// Port 0: the next candidate, back to the compile gateway (none when the search is done).
 using feedback_node = flow::multifunction_node<candidate_ptr, std::tuple<candidate_ptr>>;
@@ -76,21 +77,24 @@ struct lane_dispatch_body {
   }
 };
 
-}  // namespace
+} // namespace
 
 struct tuning_graph::nodes {
-  nodes(tuning_policy& policy, compile_service& compiler,
+  nodes(tuning_policy& policy,
+        compile_service& compiler,
         const std::vector<std::unique_ptr<lane_worker>>& lanes)
       : policy_(policy),
         compile_gateway(g, flow::unlimited, compile_gateway_body{&policy, &compiler}),
         lane_router(g, flow::serial, lane_router_body{&policy}),
         lane_dispatch(g, flow::serial, lane_dispatch_body{&policy, &lanes}),
-        model(g, flow::unlimited,
+        model(g,
+              flow::unlimited,
               [](const candidate_ptr& c) {
                 c->stats = stages::summarize(c->measure.samples_ns);
                 return c;
               }),
-        acceptance(g, flow::serial,
+        acceptance(g,
+                   flow::serial,
                    [&policy](const candidate_ptr& c) {
                      try {
                        policy.judge(*c);
@@ -100,12 +104,14 @@ struct tuning_graph::nodes {
                      }
                      return c;
                    }),
-        store(g, flow::serial,
+        store(g,
+              flow::serial,
               [&policy](const candidate_ptr& c) {
                 policy.record(*c);
                 return c;
               }),
-        feedback(g, flow::serial,
+        feedback(g,
+                 flow::serial,
                  [&policy](const candidate_ptr& c, feedback_node::output_ports_type& ports) {
                    // The strategy sees every result; one new candidate starts per finished one.
                    try {
@@ -138,7 +144,8 @@ struct tuning_graph::nodes {
   feedback_node feedback;
 };
 
-tuning_graph::tuning_graph(tuning_policy& policy, compile_service& compiler,
+tuning_graph::tuning_graph(tuning_policy& policy,
+                           compile_service& compiler,
                            const std::vector<std::unique_ptr<lane_worker>>& lanes)
     : nodes_(std::make_unique<nodes>(policy, compiler, lanes)) {}
 
@@ -161,4 +168,4 @@ void tuning_graph::run(std::size_t max_in_flight) {
   nodes_->g.wait_for_all();
 }
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

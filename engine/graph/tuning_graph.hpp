@@ -23,7 +23,8 @@ namespace rpl::engine {
 class tuning_graph {
 public:
   /// The lanes must outlive the graph; the least-loaded lane gets each compiled candidate.
-  tuning_graph(tuning_policy& policy, compile_service& compiler,
+  tuning_graph(tuning_policy& policy,
+               compile_service& compiler,
                const std::vector<std::unique_ptr<lane_worker>>& lanes);
   ~tuning_graph();
   tuning_graph(const tuning_graph&) = delete;
@@ -38,4 +39,4 @@ private:
   std::unique_ptr<nodes> nodes_;
 };
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

@@ -32,4 +32,4 @@ public:
   virtual void observe(const candidate_state& c) = 0;
 };
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

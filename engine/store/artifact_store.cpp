@@ -1,10 +1,9 @@
 #include "engine/store/artifact_store.hpp"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <fstream>
 #include <stdexcept>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "stages/search/candidate_key.hpp"
 
@@ -45,4 +44,4 @@ artifact_store::stored artifact_store::put(std::string_view bytes, const std::st
   return result;
 }
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

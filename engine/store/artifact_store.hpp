@@ -16,7 +16,7 @@ public:
   struct stored {
     std::string hash;
     std::filesystem::path path;
-    std::string error;  ///< why the artifact could not be written; empty when it was
+    std::string error; ///< why the artifact could not be written; empty when it was
   };
   /// Writes `bytes` under their hash unless an identical artifact is there already. Write-then-
   /// rename, so a reader (or a crash) never sees half an artifact. `tag` keeps concurrent temporary
@@ -29,4 +29,4 @@ private:
   std::filesystem::path dir_;
 };
 
-}  // namespace rpl::engine
+} // namespace rpl::engine

@@ -360,10 +360,9 @@ std::vector<stored_candidate> results_store::candidates(const std::string& run_i
 }
 
 std::vector<std::int64_t> results_store::samples(const std::string& run_id,
-                                                const std::string& key) const try {
-  sqlite::statement s(*db_,
-                      "SELECT duration_ns FROM measurements WHERE run_id = ? AND key = ? "
-                      "ORDER BY sample_index");
+                                                 const std::string& key) const try {
+  sqlite::statement s(*db_, "SELECT duration_ns FROM measurements WHERE run_id = ? AND key = ? "
+                            "ORDER BY sample_index");
   s.bind_text(1, run_id).bind_text(2, key);
   std::vector<std::int64_t> out;
   while (s.step()) {

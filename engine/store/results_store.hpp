@@ -58,7 +58,7 @@ struct stored_candidate {
   bool noisy = false;
   std::string device_model;
   std::string device_uuid;
-  std::string artifact_hash;  ///< empty without an artifact
+  std::string artifact_hash; ///< empty without an artifact
 };
 
 class results_store {

@@ -16,14 +16,14 @@
 // Checks C against a naive GPU kernel (|c - ref| <= 1e-3 * (1 + |ref|) everywhere), then prints the
 // median kernel time over R timed runs (CUDA events, after one warm-up run). Exits 0 when C
 // verifies, 1 on a wrong result or a CUDA error, 2 on bad arguments.
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
+
+#include <cuda_runtime.h>
 
 #ifndef TILE_M
 #define TILE_M 64
@@ -49,12 +49,15 @@ static_assert(TILE_M % THREAD_M == 0, "THREAD_M must divide TILE_M");
 static_assert(TILE_N % THREAD_N == 0, "THREAD_N must divide TILE_N");
 static_assert((TILE_M / THREAD_M) * (TILE_N / THREAD_N) <= 1024,
               "a block has (TILE_M / THREAD_M) * (TILE_N / THREAD_N) threads: at most 1024");
-static_assert((TILE_M / THREAD_M) * (TILE_N / THREAD_N) >= 32,
-              "a block needs at least one full warp: (TILE_M / THREAD_M) * (TILE_N / THREAD_N) >= 32");
-static_assert((TILE_M + TILE_N) * TILE_K * sizeof(float) <= 48 * 1024,
-              "the A and B panels need (TILE_M + TILE_N) * TILE_K * 4 bytes of static shared memory: "
-              "at most 48 KiB");
-static_assert(THREAD_M * THREAD_N <= 256, "more than 256 accumulators per thread cannot stay in registers");
+static_assert(
+    (TILE_M / THREAD_M) * (TILE_N / THREAD_N) >= 32,
+    "a block needs at least one full warp: (TILE_M / THREAD_M) * (TILE_N / THREAD_N) >= 32");
+static_assert(
+    (TILE_M + TILE_N) * TILE_K * sizeof(float) <= 48 * 1024,
+    "the A and B panels need (TILE_M + TILE_N) * TILE_K * 4 bytes of static shared memory: "
+    "at most 48 KiB");
+static_assert(THREAD_M * THREAD_N <= 256,
+              "more than 256 accumulators per thread cannot stay in registers");
 
 #define CHECK(call)                                                                                \
   do {                                                                                             \
@@ -77,8 +80,12 @@ constexpr int block_threads = block_rows * block_cols;
 /// The tuned kernel's body. Thread (ty, tx) owns rows ty + i * block_rows and columns
 /// tx + j * block_cols of the tile: neighbouring threads read neighbouring B columns (no bank
 /// conflicts) and the same A element (a broadcast). Inlined into both entry points below.
-__device__ __forceinline__ void sgemm_tile(const float* __restrict__ a, const float* __restrict__ b,
-                                           float* __restrict__ c, int m, int n, int k) {
+__device__ __forceinline__ void sgemm_tile(const float* __restrict__ a,
+                                           const float* __restrict__ b,
+                                           float* __restrict__ c,
+                                           int m,
+                                           int n,
+                                           int k) {
   __shared__ float as[TILE_K][TILE_M]; // A panel, transposed: as[kk][row]
   __shared__ float bs[TILE_K][TILE_N]; // B panel: bs[kk][col]
   const int tid = static_cast<int>(threadIdx.x);
@@ -145,21 +152,25 @@ __device__ __forceinline__ void sgemm_tile(const float* __restrict__ a, const fl
 }
 
 /// The tuned kernel, as this program launches it.
-__global__ void __launch_bounds__(block_threads)
-    sgemm_tiled(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
-                int m, int n, int k) {
+__global__ void __launch_bounds__(block_threads) sgemm_tiled(const float* __restrict__ a,
+                                                             const float* __restrict__ b,
+                                                             float* __restrict__ c,
+                                                             int m,
+                                                             int n,
+                                                             int k) {
   sgemm_tile(a, b, c, m, n, k);
 }
 
 /// The reference's body: one thread per element of C, plain k loop.
-__device__ __forceinline__ void sgemm_naive(const float* a, const float* b, float* c, int m, int n,
-                                            int k) {
+__device__ __forceinline__ void
+sgemm_naive(const float* a, const float* b, float* c, int m, int n, int k) {
   const int col = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   const int row = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
   if (row < m && col < n) {
     float sum = 0.0f;
     for (int kk = 0; kk < k; ++kk) {
-      sum = fmaf(a[static_cast<long long>(row) * k + kk], b[static_cast<long long>(kk) * n + col], sum);
+      sum = fmaf(a[static_cast<long long>(row) * k + kk], b[static_cast<long long>(kk) * n + col],
+                 sum);
     }
     c[static_cast<long long>(row) * n + col] = sum;
   }
@@ -174,13 +185,17 @@ __global__ void sgemm_reference(const float* a, const float* b, float* c, int m,
 // `nvcc -cubin` code objects and launches kernels by symbol: the same code as the two kernels
 // above, under names that C++ does not mangle.
 extern "C" __global__ void __launch_bounds__(block_threads)
-    rpl_sgemm_tiled(const float* __restrict__ a, const float* __restrict__ b,
-                    float* __restrict__ c, int m, int n, int k) {
+    rpl_sgemm_tiled(const float* __restrict__ a,
+                    const float* __restrict__ b,
+                    float* __restrict__ c,
+                    int m,
+                    int n,
+                    int k) {
   sgemm_tile(a, b, c, m, n, k);
 }
 
-extern "C" __global__ void rpl_sgemm_reference(const float* a, const float* b, float* c, int m,
-                                               int n, int k) {
+extern "C" __global__ void
+rpl_sgemm_reference(const float* a, const float* b, float* c, int m, int n, int k) {
   sgemm_naive(a, b, c, m, n, k);
 }
 
@@ -214,13 +229,20 @@ int main(int argc, char** argv) {
     const bool has_value = i + 1 < argc;
     if (a == "--json") {
       json = true;
-    } else if ((a == "--size" || a == "--m" || a == "--n" || a == "--k" || a == "--reps") && has_value) {
-      const int v = parse_int(a.c_str(), argv[++i], a == "--reps" ? 1 : 1, a == "--reps" ? 10000 : 32768);
-      if (a == "--size") m = n = k = v;
-      else if (a == "--m") m = v;
-      else if (a == "--n") n = v;
-      else if (a == "--k") k = v;
-      else reps = v;
+    } else if ((a == "--size" || a == "--m" || a == "--n" || a == "--k" || a == "--reps") &&
+               has_value) {
+      const int v =
+          parse_int(a.c_str(), argv[++i], a == "--reps" ? 1 : 1, a == "--reps" ? 10000 : 32768);
+      if (a == "--size")
+        m = n = k = v;
+      else if (a == "--m")
+        m = v;
+      else if (a == "--n")
+        n = v;
+      else if (a == "--k")
+        k = v;
+      else
+        reps = v;
     } else {
       std::fprintf(stderr, "usage: gemm [--size N | --m M --n N --k K] [--reps R] [--json]\n");
       return 2;
@@ -237,7 +259,8 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&dref, static_cast<std::size_t>(m) * n * sizeof(float)));
   CHECK(cudaMemcpy(da, ha.data(), ha.size() * sizeof(float), cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(db, hb.data(), hb.size() * sizeof(float), cudaMemcpyHostToDevice));
-  CHECK(cudaMemset(dc, 0xff, static_cast<std::size_t>(m) * n * sizeof(float))); // NaN: unwritten shows
+  CHECK(cudaMemset(dc, 0xff,
+                   static_cast<std::size_t>(m) * n * sizeof(float))); // NaN: unwritten shows
 
   const dim3 grid((n + TILE_N - 1) / TILE_N, (m + TILE_M - 1) / TILE_M);
   const dim3 block(block_threads);
@@ -258,13 +281,17 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < hc.size(); ++i) {
     const double err = std::fabs(static_cast<double>(hc[i]) - href[i]);
     const bool wrong = !(err <= 1e-3 * (1.0 + std::fabs(static_cast<double>(href[i])))); // NaN too
-    if (wrong && bad++ == 0) first_bad = i;
-    if (!std::isnan(err)) max_err = std::max(max_err, err);
+    if (wrong && bad++ == 0)
+      first_bad = i;
+    if (!std::isnan(err))
+      max_err = std::max(max_err, err);
   }
   if (bad != 0) {
-    std::fprintf(stderr, "gemm: WRONG RESULT: %zu of %zu elements differ; first at (%zu, %zu): %g vs %g\n",
-                 bad, hc.size(), first_bad / static_cast<std::size_t>(n), first_bad % static_cast<std::size_t>(n),
-                 static_cast<double>(hc[first_bad]), static_cast<double>(href[first_bad]));
+    std::fprintf(stderr,
+                 "gemm: WRONG RESULT: %zu of %zu elements differ; first at (%zu, %zu): %g vs %g\n",
+                 bad, hc.size(), first_bad / static_cast<std::size_t>(n),
+                 first_bad % static_cast<std::size_t>(n), static_cast<double>(hc[first_bad]),
+                 static_cast<double>(href[first_bad]));
     return 1;
   }
 
@@ -284,7 +311,8 @@ int main(int argc, char** argv) {
   }
   std::sort(times.begin(), times.end());
   const double median = reps % 2 == 1 ? times[static_cast<std::size_t>(reps / 2)]
-                                      : 0.5 * (times[static_cast<std::size_t>(reps / 2 - 1)] + times[static_cast<std::size_t>(reps / 2)]);
+                                      : 0.5 * (times[static_cast<std::size_t>(reps / 2 - 1)] +
+                                               times[static_cast<std::size_t>(reps / 2)]);
   const double gflops = 2.0 * m * n * static_cast<double>(k) / (median * 1e-3) / 1e9;
   if (json) {
     std::printf("{\"m\": %d, \"n\": %d, \"k\": %d, \"tile_m\": %d, \"tile_n\": %d, \"tile_k\": %d, "
@@ -299,6 +327,7 @@ int main(int argc, char** argv) {
   }
   CHECK(cudaEventDestroy(start));
   CHECK(cudaEventDestroy(stop));
-  for (float* p : {da, db, dc, dref}) CHECK(cudaFree(p));
+  for (float* p : {da, db, dc, dref})
+    CHECK(cudaFree(p));
   return 0;
 }

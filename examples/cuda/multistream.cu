@@ -21,12 +21,6 @@
 //   --child        at the end, fork + exec this program once more (/proc/self/exe --as-child), so
 //                  a tracer writes one database per process; the child's output goes to stderr
 // Exit: 0 results verified, 1 wrong result or CUDA error, 2 bad arguments.
-#include <cuda_runtime.h>
-
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -35,8 +29,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
+
+#include <cuda_runtime.h>
 
 #define CHECK(call)                                                                                \
   do {                                                                                             \
@@ -83,8 +82,8 @@ extern "C" __global__ void ms_scale(std::uint32_t* out, const std::uint32_t* in,
   }
 }
 
-extern "C" __global__ void ms_combine(std::uint32_t* out, const std::uint32_t* a,
-                                      const std::uint32_t* b, int n) {
+extern "C" __global__ void
+ms_combine(std::uint32_t* out, const std::uint32_t* a, const std::uint32_t* b, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) {
     out[i] = a[i] ^ b[i];
@@ -132,7 +131,9 @@ void gate_close(cudaStream_t stream) {
   CHECK(cudaLaunchHostFunc(stream, gate_wait, nullptr));
 }
 
-void gate_open() { g_gate_open.store(1, std::memory_order_release); }
+void gate_open() {
+  g_gate_open.store(1, std::memory_order_release);
+}
 
 /// Brackets one launch with events on `stream`; `launch` enqueues the kernel.
 template <typename F>
@@ -205,8 +206,10 @@ double calibrate(int device, int blocks, std::uint32_t* d_out, const std::uint32
   const std::size_t first = g_launches.size();
   gate_close(nullptr);
   for (int rep = 0; rep < 2; ++rep) { // the first pair warms the clocks up
-    timed("ms_calibrate", 0, device, nullptr, [&] { ms_calibrate<<<blocks, 1024>>>(d_out, d_in, n, lo); });
-    timed("ms_calibrate", 0, device, nullptr, [&] { ms_calibrate<<<blocks, 1024>>>(d_out, d_in, n, hi); });
+    timed("ms_calibrate", 0, device, nullptr,
+          [&] { ms_calibrate<<<blocks, 1024>>>(d_out, d_in, n, lo); });
+    timed("ms_calibrate", 0, device, nullptr,
+          [&] { ms_calibrate<<<blocks, 1024>>>(d_out, d_in, n, hi); });
   }
   gate_open();
   CHECK(cudaDeviceSynchronize());
@@ -227,12 +230,16 @@ int iters_for(double target_ms, double ms_per_iter) {
   return static_cast<int>(std::min(std::max(it, 64.0), 5.0e7));
 }
 
-bool check_spin(const char* what, const std::vector<std::uint32_t>& got,
-                const std::vector<std::uint32_t>& in, int iters, int n) {
+bool check_spin(const char* what,
+                const std::vector<std::uint32_t>& got,
+                const std::vector<std::uint32_t>& in,
+                int iters,
+                int n) {
   const int samples = 200;
   for (int s = 0; s < samples; ++s) {
     const int i = static_cast<int>((static_cast<long long>(s) * 7919 + 13) % n);
-    const std::uint32_t want = spin(in[static_cast<std::size_t>(i)] ^ static_cast<std::uint32_t>(i), iters);
+    const std::uint32_t want =
+        spin(in[static_cast<std::size_t>(i)] ^ static_cast<std::uint32_t>(i), iters);
     if (got[static_cast<std::size_t>(i)] != want) {
       std::fprintf(stderr, "multistream: %s mismatch at %d: got %u, want %u\n", what, i,
                    got[static_cast<std::size_t>(i)], want);
@@ -249,25 +256,30 @@ bool single_spin(int device, bool child, double target_ms) {
   preload_kernels();
   const int blocks = std::max(1, sm_count(device) / 4);
   const int n = blocks * 1024;
-  const std::vector<std::uint32_t> h_in = make_input(n, child ? 99u : 77u + static_cast<std::uint32_t>(device));
+  const std::vector<std::uint32_t> h_in =
+      make_input(n, child ? 99u : 77u + static_cast<std::uint32_t>(device));
   std::uint32_t *d_in = nullptr, *d_out = nullptr;
   CHECK(cudaMalloc(&d_in, sizeof(std::uint32_t) * static_cast<std::size_t>(n)));
   CHECK(cudaMalloc(&d_out, sizeof(std::uint32_t) * static_cast<std::size_t>(n)));
-  CHECK(cudaMemcpy(d_in, h_in.data(), sizeof(std::uint32_t) * static_cast<std::size_t>(n), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(d_in, h_in.data(), sizeof(std::uint32_t) * static_cast<std::size_t>(n),
+                   cudaMemcpyHostToDevice));
   const double per_iter = calibrate(device, blocks, d_out, d_in, n);
   const int iters = iters_for(target_ms, per_iter);
   cudaStream_t stream = nullptr;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   gate_close(stream);
   if (child) {
-    timed("ms_child_spin", 0, device, stream, [&] { ms_child_spin<<<blocks, 1024, 0, stream>>>(d_out, d_in, n, iters); });
+    timed("ms_child_spin", 0, device, stream,
+          [&] { ms_child_spin<<<blocks, 1024, 0, stream>>>(d_out, d_in, n, iters); });
   } else {
-    timed("ms_peer_spin", 0, device, stream, [&] { ms_peer_spin<<<blocks, 1024, 0, stream>>>(d_out, d_in, n, iters); });
+    timed("ms_peer_spin", 0, device, stream,
+          [&] { ms_peer_spin<<<blocks, 1024, 0, stream>>>(d_out, d_in, n, iters); });
   }
   gate_open();
   CHECK(cudaStreamSynchronize(stream));
   std::vector<std::uint32_t> h_out(static_cast<std::size_t>(n));
-  CHECK(cudaMemcpy(h_out.data(), d_out, sizeof(std::uint32_t) * static_cast<std::size_t>(n), cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(h_out.data(), d_out, sizeof(std::uint32_t) * static_cast<std::size_t>(n),
+                   cudaMemcpyDeviceToHost));
   collect_times();
   const bool ok = check_spin(child ? "ms_child_spin" : "ms_peer_spin", h_out, h_in, iters, n);
   CHECK(cudaStreamDestroy(stream));
@@ -301,12 +313,18 @@ int main(int argc, char** argv) {
       }
       out = static_cast<int>(v);
     };
-    if (a == "--json") json = true;
-    else if (a == "--all-devices") all_devices = true;
-    else if (a == "--child") spawn_child = true;
-    else if (a == "--as-child") as_child = true;
-    else if (a == "--rounds") value(rounds);
-    else if (a == "--device") value(device);
+    if (a == "--json")
+      json = true;
+    else if (a == "--all-devices")
+      all_devices = true;
+    else if (a == "--child")
+      spawn_child = true;
+    else if (a == "--as-child")
+      as_child = true;
+    else if (a == "--rounds")
+      value(rounds);
+    else if (a == "--device")
+      value(device);
     else {
       usage();
       return 2;
@@ -320,7 +338,8 @@ int main(int argc, char** argv) {
   int device_count = 0;
   CHECK(cudaGetDeviceCount(&device_count));
   if (device >= device_count) {
-    std::fprintf(stderr, "multistream: --device %d but only %d devices are visible\n", device, device_count);
+    std::fprintf(stderr, "multistream: --device %d but only %d devices are visible\n", device,
+                 device_count);
     return 2;
   }
 
@@ -383,7 +402,8 @@ int main(int argc, char** argv) {
     // A short kernel on every stream first.
     for (int k = 0; k < 4; ++k) {
       timed("ms_tiny", k, device, s[k], [&] {
-        ms_tiny<<<(tiny_n + 255) / 256, 256, 0, s[k]>>>(d_tiny + k * tiny_n, tiny_n, salt + static_cast<std::uint32_t>(k));
+        ms_tiny<<<(tiny_n + 255) / 256, 256, 0, s[k]>>>(d_tiny + k * tiny_n, tiny_n,
+                                                        salt + static_cast<std::uint32_t>(k));
       });
     }
     // Stream 0: H2D copy, then a short scale kernel.
@@ -393,18 +413,23 @@ int main(int argc, char** argv) {
     CHECK(cudaEventRecord(scaled, s[0]));
     // Stream 1: waits for the scale, then ~1 ms.
     CHECK(cudaStreamWaitEvent(s[1], scaled, 0));
-    timed("ms_spin_b", 1, device, s[1], [&] { ms_spin_b<<<blocks, 1024, 0, s[1]>>>(d_b, d_a, n, it_b); });
+    timed("ms_spin_b", 1, device, s[1],
+          [&] { ms_spin_b<<<blocks, 1024, 0, s[1]>>>(d_b, d_a, n, it_b); });
     CHECK(cudaEventRecord(b_done, s[1]));
     // Stream 2: waits for the copy, then ~2 ms.
     CHECK(cudaStreamWaitEvent(s[2], copied, 0));
-    timed("ms_spin_c", 2, device, s[2], [&] { ms_spin_c<<<blocks, 1024, 0, s[2]>>>(d_c, d_in, n, it_c); });
+    timed("ms_spin_c", 2, device, s[2],
+          [&] { ms_spin_c<<<blocks, 1024, 0, s[2]>>>(d_c, d_in, n, it_c); });
     CHECK(cudaEventRecord(c_done, s[2]));
     // Stream 3: waits for the copy, ~0.5 ms, then for stream 1, combines, ~0.7 ms.
     CHECK(cudaStreamWaitEvent(s[3], copied, 0));
-    timed("ms_spin_a", 3, device, s[3], [&] { ms_spin_a<<<blocks, 1024, 0, s[3]>>>(d_d, d_in, n, it_a); });
+    timed("ms_spin_a", 3, device, s[3],
+          [&] { ms_spin_a<<<blocks, 1024, 0, s[3]>>>(d_d, d_in, n, it_a); });
     CHECK(cudaStreamWaitEvent(s[3], b_done, 0));
-    timed("ms_combine", 3, device, s[3], [&] { ms_combine<<<blocks, 1024, 0, s[3]>>>(d_e, d_b, d_d, n); });
-    timed("ms_spin_d", 3, device, s[3], [&] { ms_spin_d<<<blocks, 1024, 0, s[3]>>>(d_out, d_e, n, it_d); });
+    timed("ms_combine", 3, device, s[3],
+          [&] { ms_combine<<<blocks, 1024, 0, s[3]>>>(d_e, d_b, d_d, n); });
+    timed("ms_spin_d", 3, device, s[3],
+          [&] { ms_spin_d<<<blocks, 1024, 0, s[3]>>>(d_out, d_e, n, it_d); });
     CHECK(cudaEventRecord(s3_done, s[3]));
     // Stream 0: waits for streams 2 and 3, copies the results back.
     CHECK(cudaStreamWaitEvent(s[0], c_done, 0));
@@ -416,9 +441,11 @@ int main(int argc, char** argv) {
     CHECK(cudaStreamSynchronize(s[0]));
     CHECK(cudaDeviceSynchronize());
     // A synchronous D2H copy of the short kernels' output.
-    CHECK(cudaMemcpy(h_tiny, d_tiny + 3 * tiny_n, sizeof(std::uint32_t) * tiny_n, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(h_tiny, d_tiny + 3 * tiny_n, sizeof(std::uint32_t) * tiny_n,
+                     cudaMemcpyDeviceToHost));
 
-    // Verify: c = spin(in ^ i, it_c); out = spin((spin((in*3+1) ^ i, it_b) ^ spin(in ^ i, it_a)) ^ i, it_d).
+    // Verify: c = spin(in ^ i, it_c); out = spin((spin((in*3+1) ^ i, it_b) ^ spin(in ^ i, it_a)) ^
+    // i, it_d).
     std::vector<std::uint32_t> c(h_c, h_c + n), out(h_out, h_out + n);
     ok = ok && check_spin("ms_spin_c", c, input, it_c, n);
     for (int sample = 0; sample < 200 && ok; ++sample) {
@@ -478,20 +505,24 @@ int main(int argc, char** argv) {
       return 1;
     }
     child_pid = static_cast<int>(pid);
-    child_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    child_status = WIFEXITED(status) ? WEXITSTATUS(status)
+                                     : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     if (child_status != 0) {
-      std::fprintf(stderr, "multistream: the child process %d failed (status %d)\n", child_pid, child_status);
+      std::fprintf(stderr, "multistream: the child process %d failed (status %d)\n", child_pid,
+                   child_status);
       ok = false;
     }
   }
 
   double total = 0;
-  for (const timed_launch& t : g_launches) total += t.ms;
+  for (const timed_launch& t : g_launches)
+    total += t.ms;
   if (json) {
-    std::printf("{\"device\": %d, \"device_name\": \"%s\", \"pid\": %d, \"sm_count\": %d, "
-                "\"blocks\": %d, \"ms_per_iter\": %.9g, \"rounds\": %d, \"ok\": %s,\n \"kernels\": [",
-                device, prop.name, static_cast<int>(getpid()), sm_count(device), blocks, per_iter,
-                rounds, ok ? "true" : "false");
+    std::printf(
+        "{\"device\": %d, \"device_name\": \"%s\", \"pid\": %d, \"sm_count\": %d, "
+        "\"blocks\": %d, \"ms_per_iter\": %.9g, \"rounds\": %d, \"ok\": %s,\n \"kernels\": [",
+        device, prop.name, static_cast<int>(getpid()), sm_count(device), blocks, per_iter, rounds,
+        ok ? "true" : "false");
     for (std::size_t i = 0; i < g_launches.size(); ++i) {
       const timed_launch& t = g_launches[i];
       std::printf("%s\n  {\"name\": \"%s\", \"stream\": %d, \"device\": %d, \"event_ms\": %.6f}",
@@ -504,15 +535,20 @@ int main(int argc, char** argv) {
     std::printf("}\n");
   } else {
     for (const timed_launch& t : g_launches) {
-      std::printf("%-14s device %d stream %d  %9.4f ms\n", t.name.c_str(), t.device, t.stream, t.ms);
+      std::printf("%-14s device %d stream %d  %9.4f ms\n", t.name.c_str(), t.device, t.stream,
+                  t.ms);
     }
     std::printf("%s: %zu kernels, kernel time: %.4f ms (sum of event times)\n",
                 ok ? "ok" : "WRONG RESULT", g_launches.size(), total);
   }
 
-  for (cudaStream_t st : s) CHECK(cudaStreamDestroy(st));
-  for (cudaEvent_t e : {copied, scaled, b_done, c_done, s3_done, released}) CHECK(cudaEventDestroy(e));
-  for (std::uint32_t* p : {d_in, d_a, d_b, d_c, d_d, d_e, d_out, d_tiny}) CHECK(cudaFree(p));
-  for (std::uint32_t* p : {h_in, h_c, h_out, h_tiny}) CHECK(cudaFreeHost(p));
+  for (cudaStream_t st : s)
+    CHECK(cudaStreamDestroy(st));
+  for (cudaEvent_t e : {copied, scaled, b_done, c_done, s3_done, released})
+    CHECK(cudaEventDestroy(e));
+  for (std::uint32_t* p : {d_in, d_a, d_b, d_c, d_d, d_e, d_out, d_tiny})
+    CHECK(cudaFree(p));
+  for (std::uint32_t* p : {h_in, h_c, h_out, h_tiny})
+    CHECK(cudaFreeHost(p));
   return ok ? 0 : 1;
 }

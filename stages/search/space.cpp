@@ -257,8 +257,8 @@ const ojson& params_object(const ojson& document, const std::string& origin) {
 }
 
 /// The values of one parameter (`"TILE": [8, 16, 32]`), refusing an empty list and duplicates.
-std::vector<param_value> parse_param_values(const std::string& name, const ojson& list,
-                                            const std::string& origin) {
+std::vector<param_value>
+parse_param_values(const std::string& name, const ojson& list, const std::string& origin) {
   const std::string where = "params." + name;
   check_name(name, origin, where);
   if (!list.is_array() || list.empty()) {
@@ -274,8 +274,8 @@ std::vector<param_value> parse_param_values(const std::string& name, const ojson
     const auto [previous, inserted] = seen.emplace(to_string(value), i);
     if (!inserted) {
       fail(origin, value_where + ": the value " + list[i].dump() + " repeats " + where + "[" +
-                       std::to_string(previous->second) + "] (both expand to \"" +
-                       previous->first + "\"); fix: remove the duplicate");
+                       std::to_string(previous->second) + "] (both expand to \"" + previous->first +
+                       "\"); fix: remove the duplicate");
     }
     choices.push_back(std::move(value));
   }
@@ -308,8 +308,10 @@ value_table parse_params(const ojson& params, space& result) {
 }
 
 /// The parameter index of constraint variable `v`, refusing unknown names and string parameters.
-std::size_t constraint_parameter(const compiled_constraint& compiled, std::size_t v,
-                                 const std::string& located, const space& result,
+std::size_t constraint_parameter(const compiled_constraint& compiled,
+                                 std::size_t v,
+                                 const std::string& located,
+                                 const space& result,
                                  const value_table& values) {
   const std::string& variable = compiled.parsed.variables()[v];
   const auto found = std::find(result.names.begin(), result.names.end(), variable);
@@ -338,7 +340,9 @@ std::size_t constraint_parameter(const compiled_constraint& compiled, std::size_
 }
 
 /// Constraint `i` of the file (`constraints[i]`), parsed and bound to the parameters.
-compiled_constraint compile_constraint(const ojson& item, std::size_t i, const space& result,
+compiled_constraint compile_constraint(const ojson& item,
+                                       std::size_t i,
+                                       const space& result,
                                        const value_table& values) {
   const std::string where = "constraints[" + std::to_string(i) + "]";
   if (!item.is_string()) {
@@ -354,14 +358,15 @@ compiled_constraint compile_constraint(const ojson& item, std::size_t i, const s
     fail(result.origin, located + ": " + error.what());
   }
   for (std::size_t v = 0; v < compiled.parsed.variables().size(); ++v) {
-    compiled.param_of_variable.push_back(constraint_parameter(compiled, v, located, result, values));
+    compiled.param_of_variable.push_back(
+        constraint_parameter(compiled, v, located, result, values));
   }
   return compiled;
 }
 
 /// The file's "constraints" (none when absent); appends their texts to `result.constraints`.
-std::vector<compiled_constraint> parse_constraints(const ojson& document, space& result,
-                                                   const value_table& values) {
+std::vector<compiled_constraint>
+parse_constraints(const ojson& document, space& result, const value_table& values) {
   std::vector<compiled_constraint> constraints;
   if (!document.contains("constraints")) {
     return constraints;
@@ -381,7 +386,8 @@ std::vector<compiled_constraint> parse_constraints(const ojson& document, space&
 }
 
 /// The configuration at one point of the product (`digits[p]` indexes parameter p's values).
-configuration configuration_at(const space& result, const value_table& values,
+configuration configuration_at(const space& result,
+                               const value_table& values,
                                const std::vector<std::size_t>& digits) {
   configuration config;
   config.params.reserve(values.size());
@@ -392,8 +398,11 @@ configuration configuration_at(const space& result, const value_table& values,
 }
 
 /// Whether `constraint` holds at `digits`; an evaluation error names the constraint and the point.
-bool constraint_holds(const compiled_constraint& constraint, std::size_t c, const space& result,
-                      const value_table& values, const std::vector<std::size_t>& digits) {
+bool constraint_holds(const compiled_constraint& constraint,
+                      std::size_t c,
+                      const space& result,
+                      const value_table& values,
+                      const std::vector<std::size_t>& digits) {
   const auto& variables = constraint.parsed.variables();
   const expression_lookup lookup = [&](std::string_view name) -> std::optional<expression_number> {
     for (std::size_t v = 0; v < variables.size(); ++v) {
@@ -417,7 +426,8 @@ bool constraint_holds(const compiled_constraint& constraint, std::size_t c, cons
   }
 }
 
-/// Turns the odometer one step: the last digit turns fastest, so the first parameter varies slowest.
+/// Turns the odometer one step: the last digit turns fastest, so the first parameter varies
+/// slowest.
 void advance(std::vector<std::size_t>& digits, const value_table& values) {
   for (std::size_t p = values.size(); p-- > 0;) {
     if (++digits[p] < values[p].size()) {
@@ -430,7 +440,8 @@ void advance(std::vector<std::size_t>& digits, const value_table& values) {
 /// Appends every point of the product that all constraints accept to `result.configurations`;
 /// returns how many points each constraint rejected.
 std::vector<std::size_t> enumerate(const std::vector<compiled_constraint>& constraints,
-                                   const value_table& values, space& result) {
+                                   const value_table& values,
+                                   space& result) {
   std::vector<std::size_t> digits(values.size(), 0);
   std::vector<std::size_t> rejected_by(constraints.size(), 0);
   for (std::size_t n = 0; n < result.total; ++n) {

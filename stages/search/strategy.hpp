@@ -17,12 +17,12 @@ namespace rpl::stages {
 /// measured result (the objective value, or why there is none). On --resume the engine replays the
 /// stored results of earlier sessions through the same call, never a made-up verdict.
 struct observation {
-  std::size_t index = 0;                      ///< into space.configurations
-  const configuration* config = nullptr;      ///< the parameter values; valid during the call only
-  std::optional<double> value_ns;             ///< the objective (median GPU or run time), when valid
-  std::string failure;                        ///< why there is no value (build, crash, timeout...)
-  std::optional<messages::verdict_kind> verdict;  ///< the acceptance decision, when one was made
-  bool resumed = false;                       ///< measured in an earlier session, read from the store
+  std::size_t index = 0;                 ///< into space.configurations
+  const configuration* config = nullptr; ///< the parameter values; valid during the call only
+  std::optional<double> value_ns;        ///< the objective (median GPU or run time), when valid
+  std::string failure;                   ///< why there is no value (build, crash, timeout...)
+  std::optional<messages::verdict_kind> verdict; ///< the acceptance decision, when one was made
+  bool resumed = false; ///< measured in an earlier session, read from the store
 };
 
 /// Picks configurations one at a time. Deterministic for a given name, space size, budget and
@@ -32,8 +32,8 @@ public:
   virtual ~strategy() = default;
   /// The next index into space.configurations, or nullopt when done.
   virtual std::optional<std::size_t> next() = 0;
-  /// The result of a configuration next() returned (or, on resume, one an earlier session measured);
-  /// strategies that adapt learn from it.
+  /// The result of a configuration next() returned (or, on resume, one an earlier session
+  /// measured); strategies that adapt learn from it.
   virtual void observe(const observation& result) = 0;
   /// How many indices next() returns in total.
   virtual std::size_t planned() const = 0;

@@ -1,7 +1,5 @@
 #include "stages/trace/cupti_mapping.hpp"
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -9,19 +7,25 @@
 #include <unordered_map>
 #include <utility>
 
+#include <cxxabi.h>
+
 namespace rpl::stages::cupti {
 namespace {
 
 using json = nlohmann::json;
 
-std::int64_t i64(std::uint64_t value) { return static_cast<std::int64_t>(value); }
+std::int64_t i64(std::uint64_t value) {
+  return static_cast<std::int64_t>(value);
+}
 
 bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
 }
 
 /// CUPTI marks "no such id" with all bits set, in 32 or 64 bits.
-bool valid_id(std::uint64_t id) { return id != 0 && id != ~0ull; }
+bool valid_id(std::uint64_t id) {
+  return id != 0 && id != ~0ull;
+}
 
 /// Key of a kernel symbol: one per (device, kernel name).
 struct symbol_key {
@@ -40,7 +44,9 @@ struct symbol_key_hash {
 
 /// The CUDA properties of a device, from the driver where it gave them, else from CUPTI's device
 /// record (a fallback of 0 means "CUPTI does not know either": the key is left out).
-json device_properties(std::uint32_t ordinal, const driver_device& d, const device_record& c,
+json device_properties(std::uint32_t ordinal,
+                       const driver_device& d,
+                       const device_record& c,
                        bool have_cupti) {
   json ext = json::object();
   ext["vendor"] = "NVIDIA";
@@ -111,7 +117,8 @@ void add_rocprofiler_aliases(json& ext) {
 // ---- Names -------------------------------------------------------------------------------------
 
 std::string_view kernel_name(const char* cupti_name) {
-  return cupti_name != nullptr ? std::string_view(cupti_name) : std::string_view("<unknown kernel>");
+  return cupti_name != nullptr ? std::string_view(cupti_name)
+                               : std::string_view("<unknown kernel>");
 }
 
 std::string canonical_api_name(std::string name) {
@@ -149,7 +156,8 @@ bool keep_driver_api(std::string_view n) {
 }
 
 std::string agent_name(int compute_capability_major, int compute_capability_minor) {
-  return "sm_" + std::to_string(compute_capability_major) + std::to_string(compute_capability_minor);
+  return "sm_" + std::to_string(compute_capability_major) +
+         std::to_string(compute_capability_minor);
 }
 
 std::string model_name(std::string product) {
@@ -165,21 +173,16 @@ std::string model_name(std::string product) {
 std::string copy_name(std::uint8_t copy_kind) {
   switch (copy_kind) {
   case memcpy_kind::host_to_device:
-  case memcpy_kind::host_to_array:
-    return "MEMORY_COPY_HOST_TO_DEVICE";
+  case memcpy_kind::host_to_array: return "MEMORY_COPY_HOST_TO_DEVICE";
   case memcpy_kind::device_to_host:
-  case memcpy_kind::array_to_host:
-    return "MEMORY_COPY_DEVICE_TO_HOST";
+  case memcpy_kind::array_to_host: return "MEMORY_COPY_DEVICE_TO_HOST";
   case memcpy_kind::device_to_device:
   case memcpy_kind::array_to_array:
   case memcpy_kind::array_to_device:
   case memcpy_kind::device_to_array:
-  case memcpy_kind::peer_to_peer:
-    return "MEMORY_COPY_DEVICE_TO_DEVICE";
-  case memcpy_kind::host_to_host:
-    return "MEMORY_COPY_HOST_TO_HOST";
-  default:
-    return "MEMORY_COPY_UNKNOWN";
+  case memcpy_kind::peer_to_peer: return "MEMORY_COPY_DEVICE_TO_DEVICE";
+  case memcpy_kind::host_to_host: return "MEMORY_COPY_HOST_TO_HOST";
+  default: return "MEMORY_COPY_UNKNOWN";
   }
 }
 
@@ -196,7 +199,9 @@ const char* memory_kind_name(unsigned kind) {
   }
 }
 
-bool host_side(unsigned kind) { return kind == memory_kind::pageable || kind == memory_kind::pinned; }
+bool host_side(unsigned kind) {
+  return kind == memory_kind::pageable || kind == memory_kind::pinned;
+}
 
 std::string synchronization_name(std::uint32_t type) {
   switch (type) {
@@ -297,8 +302,8 @@ std::uint64_t process_end_ns(const cupti_trace& trace, std::uint64_t clock_now_n
   return std::max(end_ns, trace.start_ns);
 }
 
-rocpd::agent_info gpu_agent(std::uint32_t ordinal, const driver_device* driver,
-                            const device_record* cupti) {
+rocpd::agent_info
+gpu_agent(std::uint32_t ordinal, const driver_device* driver, const device_record* cupti) {
   const driver_device no_driver;
   const device_record no_cupti;
   const driver_device& d = driver != nullptr ? *driver : no_driver;
@@ -319,9 +324,10 @@ rocpd::agent_info gpu_agent(std::uint32_t ordinal, const driver_device* driver,
   agent.logical_index = ordinal;
   agent.type_index = ordinal;
   // rocprofv3 keeps the PCI device id here: the high half of the combined device/vendor id.
-  agent.uuid = d.gpu_pci_device_id
-                   ? static_cast<std::int64_t>(static_cast<std::uint32_t>(*d.gpu_pci_device_id) >> 16)
-                   : 0;
+  agent.uuid =
+      d.gpu_pci_device_id
+          ? static_cast<std::int64_t>(static_cast<std::uint32_t>(*d.gpu_pci_device_id) >> 16)
+          : 0;
   agent.name = agent_name(major, minor);
   agent.model_name = model_name(product);
   agent.vendor_name = "NVIDIA";
@@ -330,8 +336,8 @@ rocpd::agent_info gpu_agent(std::uint32_t ordinal, const driver_device* driver,
   return agent;
 }
 
-rocpd::kernel_symbol_info kernel_symbol(const kernel_record& kernel, std::int64_t id,
-                                        std::int64_t pid) {
+rocpd::kernel_symbol_info
+kernel_symbol(const kernel_record& kernel, std::int64_t id, std::int64_t pid) {
   rocpd::kernel_symbol_info symbol;
   symbol.id = id;
   symbol.pid = pid;
@@ -340,7 +346,7 @@ rocpd::kernel_symbol_info kernel_symbol(const kernel_record& kernel, std::int64_
   symbol.kernel_name = json_safe(name);
   symbol.display_name = json_safe(demangle(name));
   symbol.kernarg_segment_alignment = 8;
-  symbol.group_segment_size = kernel.static_shared_memory;       // static shared memory per block
+  symbol.group_segment_size = kernel.static_shared_memory;      // static shared memory per block
   symbol.private_segment_size = kernel.local_memory_per_thread; // local memory per thread
   symbol.sgpr_count = 0;
   // For NVIDIA agents arch_vgpr_count means registers per thread: this is what our occupancy
@@ -442,7 +448,8 @@ private:
       thread.start_ns = i64(span.first);
       thread.end_ns = i64(span.second);
       const auto name = trace_.host.thread_names.find(tid);
-      thread.name = name != trace_.host.thread_names.end() ? json_safe(name->second) : std::string();
+      thread.name =
+          name != trace_.host.thread_names.end() ? json_safe(name->second) : std::string();
       sink_.add_thread(thread);
     }
   }
@@ -456,12 +463,14 @@ private:
     for (const std::uint32_t d : used_) {
       const auto driver = trace_.driver_devices.find(d);
       const auto cupti = trace_.devices.find(d);
-      sink_.add_agent(gpu_agent(d, driver != trace_.driver_devices.end() ? &driver->second : nullptr,
+      sink_.add_agent(gpu_agent(d,
+                                driver != trace_.driver_devices.end() ? &driver->second : nullptr,
                                 cupti != trace_.devices.end() ? &cupti->second : nullptr));
     }
     const bool any_host_copy =
         std::any_of(trace_.copies.begin(), trace_.copies.end(), [](const memcpy_record& c) {
-          return host_side(c.src_kind) || host_side(c.dst_kind) || c.copy_kind == memcpy_kind::host_to_host;
+          return host_side(c.src_kind) || host_side(c.dst_kind) ||
+                 c.copy_kind == memcpy_kind::host_to_host;
         });
     if (any_host_copy) {
       rocpd::agent_info cpu;
@@ -511,14 +520,18 @@ private:
   /// call sharing a runtime call's correlation id (an internal call) is dropped, not duplicated.
   void api_regions() {
     std::int64_t max_correlation = 0;
-    for (const api_record& a : trace_.apis) max_correlation = std::max<std::int64_t>(max_correlation, a.correlation_id);
-    for (const auto& s : trace_.syncs) max_correlation = std::max<std::int64_t>(max_correlation, s.correlation_id);
-    for (const auto& m : trace_.memsets) max_correlation = std::max<std::int64_t>(max_correlation, m.correlation_id);
+    for (const api_record& a : trace_.apis)
+      max_correlation = std::max<std::int64_t>(max_correlation, a.correlation_id);
+    for (const auto& s : trace_.syncs)
+      max_correlation = std::max<std::int64_t>(max_correlation, s.correlation_id);
+    for (const auto& m : trace_.memsets)
+      max_correlation = std::max<std::int64_t>(max_correlation, m.correlation_id);
     next_region_ = max_correlation + 1;
 
     std::vector<const api_record*> apis;
     apis.reserve(trace_.apis.size());
-    for (const api_record& a : trace_.apis) apis.push_back(&a);
+    for (const api_record& a : trace_.apis)
+      apis.push_back(&a);
     std::stable_sort(apis.begin(), apis.end(), [](const api_record* a, const api_record* b) {
       return a->driver != b->driver ? !a->driver : a->start_ns < b->start_ns;
     });
@@ -527,7 +540,8 @@ private:
       if (a->driver && runtime_correlations.count(a->correlation_id) != 0) {
         continue;
       }
-      if (!a->driver) runtime_correlations.insert(a->correlation_id);
+      if (!a->driver)
+        runtime_correlations.insert(a->correlation_id);
       sink_.add_region(api_region(*a));
     }
   }
@@ -560,10 +574,11 @@ private:
   void dispatches() {
     std::vector<const kernel_record*> kernels;
     kernels.reserve(trace_.kernels.size());
-    for (const kernel_record& k : trace_.kernels) kernels.push_back(&k);
-    std::stable_sort(kernels.begin(), kernels.end(), [](const kernel_record* a, const kernel_record* b) {
-      return a->start_ns < b->start_ns;
-    });
+    for (const kernel_record& k : trace_.kernels)
+      kernels.push_back(&k);
+    std::stable_sort(
+        kernels.begin(), kernels.end(),
+        [](const kernel_record* a, const kernel_record* b) { return a->start_ns < b->start_ns; });
     std::int64_t dispatch_id = 0;
     for (const kernel_record* k : kernels) {
       sink_.add_dispatch(dispatch(*k, ++dispatch_id));
@@ -582,7 +597,8 @@ private:
     d.start_ns = i64(k.start_ns);
     d.end_ns = i64(k.end_ns);
     d.private_segment_size = k.local_memory_per_thread;
-    d.group_segment_size = static_cast<std::int64_t>(k.static_shared_memory) + k.dynamic_shared_memory;
+    d.group_segment_size =
+        static_cast<std::int64_t>(k.static_shared_memory) + k.dynamic_shared_memory;
     for (std::size_t i = 0; i < 3; ++i) {
       d.workgroup[i] = k.block[i];
       // rocpd grid sizes are in work-items (AQL semantics): blocks x threads per block.
@@ -608,14 +624,18 @@ private:
                 {"cache_config_requested", k.cache_config_requested},
                 {"cache_config_executed", k.cache_config_executed},
                 {"grid_id", k.grid_id}};
-    if (k.cluster[0] != 0) ext["cluster"] = {k.cluster[0], k.cluster[1], k.cluster[2]};
+    if (k.cluster[0] != 0)
+      ext["cluster"] = {k.cluster[0], k.cluster[1], k.cluster[2]};
     if (k.graph_id != 0) {
       ext["graph_id"] = k.graph_id;
       ext["graph_node_id"] = k.graph_node_id;
     }
-    if (k.device_launched) ext["device_launched"] = true;
-    if (valid_id(k.queued_ns)) ext["queued_ns"] = k.queued_ns;
-    if (valid_id(k.submitted_ns)) ext["submitted_ns"] = k.submitted_ns;
+    if (k.device_launched)
+      ext["device_launched"] = true;
+    if (valid_id(k.queued_ns))
+      ext["queued_ns"] = k.queued_ns;
+    if (valid_id(k.submitted_ns))
+      ext["submitted_ns"] = k.submitted_ns;
     add_api(ext, k.correlation_id);
     return ext;
   }
@@ -628,8 +648,10 @@ private:
       m.start_ns = i64(c.start_ns);
       m.end_ns = i64(c.end_ns);
       m.name = copy_name(c.copy_kind);
-      m.src_agent_id = host_side(c.src_kind) ? host_agent_ : (c.peer ? c.src_device_id : c.device_id);
-      m.dst_agent_id = host_side(c.dst_kind) ? host_agent_ : (c.peer ? c.dst_device_id : c.device_id);
+      m.src_agent_id =
+          host_side(c.src_kind) ? host_agent_ : (c.peer ? c.src_device_id : c.device_id);
+      m.dst_agent_id =
+          host_side(c.dst_kind) ? host_agent_ : (c.peer ? c.dst_device_id : c.device_id);
       m.size_bytes = i64(c.bytes);
       m.stream_id = stream_of(c.context_id, c.stream_id);
       m.correlation_id = c.correlation_id;
@@ -667,15 +689,16 @@ private:
       r.name = "MEMORY_SET";
       r.category = "CUDA_MEMSET";
       r.correlation_id = ms.correlation_id;
-      r.event_extdata = json{{"device", ms.device_id},
-                             {"context", ms.context_id},
-                             {"cuda_stream", ms.stream_id},
-                             {"stream_id", stream_of(ms.context_id, ms.stream_id)},
-                             {"bytes", ms.bytes},
-                             {"value", ms.value},
-                             {"memory_kind", memory_kind_name(ms.memory_kind)},
-                             {"gpu_timestamps", true}}
-                            .dump();
+      r.event_extdata = json{
+          {"device", ms.device_id},
+          {"context", ms.context_id},
+          {"cuda_stream", ms.stream_id},
+          {"stream_id", stream_of(ms.context_id, ms.stream_id)},
+          {"bytes", ms.bytes},
+          {"value", ms.value},
+          {"memory_kind", memory_kind_name(ms.memory_kind)},
+          {"gpu_timestamps",
+           true}}.dump();
       sink_.add_region(r);
     }
   }
@@ -698,7 +721,8 @@ private:
 
   json synchronization_extdata(const synchronization_record& sy) {
     json ext = {{"type", sy.type}, {"context", sy.context_id}, {"return_value", sy.return_value}};
-    if (const auto it = trace_.context_device.find(sy.context_id); it != trace_.context_device.end()) {
+    if (const auto it = trace_.context_device.find(sy.context_id);
+        it != trace_.context_device.end()) {
       ext["device"] = static_cast<std::int64_t>(it->second);
     }
     // The stream and event ids are only meaningful for some types (CUPTI puts ~0 otherwise).
@@ -706,7 +730,8 @@ private:
       ext["cuda_stream"] = sy.stream_id;
       ext["stream_id"] = stream_of(sy.context_id, sy.stream_id);
     }
-    if (sy.cuda_event_id != 0 && sy.cuda_event_id != ~0u) ext["event_id"] = sy.cuda_event_id;
+    if (sy.cuda_event_id != 0 && sy.cuda_event_id != ~0u)
+      ext["event_id"] = sy.cuda_event_id;
     if (valid_id(sy.cuda_event_sync_id) && sy.cuda_event_sync_id != 0xffffffffull) {
       ext["event_sync_id"] = sy.cuda_event_sync_id;
     }
@@ -749,7 +774,8 @@ private:
     if (wanted > 0 && region_ids_.insert(wanted).second) {
       return wanted;
     }
-    while (!region_ids_.insert(next_region_).second) ++next_region_;
+    while (!region_ids_.insert(next_region_).second)
+      ++next_region_;
     return next_region_++;
   }
 
@@ -770,14 +796,24 @@ private:
 
 } // namespace
 
-void map_trace(const cupti_trace& trace, rocpd_sink& sink) { trace_mapper(trace, sink).run(); }
+void map_trace(const cupti_trace& trace, rocpd_sink& sink) {
+  trace_mapper(trace, sink).run();
+}
 
 // ---- The sink that writes ----------------------------------------------------------------------
 
-void writer_sink::add_node(const rocpd::node_info& node) { writer_.add_node(node); }
-void writer_sink::add_process(const rocpd::process_info& process) { writer_.add_process(process); }
-void writer_sink::add_thread(const rocpd::thread_info& thread) { writer_.add_thread(thread); }
-void writer_sink::add_agent(const rocpd::agent_info& agent) { writer_.add_agent(agent); }
+void writer_sink::add_node(const rocpd::node_info& node) {
+  writer_.add_node(node);
+}
+void writer_sink::add_process(const rocpd::process_info& process) {
+  writer_.add_process(process);
+}
+void writer_sink::add_thread(const rocpd::thread_info& thread) {
+  writer_.add_thread(thread);
+}
+void writer_sink::add_agent(const rocpd::agent_info& agent) {
+  writer_.add_agent(agent);
+}
 void writer_sink::add_queue(std::int64_t pid, const std::string& name, std::int64_t id) {
   writer_.add_queue(pid, name, id);
 }
@@ -790,8 +826,12 @@ void writer_sink::add_code_object(const rocpd::code_object_info& code_object) {
 void writer_sink::add_kernel_symbol(const rocpd::kernel_symbol_info& symbol) {
   writer_.add_kernel_symbol(symbol);
 }
-void writer_sink::add_region(const rocpd::region_info& region) { writer_.add_region(region); }
-void writer_sink::add_dispatch(const rocpd::dispatch_info& dispatch) { writer_.add_dispatch(dispatch); }
+void writer_sink::add_region(const rocpd::region_info& region) {
+  writer_.add_region(region);
+}
+void writer_sink::add_dispatch(const rocpd::dispatch_info& dispatch) {
+  writer_.add_dispatch(dispatch);
+}
 void writer_sink::add_memory_copy(const rocpd::event_info& event, rocpd::memory_copy_info copy) {
   copy.event_id = writer_.add_event(event);
   writer_.add_memory_copy(copy);

@@ -64,8 +64,8 @@ struct kernel_record {
   std::int64_t grid_id = 0;
   std::string_view name; ///< mangled; kernel_name() of CUPTI's pointer
   std::uint32_t device_id = 0, context_id = 0, stream_id = 0, correlation_id = 0;
-  std::int32_t grid[3] = {1, 1, 1};  ///< blocks
-  std::int32_t block[3] = {1, 1, 1}; ///< threads per block
+  std::int32_t grid[3] = {1, 1, 1};                                 ///< blocks
+  std::int32_t block[3] = {1, 1, 1};                                ///< threads per block
   std::int32_t static_shared_memory = 0, dynamic_shared_memory = 0; ///< bytes per block
   std::uint32_t local_memory_per_thread = 0, shared_memory_executed = 0, graph_id = 0;
   std::uint32_t cluster[3] = {0, 0, 0};
@@ -148,22 +148,22 @@ struct host_facts {
   std::string machine_id; ///< /etc/machine-id; empty: the hostname stands in
   std::optional<uname_facts> uname;
   std::int64_t pid = 0, ppid = 0;
-  std::string command; ///< /proc/self/cmdline with spaces
+  std::string command;                                   ///< /proc/self/cmdline with spaces
   nlohmann::json environment = nlohmann::json::object(); ///< see environment_json
   std::map<std::int64_t, std::string> thread_names;      ///< /proc/self/task/<tid>/comm
-  int cupti_version = 0;        ///< cuptiGetVersion; 0 if unknown
+  int cupti_version = 0;                                 ///< cuptiGetVersion; 0 if unknown
   int cupti_header_version = 0; ///< CUPTI_API_VERSION the tracer was built with
   int cuda_driver_version = 0;  ///< cuDriverGetVersion; 0 if unknown
 };
 
 /// Counters over the activity buffers, kept in the process row's extdata.
 struct record_counts {
-  std::uint64_t dropped = 0;         ///< CUPTI's dropped-record count, summed
-  std::uint64_t incomplete = 0;      ///< records without a valid start/end
-  std::uint64_t runtime_api = 0;     ///< every runtime API record, kept or not
+  std::uint64_t dropped = 0;     ///< CUPTI's dropped-record count, summed
+  std::uint64_t incomplete = 0;  ///< records without a valid start/end
+  std::uint64_t runtime_api = 0; ///< every runtime API record, kept or not
   std::uint64_t driver_api = 0;
-  std::uint64_t other = 0;           ///< kinds not mapped
-  std::uint64_t buffers = 0;         ///< activity buffers completed
+  std::uint64_t other = 0;   ///< kinds not mapped
+  std::uint64_t buffers = 0; ///< activity buffers completed
   std::uint64_t allocation_failures = 0;
 };
 
@@ -238,7 +238,8 @@ std::string_view kernel_name(const char* cupti_name);
 /// "cudaLaunchKernel_ptsz_v7000" -> "cudaLaunchKernel"; "__cudaLaunchKernel_v13000" ->
 /// "cudaLaunchKernel" (CUDA 13 routes <<<>>> through __cudaLaunchKernel).
 std::string canonical_api_name(std::string name);
-/// Which runtime calls (canonical names) become regions: launches, copies/sets, synchronizing calls.
+/// Which runtime calls (canonical names) become regions: launches, copies/sets, synchronizing
+/// calls.
 bool keep_runtime_api(std::string_view name);
 /// Which driver calls (canonical names) are traced and become regions; the same families.
 bool keep_driver_api(std::string_view name);
@@ -256,7 +257,8 @@ bool host_side(unsigned kind);
 /// The CUDA call a synchronization type stands for ("cudaStreamSynchronize", ...), or
 /// "CUDA_SYNCHRONIZATION_<type>" for types CUPTI adds later.
 std::string synchronization_name(std::uint32_t type);
-/// Printable ASCII only ('?' elsewhere): nlohmann refuses invalid UTF-8 and rocpd readers expect text.
+/// Printable ASCII only ('?' elsewhere): nlohmann refuses invalid UTF-8 and rocpd readers expect
+/// text.
 std::string json_safe(std::string_view text);
 /// The demangled C++ name, or `name` itself when it does not demangle.
 std::string demangle(const std::string& name);
@@ -275,13 +277,13 @@ std::set<std::int64_t> thread_ids(const cupti_trace& trace);
 std::uint64_t process_end_ns(const cupti_trace& trace, std::uint64_t clock_now_ns);
 /// The GPU agent of device `ordinal` (id = ordinal, name sm_XY, extdata = the device's
 /// properties, the driver's where it gave them, else CUPTI's). Either source may be null.
-rocpd::agent_info gpu_agent(std::uint32_t ordinal, const driver_device* driver,
-                            const device_record* cupti);
+rocpd::agent_info
+gpu_agent(std::uint32_t ordinal, const driver_device* driver, const device_record* cupti);
 /// The kernel symbol of a kernel record: arch_vgpr_count = registers per thread (what NVIDIA
 /// agents mean by it), group_segment_size = static shared memory, private_segment_size = local
 /// memory per thread, display_name demangled.
-rocpd::kernel_symbol_info kernel_symbol(const kernel_record& kernel, std::int64_t id,
-                                        std::int64_t pid);
+rocpd::kernel_symbol_info
+kernel_symbol(const kernel_record& kernel, std::int64_t id, std::int64_t pid);
 
 /// Writes the whole trace to `sink` in rocprofv3's order: node, process, threads, agents (one per
 /// device used, plus a CPU agent when a copy touches host memory), queues ("Device <n>", id n+1),

@@ -79,8 +79,7 @@ struct reader::database {
   }
 
   /// Steps `stmt` to the end, calling `row` on each row.
-  template <typename Row>
-  void each(sqlite::statement& stmt, Row&& row) const {
+  template <typename Row> void each(sqlite::statement& stmt, Row&& row) const {
     while (step(stmt)) {
       row(stmt);
     }
@@ -94,14 +93,17 @@ struct reader::database {
   }
 
   /// The listed columns of `base` as SQL, NULL where this schema variant lacks an optional one.
-  std::string select_list(const source& src, std::string_view base, std::string_view alias,
+  std::string select_list(const source& src,
+                          std::string_view base,
+                          std::string_view alias,
                           const std::vector<std::string_view>& required,
                           const std::vector<std::string_view>& optional) const {
     const std::set<std::string> present = columns(src.table(base));
     std::string out;
     for (const std::string_view name : required) {
       if (present.count(std::string(name)) == 0) {
-        fail("table " + std::string(base) + src.suffix + " has no column '" + std::string(name) + "'",
+        fail("table " + std::string(base) + src.suffix + " has no column '" + std::string(name) +
+                 "'",
              "fix: the file is not a complete rocpd schema 3 database; re-record it with rocprofv3 "
              "from ROCm 7.x");
       }
@@ -109,8 +111,9 @@ struct reader::database {
     }
     for (const std::string_view name : optional) {
       out += out.empty() ? "" : ", ";
-      out += present.count(std::string(name)) != 0 ? std::string(alias) + "." + quote_identifier(name)
-                                                   : std::string("NULL");
+      out += present.count(std::string(name)) != 0
+                 ? std::string(alias) + "." + quote_identifier(name)
+                 : std::string("NULL");
     }
     return out;
   }
@@ -126,9 +129,11 @@ struct reader::database {
     }
     schema_names names;
     try {
-      sqlite::statement stmt(db, "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view')");
+      sqlite::statement stmt(
+          db, "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view')");
       while (stmt.step()) {
-        (stmt.column_text_view(0) == "table" ? names.tables : names.views).insert(stmt.column_text(1));
+        (stmt.column_text_view(0) == "table" ? names.tables : names.views)
+            .insert(stmt.column_text(1));
       }
     } catch (const sqlite::sqlite_error& error) {
       fail("not an SQLite database (" + error.sqlite_message() + ")", record_fix);
@@ -173,9 +178,10 @@ std::vector<std::filesystem::path> expand(const std::vector<std::filesystem::pat
         }
       }
       if (found.empty()) {
-        throw rocpd_error(path.string() +
-                          ": directory holds no *.db file; fix: pass the directory rocprofv3 wrote "
-                          "(-d DIR; files are <DIR>/<hostname>/<pid>_results.db), or the .db files");
+        throw rocpd_error(
+            path.string() +
+            ": directory holds no *.db file; fix: pass the directory rocprofv3 wrote "
+            "(-d DIR; files are <DIR>/<hostname>/<pid>_results.db), or the .db files");
       }
       std::sort(found.begin(), found.end()); // a stable database order for a given directory
       files.insert(files.end(), found.begin(), found.end());
@@ -201,8 +207,9 @@ bool views_usable(const std::vector<std::string>& suffixes, const schema_names& 
   if (suffixes.size() != 1 || suffixes.front().empty()) {
     return false;
   }
-  return std::all_of(std::begin(required_tables), std::end(required_tables),
-                     [&](std::string_view base) { return names.views.count(std::string(base)) != 0; });
+  return std::all_of(
+      std::begin(required_tables), std::end(required_tables),
+      [&](std::string_view base) { return names.views.count(std::string(base)) != 0; });
 }
 
 } // namespace
@@ -229,8 +236,9 @@ std::vector<std::string> reader::database::suffixes(const schema_names& names) c
 
 std::string reader::database::schema_version(const std::string& suffix) const {
   std::string version;
-  sqlite::statement stmt = prepare("SELECT value FROM " + quote_identifier("rocpd_metadata" + suffix) +
-                                   " WHERE tag = 'schema_version'");
+  sqlite::statement stmt =
+      prepare("SELECT value FROM " + quote_identifier("rocpd_metadata" + suffix) +
+              " WHERE tag = 'schema_version'");
   each(stmt, [&](const sqlite::statement& s) { version = s.column_text(0); });
   if (version.empty()) {
     fail("not a rocpd database (table rocpd_metadata" + suffix + " has no schema_version)",
@@ -283,17 +291,16 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
     const database& db = *databases_[index];
     for (const source& src : db.sources) {
       // Selected by name, so the 3.0.2 columns inserted before region_name_id change nothing.
-      const std::string columns = db.select_list(
-          src, "rocpd_kernel_dispatch", "K",
-          {"start", "end", "kernel_id", "agent_id", "queue_id", "stream_id", "pid", "dispatch_id",
-           "grid_size_x", "grid_size_y", "grid_size_z", "workgroup_size_x", "workgroup_size_y",
-           "workgroup_size_z", "guid"},
-          {"tid", "group_segment_size", "private_segment_size"});
+      const std::string columns =
+          db.select_list(src, "rocpd_kernel_dispatch", "K",
+                         {"start", "end", "kernel_id", "agent_id", "queue_id", "stream_id", "pid",
+                          "dispatch_id", "grid_size_x", "grid_size_y", "grid_size_z",
+                          "workgroup_size_x", "workgroup_size_y", "workgroup_size_z", "guid"},
+                         {"tid", "group_segment_size", "private_segment_size"});
       const std::string sql =
-          "SELECT " + columns +
-          ", COALESCE(NULLIF(S.display_name, ''), S.kernel_name) FROM " +
-          src.table("rocpd_kernel_dispatch") + " K LEFT JOIN " + src.table("rocpd_info_kernel_symbol") +
-          " S ON S.id = K.kernel_id AND S.guid = K.guid";
+          "SELECT " + columns + ", COALESCE(NULLIF(S.display_name, ''), S.kernel_name) FROM " +
+          src.table("rocpd_kernel_dispatch") + " K LEFT JOIN " +
+          src.table("rocpd_info_kernel_symbol") + " S ON S.id = K.kernel_id AND S.guid = K.guid";
       sqlite::statement stmt = db.prepare(sql);
       dispatch_row row;
       row.database = index;
@@ -332,12 +339,12 @@ std::vector<agent_row> reader::agents() const {
   for (std::size_t index = 0; index < databases_.size(); ++index) {
     const database& db = *databases_[index];
     for (const source& src : db.sources) {
-      const std::string columns = db.select_list(
-          src, "rocpd_info_agent", "A", {"id"},
-          {"type", "name", "model_name", "product_name", "absolute_index", "logical_index",
-           "type_index", "extdata"});
-      sqlite::statement stmt = db.prepare("SELECT " + columns + " FROM " + src.table("rocpd_info_agent") +
-                                 " A ORDER BY A.id");
+      const std::string columns =
+          db.select_list(src, "rocpd_info_agent", "A", {"id"},
+                         {"type", "name", "model_name", "product_name", "absolute_index",
+                          "logical_index", "type_index", "extdata"});
+      sqlite::statement stmt = db.prepare("SELECT " + columns + " FROM " +
+                                          src.table("rocpd_info_agent") + " A ORDER BY A.id");
       db.each(stmt, [&](const sqlite::statement& s) {
         agent_row row;
         row.database = index;
@@ -370,8 +377,9 @@ std::vector<kernel_symbol_row> reader::kernel_symbols() const {
           src, "rocpd_info_kernel_symbol", "S", {"id", "kernel_name", "display_name"},
           {"pid", "code_object_id", "sgpr_count", "arch_vgpr_count", "accum_vgpr_count",
            "group_segment_size", "private_segment_size", "kernarg_segment_size"});
-      sqlite::statement stmt = db.prepare("SELECT " + columns + " FROM " +
-                                 src.table("rocpd_info_kernel_symbol") + " S ORDER BY S.id");
+      sqlite::statement stmt =
+          db.prepare("SELECT " + columns + " FROM " + src.table("rocpd_info_kernel_symbol") +
+                     " S ORDER BY S.id");
       db.each(stmt, [&](const sqlite::statement& s) {
         kernel_symbol_row row;
         row.database = index;
@@ -401,12 +409,12 @@ std::vector<queue_row> reader::queues() const {
   for (std::size_t index = 0; index < databases_.size(); ++index) {
     const database& db = *databases_[index];
     for (const source& src : db.sources) {
-      const std::string columns = db.select_list(src, "rocpd_info_queue", "Q", {"id", "pid"}, {"name"});
-      sqlite::statement stmt = db.prepare("SELECT " + columns + " FROM " + src.table("rocpd_info_queue") +
-                                 " Q ORDER BY Q.id");
+      const std::string columns =
+          db.select_list(src, "rocpd_info_queue", "Q", {"id", "pid"}, {"name"});
+      sqlite::statement stmt = db.prepare("SELECT " + columns + " FROM " +
+                                          src.table("rocpd_info_queue") + " Q ORDER BY Q.id");
       db.each(stmt, [&](const sqlite::statement& s) {
-        rows.push_back(queue_row{index, s.column_int64(0), s.column_int64(1),
-                                 s.column_text(2)});
+        rows.push_back(queue_row{index, s.column_int64(0), s.column_int64(1), s.column_text(2)});
       });
     }
   }
@@ -418,12 +426,12 @@ std::vector<stream_row> reader::streams() const {
   for (std::size_t index = 0; index < databases_.size(); ++index) {
     const database& db = *databases_[index];
     for (const source& src : db.sources) {
-      const std::string columns = db.select_list(src, "rocpd_info_stream", "T", {"id", "pid"}, {"name"});
-      sqlite::statement stmt = db.prepare("SELECT " + columns + " FROM " + src.table("rocpd_info_stream") +
-                                 " T ORDER BY T.id");
+      const std::string columns =
+          db.select_list(src, "rocpd_info_stream", "T", {"id", "pid"}, {"name"});
+      sqlite::statement stmt = db.prepare("SELECT " + columns + " FROM " +
+                                          src.table("rocpd_info_stream") + " T ORDER BY T.id");
       db.each(stmt, [&](const sqlite::statement& s) {
-        rows.push_back(stream_row{index, s.column_int64(0), s.column_int64(1),
-                                  s.column_text(2)});
+        rows.push_back(stream_row{index, s.column_int64(0), s.column_int64(1), s.column_text(2)});
       });
     }
   }
@@ -444,12 +452,13 @@ std::vector<process_row> reader::processes() const {
       sql += with_node ? ", N.hostname" : ", NULL";
       sql += " FROM " + src.table("rocpd_info_process") + " P";
       if (with_node) {
-        sql += " LEFT JOIN " + src.table("rocpd_info_node") + " N ON N.id = P.nid AND N.guid = P.guid";
+        sql +=
+            " LEFT JOIN " + src.table("rocpd_info_node") + " N ON N.id = P.nid AND N.guid = P.guid";
       }
       sqlite::statement stmt = db.prepare(sql + " ORDER BY P.pid");
       db.each(stmt, [&](const sqlite::statement& s) {
-        rows.push_back(process_row{index, s.column_int64(0), s.column_int64(1),
-                                   s.column_text(2), s.column_text(3)});
+        rows.push_back(process_row{index, s.column_int64(0), s.column_int64(1), s.column_text(2),
+                                   s.column_text(3)});
       });
     }
   }
@@ -460,7 +469,8 @@ std::size_t reader::dispatch_count() const {
   std::size_t count = 0;
   for (const auto& db : databases_) {
     for (const source& src : db->sources) {
-      sqlite::statement stmt = db->prepare("SELECT COUNT(*) FROM " + src.table("rocpd_kernel_dispatch"));
+      sqlite::statement stmt =
+          db->prepare("SELECT COUNT(*) FROM " + src.table("rocpd_kernel_dispatch"));
       db->each(stmt, [&](const sqlite::statement& s) {
         count += static_cast<std::size_t>(s.column_int64(0));
       });
@@ -469,7 +479,11 @@ std::size_t reader::dispatch_count() const {
   return count;
 }
 
-const std::vector<std::filesystem::path>& reader::paths() const { return paths_; }
-const std::vector<database_info>& reader::databases() const { return infos_; }
+const std::vector<std::filesystem::path>& reader::paths() const {
+  return paths_;
+}
+const std::vector<database_info>& reader::databases() const {
+  return infos_;
+}
 
 } // namespace rpl::stages::rocpd

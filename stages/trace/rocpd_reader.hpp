@@ -22,7 +22,8 @@ namespace rpl::stages::rocpd {
 struct dispatch_row {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
-  std::string_view kernel_name; ///< display name (kernel name when it has none); stable for the callback's duration
+  std::string_view kernel_name; ///< display name (kernel name when it has none); stable for the
+                                ///< callback's duration
   std::int64_t kernel_id = 0;
   std::int64_t agent_id = 0;
   std::int64_t queue_id = 0;
@@ -33,21 +34,23 @@ struct dispatch_row {
   std::uint32_t grid[3] = {0, 0, 0};      ///< work-items
   std::uint32_t workgroup[3] = {0, 0, 0}; ///< work-items per workgroup
   std::size_t database = 0;               ///< index into reader::paths()
-  std::int64_t group_segment_size = 0;   ///< LDS (shared memory) per workgroup, static + dynamic; 0 if absent
+  std::int64_t group_segment_size =
+      0; ///< LDS (shared memory) per workgroup, static + dynamic; 0 if absent
   std::int64_t private_segment_size = 0; ///< scratch (local memory) per work-item; 0 if absent
 };
 
 struct agent_row {
   std::size_t database = 0;
   std::int64_t id = 0;
-  std::string type;         ///< "GPU" or "CPU"
-  std::string name;         ///< "gfx90a", "sm_90"
+  std::string type; ///< "GPU" or "CPU"
+  std::string name; ///< "gfx90a", "sm_90"
   std::string model_name;
   std::string product_name;
   std::int64_t absolute_index = 0;
   std::int64_t logical_index = 0;
   std::int64_t type_index = 0;
-  nlohmann::json extdata; ///< the agent's properties (cu_count, wave_front_size, ...); {} if unreadable
+  nlohmann::json
+      extdata; ///< the agent's properties (cu_count, wave_front_size, ...); {} if unreadable
 };
 
 struct kernel_symbol_row {

@@ -9,8 +9,8 @@
 
 namespace rpl::stages::rocpd {
 
-/// Bad rocpd input (a missing, foreign or unsupported file) or a failed write; the message names the
-/// file, the problem and a fix.
+/// Bad rocpd input (a missing, foreign or unsupported file) or a failed write; the message names
+/// the file, the problem and a fix.
 class rocpd_error : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
@@ -20,24 +20,53 @@ public:
 inline constexpr std::string_view schema_version = "3";
 
 /// The 20 tables of schema 3.0.0, without their uuid suffix; each also has a same-named view.
-inline constexpr std::array<std::string_view, 20> table_names = {
-    "rocpd_metadata",        "rocpd_string",          "rocpd_info_node",
-    "rocpd_info_process",    "rocpd_info_thread",     "rocpd_info_agent",
-    "rocpd_info_queue",      "rocpd_info_stream",     "rocpd_info_pmc",
-    "rocpd_info_code_object", "rocpd_info_kernel_symbol", "rocpd_track",
-    "rocpd_event",           "rocpd_arg",             "rocpd_pmc_event",
-    "rocpd_region",          "rocpd_sample",          "rocpd_kernel_dispatch",
-    "rocpd_memory_copy",     "rocpd_memory_allocate"};
+inline constexpr std::array<std::string_view, 20> table_names = {"rocpd_metadata",
+                                                                 "rocpd_string",
+                                                                 "rocpd_info_node",
+                                                                 "rocpd_info_process",
+                                                                 "rocpd_info_thread",
+                                                                 "rocpd_info_agent",
+                                                                 "rocpd_info_queue",
+                                                                 "rocpd_info_stream",
+                                                                 "rocpd_info_pmc",
+                                                                 "rocpd_info_code_object",
+                                                                 "rocpd_info_kernel_symbol",
+                                                                 "rocpd_track",
+                                                                 "rocpd_event",
+                                                                 "rocpd_arg",
+                                                                 "rocpd_pmc_event",
+                                                                 "rocpd_region",
+                                                                 "rocpd_sample",
+                                                                 "rocpd_kernel_dispatch",
+                                                                 "rocpd_memory_copy",
+                                                                 "rocpd_memory_allocate"};
 
 /// The analysis views `rocpd_schema_sql` creates on top of the unsuffixed views (ROCm 7.0's
 /// data_views.sql and summary_views.sql, the ones our tools and rocprofv3's tests query).
 inline constexpr std::array<std::string_view, 23> analysis_view_names = {
-    "code_objects",          "kernel_symbols",      "processes",          "threads",
-    "regions",               "region_args",         "samples",            "sample_regions",
-    "regions_and_samples",   "kernels",             "pmc_info",           "pmc_events",
-    "memory_copies",         "memory_allocations",  "scratch_memory",     "counters_collection",
-    "top_kernels",           "busy",                "top",                "kernel_summary",
-    "kernel_summary_region", "memory_copy_summary", "memory_allocation_summary"};
+    "code_objects",
+    "kernel_symbols",
+    "processes",
+    "threads",
+    "regions",
+    "region_args",
+    "samples",
+    "sample_regions",
+    "regions_and_samples",
+    "kernels",
+    "pmc_info",
+    "pmc_events",
+    "memory_copies",
+    "memory_allocations",
+    "scratch_memory",
+    "counters_collection",
+    "top_kernels",
+    "busy",
+    "top",
+    "kernel_summary",
+    "kernel_summary_region",
+    "memory_copy_summary",
+    "memory_allocation_summary"};
 
 /// The whole DDL of schema 3.0.0 with its metadata rows, in rocprofv3's load order: the suffixed
 /// tables, the unsuffixed pass-through views, the data views, the summary views, then the metadata

@@ -1,11 +1,10 @@
 #include "stages/trace/rocpd_writer.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <unistd.h>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -34,8 +33,12 @@ std::uint64_t fnv1a(std::string_view text) {
 class insert {
 public:
   insert() = default;
-  insert(sqlite::connection& db, std::string table, std::string_view columns, std::size_t batch_rows,
-         const std::string& file, const char* what)
+  insert(sqlite::connection& db,
+         std::string table,
+         std::string_view columns,
+         std::size_t batch_rows,
+         const std::string& file,
+         const char* what)
       : db_(&db), table_(std::move(table)), columns_text_(columns), file_(&file), what_(what),
         batch_rows_(batch_rows) {
     columns_ = 1;
@@ -69,7 +72,9 @@ public:
     cells_.emplace_back(std::string(value));
     return *this;
   }
-  insert& json_text(std::string_view value) { return text(value.empty() ? std::string_view("{}") : value); }
+  insert& json_text(std::string_view value) {
+    return text(value.empty() ? std::string_view("{}") : value);
+  }
   insert& json(const nlohmann::json& value) {
     return text(value.is_null() ? std::string("{}") : value.dump());
   }
@@ -170,7 +175,9 @@ std::string normalize_guid(std::string uuid) {
 /// Lets the string map be searched with a string_view, without building a std::string per lookup.
 struct string_hash {
   using is_transparent = void;
-  std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+  std::size_t operator()(std::string_view text) const {
+    return std::hash<std::string_view>{}(text);
+  }
 };
 
 } // namespace
@@ -221,7 +228,9 @@ struct writer::impl {
     }
   }
 
-  insert prepare(std::string_view table, std::string_view columns, const char* what,
+  insert prepare(std::string_view table,
+                 std::string_view columns,
+                 const char* what,
                  std::size_t batch_rows = 1) {
     return insert(db, std::string(table) + suffix, columns, batch_rows, file, what);
   }
@@ -251,22 +260,26 @@ struct writer::impl {
     return id;
   }
 
-  std::int64_t event(std::string_view category, std::int64_t stack_id, std::int64_t parent_stack_id,
-                     std::int64_t correlation_id, std::string_view extdata) {
+  std::int64_t event(std::string_view category,
+                     std::int64_t stack_id,
+                     std::int64_t parent_stack_id,
+                     std::int64_t correlation_id,
+                     std::string_view extdata) {
     const std::int64_t category_id = intern(category);
     last_event = next_event_id++;
     event_insert.i64(last_event)
-                     .i64(category_id)
-                     .i64(stack_id)
-                     .i64(parent_stack_id)
-                     .i64(correlation_id)
-                     .json_text(extdata)
-                     .run();
+        .i64(category_id)
+        .i64(stack_id)
+        .i64(parent_stack_id)
+        .i64(correlation_id)
+        .json_text(extdata)
+        .run();
     return last_event;
   }
 };
 
-writer::writer(const std::filesystem::path& path, std::string uuid) : impl_(std::make_unique<impl>()) {
+writer::writer(const std::filesystem::path& path, std::string uuid)
+    : impl_(std::make_unique<impl>()) {
   impl& w = *impl_;
   w.path = path;
   w.file = path.string();
@@ -280,7 +293,8 @@ writer::writer(const std::filesystem::path& path, std::string uuid) : impl_(std:
   std::error_code ec;
   std::filesystem::remove(path, ec); // rocprofv3 replaces an existing file too
   try {
-    w.db = sqlite::connection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+    w.db =
+        sqlite::connection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
   } catch (const sqlite::sqlite_error& error) {
     throw rocpd_error(w.file + ": cannot create the rocpd database: " + error.sqlite_message() +
                       "; fix: check that the folder exists and is writable");
@@ -295,47 +309,55 @@ writer::writer(const std::filesystem::path& path, std::string uuid) : impl_(std:
 
   constexpr std::size_t batch = 64; // rows per statement for the high-volume tables
   w.string_insert = w.prepare("rocpd_string", "string", "a string");
-  w.node_insert = w.prepare("rocpd_info_node", "id, hash, machine_id, system_name, hostname, "
-                                               "release, version, hardware_name, domain_name", "a node");
-  w.process_insert = w.prepare("rocpd_info_process", "id, nid, ppid, pid, init, fini, start, \"end\", "
-                                                     "command, environment, extdata", "a process");
-  w.thread_insert =
-      w.prepare("rocpd_info_thread", "id, nid, ppid, pid, tid, name, start, \"end\", extdata",
-                              "a thread");
+  w.node_insert = w.prepare("rocpd_info_node",
+                            "id, hash, machine_id, system_name, hostname, "
+                            "release, version, hardware_name, domain_name",
+                            "a node");
+  w.process_insert = w.prepare("rocpd_info_process",
+                               "id, nid, ppid, pid, init, fini, start, \"end\", "
+                               "command, environment, extdata",
+                               "a process");
+  w.thread_insert = w.prepare("rocpd_info_thread",
+                              "id, nid, ppid, pid, tid, name, start, \"end\", extdata", "a thread");
   w.agent_insert = w.prepare("rocpd_info_agent",
                              "id, nid, pid, type, absolute_index, logical_index, type_index, uuid, "
                              "name, model_name, vendor_name, product_name, user_name, extdata",
                              "an agent");
   w.queue_insert = w.prepare("rocpd_info_queue", "id, nid, pid, name", "a queue");
   w.stream_insert = w.prepare("rocpd_info_stream", "id, nid, pid, name", "a stream");
-  w.code_object_insert =
-      w.prepare("rocpd_info_code_object", "id, nid, pid, agent_id, uri, load_base, load_size, "
-                                          "load_delta, storage_type, extdata", "a code object");
-  w.symbol_insert = w.prepare(
-      "rocpd_info_kernel_symbol",
-      "id, nid, pid, code_object_id, kernel_name, display_name, kernel_object, kernarg_segment_size, "
-      "kernarg_segment_alignment, group_segment_size, private_segment_size, sgpr_count, "
-      "arch_vgpr_count, accum_vgpr_count, extdata", "a kernel symbol");
-  w.event_insert =
-      w.prepare("rocpd_event", "id, category_id, stack_id, parent_stack_id, correlation_id, extdata",
-                "events", batch);
+  w.code_object_insert = w.prepare("rocpd_info_code_object",
+                                   "id, nid, pid, agent_id, uri, load_base, load_size, "
+                                   "load_delta, storage_type, extdata",
+                                   "a code object");
+  w.symbol_insert =
+      w.prepare("rocpd_info_kernel_symbol",
+                "id, nid, pid, code_object_id, kernel_name, display_name, kernel_object, "
+                "kernarg_segment_size, "
+                "kernarg_segment_alignment, group_segment_size, private_segment_size, sgpr_count, "
+                "arch_vgpr_count, accum_vgpr_count, extdata",
+                "a kernel symbol");
+  w.event_insert = w.prepare("rocpd_event",
+                             "id, category_id, stack_id, parent_stack_id, correlation_id, extdata",
+                             "events", batch);
   w.dispatch_insert = w.prepare(
       "rocpd_kernel_dispatch",
       "id, nid, pid, tid, agent_id, kernel_id, dispatch_id, queue_id, stream_id, start, \"end\", "
       "private_segment_size, group_segment_size, workgroup_size_x, workgroup_size_y, "
       "workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, region_name_id, event_id, extdata",
       "kernel dispatches", batch);
-  w.copy_insert = w.prepare("rocpd_memory_copy",
-                            "id, nid, pid, tid, start, \"end\", name_id, dst_agent_id, dst_address, "
-                            "src_agent_id, src_address, size, queue_id, stream_id, region_name_id, "
-                            "event_id",
-                            "memory copies", batch);
-  w.region_insert =
-      w.prepare("rocpd_region", "id, nid, pid, tid, start, \"end\", name_id, event_id", "regions", batch);
+  w.copy_insert =
+      w.prepare("rocpd_memory_copy",
+                "id, nid, pid, tid, start, \"end\", name_id, dst_agent_id, dst_address, "
+                "src_agent_id, src_address, size, queue_id, stream_id, region_name_id, "
+                "event_id",
+                "memory copies", batch);
+  w.region_insert = w.prepare(
+      "rocpd_region", "id, nid, pid, tid, start, \"end\", name_id, event_id", "regions", batch);
   w.pmc_info_insert = w.prepare("rocpd_info_pmc",
                                 "id, nid, pid, agent_id, target_arch, name, symbol, description, "
                                 "component, value_type, block, expression, is_constant, "
-                                "is_derived, extdata", "a counter definition");
+                                "is_derived, extdata",
+                                "a counter definition");
   w.pmc_event_insert =
       w.prepare("rocpd_pmc_event", "id, event_id, pmc_id, value", "counter values", batch);
   // rocprofv3 always inserts the empty string: the region name of a dispatch without a region.
@@ -470,14 +492,17 @@ std::int64_t writer::add_kernel_symbol(const kernel_symbol_info& symbol) {
       .run();
 }
 
-std::int64_t writer::add_string(std::string_view text) { return impl_->intern(text); }
+std::int64_t writer::add_string(std::string_view text) {
+  return impl_->intern(text);
+}
 
 std::int64_t writer::add_event(const event_info& event) {
   return impl_->event(event.category, event.stack_id, event.parent_stack_id, event.correlation_id,
                       event.extdata);
 }
 
-std::int64_t writer::add_event(std::string_view category, std::int64_t correlation_id,
+std::int64_t writer::add_event(std::string_view category,
+                               std::int64_t correlation_id,
                                const nlohmann::json& extdata) {
   const std::string text = extdata.is_null() ? std::string("{}") : extdata.dump();
   return impl_->event(category, 0, 0, correlation_id, text);
@@ -485,7 +510,8 @@ std::int64_t writer::add_event(std::string_view category, std::int64_t correlati
 
 std::int64_t writer::add_dispatch(const dispatch_info& dispatch) {
   impl& w = *impl_;
-  const std::int64_t dispatch_id = dispatch.dispatch_id != 0 ? dispatch.dispatch_id : w.next_dispatch_id;
+  const std::int64_t dispatch_id =
+      dispatch.dispatch_id != 0 ? dispatch.dispatch_id : w.next_dispatch_id;
   w.next_dispatch_id = dispatch_id + 1;
   std::int64_t event_id = dispatch.event_id;
   if (event_id == 0) {
@@ -606,7 +632,9 @@ std::int64_t writer::add_pmc_event(std::int64_t event_id, std::int64_t pmc_id, d
   return id;
 }
 
-std::int64_t writer::last_event_id() const { return impl_->last_event; }
+std::int64_t writer::last_event_id() const {
+  return impl_->last_event;
+}
 
 void writer::commit() {
   impl& w = *impl_;
@@ -617,9 +645,15 @@ void writer::commit() {
   w.in_transaction = true;
 }
 
-const std::filesystem::path& writer::path() const { return impl_->path; }
-const std::string& writer::guid() const { return impl_->guid; }
-const std::string& writer::uuid_suffix() const { return impl_->suffix; }
+const std::filesystem::path& writer::path() const {
+  return impl_->path;
+}
+const std::string& writer::guid() const {
+  return impl_->guid;
+}
+const std::string& writer::uuid_suffix() const {
+  return impl_->suffix;
+}
 
 std::string writer::generate_uuid() {
   // UUIDv7 layout: 48-bit Unix ms, version 7, 12 random bits, variant 10, 62 random bits. The seed
@@ -632,7 +666,8 @@ std::string writer::generate_uuid() {
       (static_cast<std::uint64_t>(device()) << 32) ^ device() ^
       (static_cast<std::uint64_t>(getpid()) << 16) ^
       static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
-  const std::uint64_t high = (static_cast<std::uint64_t>(ms) << 16) | 0x7000u | (random() & 0x0fffu);
+  const std::uint64_t high =
+      (static_cast<std::uint64_t>(ms) << 16) | 0x7000u | (random() & 0x0fffu);
   const std::uint64_t low = (random() & 0x3fffffffffffffffull) | 0x8000000000000000ull;
   char text[37];
   std::snprintf(text, sizeof text, "%08llx-%04llx-%04llx-%04llx-%012llx",

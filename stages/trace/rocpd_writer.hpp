@@ -1,8 +1,8 @@
 #pragma once
 /// Writes rocpd databases (schema 3.0.0) the way rocprofv3 does: one file per process, suffixed
-/// tables with unsuffixed and analysis views, explicit native ids (pid, tid, agent node id, queue and
-/// stream handles, kernel id, dispatch id). Used by the test fixtures, the benches and our CUPTI
-/// tracer, so that every consumer reads one format.
+/// tables with unsuffixed and analysis views, explicit native ids (pid, tid, agent node id, queue
+/// and stream handles, kernel id, dispatch id). Used by the test fixtures, the benches and our
+/// CUPTI tracer, so that every consumer reads one format.
 
 #include <array>
 #include <cstdint>
@@ -71,13 +71,14 @@ struct agent_info {
   std::int64_t absolute_index = 0;
   std::int64_t logical_index = 0;
   std::int64_t type_index = 0;
-  std::int64_t uuid = 0;     ///< rocprofv3 stores the PCI device id here
-  std::string name;          ///< the target: "gfx90a", "gfx942", "sm_90"
-  std::string model_name;    ///< "mi200", "H100"
+  std::int64_t uuid = 0;  ///< rocprofv3 stores the PCI device id here
+  std::string name;       ///< the target: "gfx90a", "gfx942", "sm_90"
+  std::string model_name; ///< "mi200", "H100"
   std::string vendor_name = "AMD";
   std::string product_name; ///< marketing name
   std::string user_name;    ///< empty: product_name, as rocprofv3 fills it
-  nlohmann::json extdata = nlohmann::json::object(); ///< rocprofiler_agent_v0_t as JSON (cu_count, ...)
+  nlohmann::json extdata =
+      nlohmann::json::object(); ///< rocprofiler_agent_v0_t as JSON (cu_count, ...)
 };
 
 /// One loaded code object (rocpd_info_code_object).
@@ -115,7 +116,8 @@ struct kernel_symbol_info {
 
 /// One rocpd_event row: what an activity row hangs its category and correlation ids on.
 struct event_info {
-  std::string category; ///< rocprofiler buffer-tracing kind: "KERNEL_DISPATCH", "HIP_RUNTIME_API_EXT"
+  std::string
+      category; ///< rocprofiler buffer-tracing kind: "KERNEL_DISPATCH", "HIP_RUNTIME_API_EXT"
   std::int64_t stack_id = 0;        ///< internal correlation id
   std::int64_t parent_stack_id = 0; ///< internal id of the parent (the launching API call)
   std::int64_t correlation_id = 0;  ///< external correlation id
@@ -130,10 +132,10 @@ struct dispatch_info {
   std::int64_t tid = 0;
   std::int64_t agent_id = 0;
   std::int64_t kernel_id = 0;
-  std::int64_t queue_id = 0;  ///< 0: the process's "Default Queue"
-  std::int64_t stream_id = 0; ///< 0: the process's "Default Stream"
-  std::int64_t start_ns = 0;  ///< GPU begin timestamp
-  std::int64_t end_ns = 0;    ///< GPU end timestamp
+  std::int64_t queue_id = 0;             ///< 0: the process's "Default Queue"
+  std::int64_t stream_id = 0;            ///< 0: the process's "Default Stream"
+  std::int64_t start_ns = 0;             ///< GPU begin timestamp
+  std::int64_t end_ns = 0;               ///< GPU end timestamp
   std::int64_t private_segment_size = 0; ///< runtime scratch bytes per work-item
   std::int64_t group_segment_size = 0;   ///< runtime LDS bytes per workgroup (static + dynamic)
   std::array<std::int64_t, 3> workgroup{1, 1, 1};
@@ -231,7 +233,8 @@ public:
   std::int64_t add_string(std::string_view text);
   std::int64_t add_event(const event_info& event);
   /// Shorthand for add_event with a category, an external correlation id and JSON extdata.
-  std::int64_t add_event(std::string_view category, std::int64_t correlation_id,
+  std::int64_t add_event(std::string_view category,
+                         std::int64_t correlation_id,
                          const nlohmann::json& extdata = nlohmann::json::object());
   /// Returns the dispatch id.
   std::int64_t add_dispatch(const dispatch_info& dispatch);

@@ -20,7 +20,9 @@ bool by_total_then_name(const auto& a, const auto& b) {
 
 } // namespace
 
-std::span<const std::string_view> runtime_helper_prefixes() { return helper_prefixes; }
+std::span<const std::string_view> runtime_helper_prefixes() {
+  return helper_prefixes;
+}
 
 bool is_runtime_helper(std::string_view kernel_name) {
   return std::any_of(helper_prefixes.begin(), helper_prefixes.end(),
@@ -56,7 +58,8 @@ kernel_stats kernel_statistics(std::string name, std::vector<std::int64_t> durat
   return stats;
 }
 
-runtime_accumulator::runtime_accumulator(std::vector<agent_row> agents, std::vector<queue_row> queues,
+runtime_accumulator::runtime_accumulator(std::vector<agent_row> agents,
+                                         std::vector<queue_row> queues,
                                          std::vector<stream_row> streams)
     : agent_rows_(std::move(agents)), queue_rows_(std::move(queues)),
       stream_rows_(std::move(streams)) {}
@@ -118,7 +121,8 @@ runtime_summary runtime_accumulator::finish() const {
   }
   summary.total_gpu_ns = static_cast<double>(user_ns);
   summary.helper_gpu_ns = static_cast<double>(helper_ns);
-  std::sort(summary.kernels.begin(), summary.kernels.end(), by_total_then_name<kernel_stats, kernel_stats>);
+  std::sort(summary.kernels.begin(), summary.kernels.end(),
+            by_total_then_name<kernel_stats, kernel_stats>);
   std::sort(summary.helper_kernels.begin(), summary.helper_kernels.end(),
             by_total_then_name<kernel_stats, kernel_stats>);
   if (!summary.kernels.empty()) {
@@ -144,7 +148,8 @@ runtime_summary runtime_accumulator::finish() const {
     const auto& [database, pid, id] = k;
     for (const agent_row& agent : agent_rows_) {
       if (agent.database == database && agent.id == id) {
-        return (agent.name.empty() ? agent.type : agent.name) + " (agent " + std::to_string(id) + ")";
+        return (agent.name.empty() ? agent.type : agent.name) + " (agent " + std::to_string(id) +
+               ")";
       }
     }
     return "agent " + std::to_string(id);
@@ -167,9 +172,8 @@ runtime_summary runtime_accumulator::finish() const {
     }
     return "stream " + std::to_string(id) + " (pid " + std::to_string(pid) + ")";
   });
-  summary.per_process = collect(processes_, [](const key& k) {
-    return "pid " + std::to_string(std::get<1>(k));
-  });
+  summary.per_process =
+      collect(processes_, [](const key& k) { return "pid " + std::to_string(std::get<1>(k)); });
   return summary;
 }
 

@@ -13,8 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "stages/trace/rocpd_reader.hpp"
 #include "stages/statistics/statistics.hpp"
+#include "stages/trace/rocpd_reader.hpp"
 
 namespace rpl::stages::rocpd {
 
@@ -59,7 +59,7 @@ struct runtime_summary {
   std::vector<group_total> per_queue;   ///< "Queue 1 (pid 4242)": queue handles are per process
   std::vector<group_total> per_stream;  ///< "Default Stream (pid 4242)"
   std::vector<group_total> per_process; ///< "pid 4242"
-  std::string dominant_kernel; ///< the user kernel with the largest total; empty if none
+  std::string dominant_kernel;          ///< the user kernel with the largest total; empty if none
 };
 
 /// Accumulates dispatches one at a time; memory is one int64 per dispatch (8 MB per million) plus
@@ -67,7 +67,8 @@ struct runtime_summary {
 class runtime_accumulator {
 public:
   /// Labels for agents, queues and streams come from these rows (matched by database and id).
-  runtime_accumulator(std::vector<agent_row> agents, std::vector<queue_row> queues,
+  runtime_accumulator(std::vector<agent_row> agents,
+                      std::vector<queue_row> queues,
                       std::vector<stream_row> streams);
   /// Takes the labels from `source`'s info tables.
   explicit runtime_accumulator(const reader& source);
@@ -126,7 +127,8 @@ struct run_stability {
   double median = 0;
   double stddev = 0; ///< sample stddev (n - 1)
   double cv = 0;
-  stability_class stability = stability_class::stable; ///< classify_cv: ≤ 0.05 stable, ≤ 0.10 moderate
+  stability_class stability =
+      stability_class::stable; ///< classify_cv: ≤ 0.05 stable, ≤ 0.10 moderate
 };
 
 run_stability across_runs(const std::vector<runtime_summary>& runs);

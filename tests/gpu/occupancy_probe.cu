@@ -6,21 +6,22 @@
 // The variants cover registers per thread (register-heavy bodies with N live float accumulators,
 // and __launch_bounds__ caps), static shared memory (0, 1, 8, 20, 40 KiB), dynamic shared memory
 // (0 .. the opt-in maximum, set with cudaFuncAttributeMaxDynamicSharedMemorySize) and block sizes
-// 32 .. 1024, so that each limiter (registers, shared memory, warps, blocks per SM) binds somewhere.
-// The kernels are never launched: only their compiled attributes (cudaFuncGetAttributes: numRegs,
-// sharedSizeBytes, maxThreadsPerBlock) matter.
+// 32 .. 1024, so that each limiter (registers, shared memory, warps, blocks per SM) binds
+// somewhere. The kernels are never launched: only their compiled attributes (cudaFuncGetAttributes:
+// numRegs, sharedSizeBytes, maxThreadsPerBlock) matter.
 //
 // Output on stdout, one line each:
 //   {"kernel": ..., "block": b, "regs": r, "static_smem": s, "dynamic_smem": d,
 //    "blocks_per_sm": n, "device": "sm_90", "name": "<prop.name>", ...}
-// Notes go to stdout between the JSON lines (one stream, so they never split a line); errors to stderr. Exit codes: 0 done, 77 no CUDA device (skip), 1 a CUDA error.
-
-#include <cuda_runtime.h>
+// Notes go to stdout between the JSON lines (one stream, so they never split a line); errors to
+// stderr. Exit codes: 0 done, 77 no CUDA device (skip), 1 a CUDA error.
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
+
+#include <cuda_runtime.h>
 
 namespace {
 
@@ -35,8 +36,7 @@ void check(cudaError_t status, const char* what, const char* file, int line) {
 #define RPL_CUDA_CHECK(expr) check((expr), #expr, __FILE__, __LINE__)
 
 /// Shared memory of STATIC_BYTES bytes (none for 0), touched so the compiler keeps it.
-template <int STATIC_BYTES>
-struct static_smem {
+template <int STATIC_BYTES> struct static_smem {
   __device__ static float touch(float v) {
     __shared__ float buffer[STATIC_BYTES / sizeof(float)];
     constexpr unsigned count = STATIC_BYTES / sizeof(float);
@@ -45,15 +45,13 @@ struct static_smem {
     return buffer[(threadIdx.x + 1) % count];
   }
 };
-template <>
-struct static_smem<0> {
+template <> struct static_smem<0> {
   __device__ static float touch(float v) { return v; }
 };
 
 /// N float accumulators that stay live across a loop: about N registers per thread (the
 /// compiler caps it at 255, or at what __launch_bounds__ allows, spilling the rest).
-template <int N>
-__device__ float accumulate(const float* in, int iterations) {
+template <int N> __device__ float accumulate(const float* in, int iterations) {
   float acc[N];
 #pragma unroll
   for (int i = 0; i < N; ++i)
@@ -125,16 +123,26 @@ std::string json_escape(const std::string& text) {
 
 } // namespace
 
-#define RPL_HEAVY(N, S) variant{"heavy_n" #N "_s" #S, heavy<N, S>, true, false}
-#define RPL_HEAVY_FIXED(N, S) variant{"heavy_n" #N "_s" #S, heavy<N, S>, false, false}
-#define RPL_BOUNDED(T, B, N) variant{"bounded_t" #T "_b" #B "_n" #N, bounded<T, B, N>, true, true}
+#define RPL_HEAVY(N, S)                                                                            \
+  variant {                                                                                        \
+    "heavy_n" #N "_s" #S, heavy<N, S>, true, false                                                 \
+  }
+#define RPL_HEAVY_FIXED(N, S)                                                                      \
+  variant {                                                                                        \
+    "heavy_n" #N "_s" #S, heavy<N, S>, false, false                                                \
+  }
+#define RPL_BOUNDED(T, B, N)                                                                       \
+  variant {                                                                                        \
+    "bounded_t" #T "_b" #B "_n" #N, bounded<T, B, N>, true, true                                   \
+  }
 
 int main() {
   int device_count = 0;
   const cudaError_t count_status = cudaGetDeviceCount(&device_count);
   if (count_status != cudaSuccess || device_count == 0) {
     std::fprintf(stderr, "occupancy_probe: no CUDA device (%s: %s); skipping\n",
-                 count_status == cudaSuccess ? "cudaGetDeviceCount" : cudaGetErrorName(count_status),
+                 count_status == cudaSuccess ? "cudaGetDeviceCount"
+                                             : cudaGetErrorName(count_status),
                  count_status == cudaSuccess ? "0 devices" : cudaGetErrorString(count_status));
     return 77;
   }
@@ -182,9 +190,9 @@ int main() {
   };
   const std::vector<int> blocks{32, 64, 96, 128, 256, 512, 768, 1024};
   const std::vector<std::size_t> dynamic_sizes{
-      0,          1024,       4 * 1024,   12 * 1024,  16 * 1024,  32 * 1024,  48 * 1024,
-      56 * 1024,  57 * 1024,  64 * 1024,  76 * 1024,  100 * 1024, 113 * 1024, 150 * 1024,
-      200 * 1024, 226 * 1024, 227 * 1024};
+      0,          1024,       4 * 1024,   12 * 1024,  16 * 1024, 32 * 1024,
+      48 * 1024,  56 * 1024,  57 * 1024,  64 * 1024,  76 * 1024, 100 * 1024,
+      113 * 1024, 150 * 1024, 200 * 1024, 226 * 1024, 227 * 1024};
 
   int lines = 0;
   int skipped = 0;
@@ -223,9 +231,9 @@ int main() {
         const cudaError_t status =
             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, v.fn, block, dynamic);
         if (over_limit && status != cudaSuccess) {
-          std::fprintf(stdout, "occupancy_probe: %s block %d (over its limit of %d): %s; not compared\n",
-                       v.name.c_str(), block, attributes.maxThreadsPerBlock,
-                       cudaGetErrorName(status));
+          std::fprintf(
+              stdout, "occupancy_probe: %s block %d (over its limit of %d): %s; not compared\n",
+              v.name.c_str(), block, attributes.maxThreadsPerBlock, cudaGetErrorName(status));
           (void)cudaGetLastError();
           ++skipped;
           continue;

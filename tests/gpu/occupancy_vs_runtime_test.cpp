@@ -4,8 +4,6 @@
 // gives the same blocks per SM for every one. Skips without an NVIDIA GPU (the probe exits 77) or
 // without the probe (built only with -DRPL_BUILD_CUDA=ON).
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +12,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -148,8 +147,8 @@ TEST(OccupancyVsRuntime, ModelMatchesCudaOccupancyCalculatorForEveryProbedKernel
              << line.static_smem << " B static + " << line.dynamic_smem
              << " B dynamic shared (lds_bytes " << kernel.lds_bytes << ") on " << line.device
              << ": runtime " << line.blocks_per_sm << " blocks/SM, model "
-             << model.active_workgroups_per_cu << " (limiter " << to_string(model.limiter)
-             << ", " << model.active_waves_per_simd << " warps/SM; warps/SM each resource allows:";
+             << model.active_workgroups_per_cu << " (limiter " << to_string(model.limiter) << ", "
+             << model.active_waves_per_simd << " warps/SM; warps/SM each resource allows:";
       for (const auto& [resource, warps] : model.limit_by_resource)
         detail << " " << resource << "=" << warps;
       detail << ")  line: " << line.json.dump();

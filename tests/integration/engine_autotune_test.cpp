@@ -1,9 +1,8 @@
-#include <gtest/gtest.h>
-
+#include <future>
 #include <signal.h>
 #include <unistd.h>
 
-#include <future>
+#include <gtest/gtest.h>
 
 #include "engine/autotune/autotune.hpp"
 #include "support/test_support.hpp"
@@ -56,7 +55,7 @@ TEST_F(autotune_test, a_full_sweep_records_every_outcome_with_its_reason) {
   const auto& ok = by_mode(result, 0);
   EXPECT_EQ(ok.status, "ok");
   EXPECT_EQ(ok.stats.n, 3u);
-  EXPECT_GE(ok.stats.min, 1e6);  // it sleeps 1 ms
+  EXPECT_GE(ok.stats.min, 1e6); // it sleeps 1 ms
   EXPECT_EQ(result.winner_key, ok.key);
 
   const auto& crash = by_mode(result, 1);
@@ -80,7 +79,8 @@ TEST_F(autotune_test, a_full_sweep_records_every_outcome_with_its_reason) {
 }
 
 TEST_F(autotune_test, a_compile_worker_killed_mid_sweep_loses_no_candidate) {
-  auto o = options(R"({"params": {"MODE": [0], "SLEEP_US": [1000, 1100, 1200, 1300, 1400, 1500, 1600, 1700, 1800, 1900]}})");
+  auto o = options(
+      R"({"params": {"MODE": [0], "SLEEP_US": [1000, 1100, 1200, 1300, 1400, 1500, 1600, 1700, 1800, 1900]}})");
   std::atomic<int> killed{0};
   std::atomic<pid_t> victim{0};
   const auto result = run_autotune(
@@ -120,7 +120,8 @@ TEST_F(autotune_test, a_second_session_with_resume_measures_nothing_twice) {
 }
 
 TEST_F(autotune_test, stopping_finishes_in_flight_candidates_and_marks_the_run_interrupted) {
-  auto o = options(R"({"params": {"MODE": [0], "SLEEP_US": [1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007]}})");
+  auto o = options(
+      R"({"params": {"MODE": [0], "SLEEP_US": [1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007]}})");
   o.compile_workers = 1;
   o.max_in_flight = 1;
   const auto result = run_autotune(
@@ -162,5 +163,5 @@ TEST_F(autotune_test, bad_input_is_refused_before_a_run_is_written) {
   EXPECT_FALSE(std::filesystem::exists(o.db));
 }
 
-}  // namespace
-}  // namespace rpl::engine
+} // namespace
+} // namespace rpl::engine

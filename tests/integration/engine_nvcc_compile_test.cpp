@@ -56,7 +56,8 @@ template __global__ void accumulate<TILE>(const float*, float*);
   for (const auto& c : result.candidates) {
     EXPECT_EQ(c.compile_status, "ok") << c.reason;
   }
-  const auto rows = rpl::testing::query_texts(o.db, "SELECT resources_json FROM artifacts ORDER BY key");
+  const auto rows =
+      rpl::testing::query_texts(o.db, "SELECT resources_json FROM artifacts ORDER BY key");
   ASSERT_EQ(rows.size(), 2u);
   for (const auto& text : rows) {
     const auto resources = nlohmann::json::parse(text);
@@ -74,5 +75,5 @@ template __global__ void accumulate<TILE>(const float*, float*);
   EXPECT_EQ(shared, (std::set<long long>{1024, 4096}));
 }
 
-}  // namespace
-}  // namespace rpl::engine
+} // namespace
+} // namespace rpl::engine

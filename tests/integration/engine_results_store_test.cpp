@@ -126,5 +126,5 @@ TEST(results_store, an_unwritable_path_is_refused_with_a_fix) {
   }
 }
 
-}  // namespace
-}  // namespace rpl::engine
+} // namespace
+} // namespace rpl::engine

@@ -1,12 +1,12 @@
 // The tuning graph and the autotune session with fakes for every seam: no compiler, no broker, no
 // process. A whole candidate goes through the graph and the test asserts what was stored.
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <map>
 #include <mutex>
 #include <set>
+
+#include <gtest/gtest.h>
 
 #include "engine/autotune/autotune_inputs.hpp"
 #include "engine/autotune/autotune_session.hpp"
@@ -171,7 +171,7 @@ TEST(engine_tuning_graph, every_candidate_is_recorded_once_and_failed_builds_ski
   std::vector<testing::fake_lane*> fakes;
   for (int i = 0; i < 2; ++i) {
     auto lane = make_fake_lane("fake" + std::to_string(i), medians);
-    lane->sleep_for(std::chrono::milliseconds(2));  // busy lanes, so the router must spread the load
+    lane->sleep_for(std::chrono::milliseconds(2)); // busy lanes, so the router must spread the load
     fakes.push_back(lane.get());
     lanes.push_back(std::make_unique<lane_worker>(std::move(lane), -1));
   }
@@ -255,10 +255,13 @@ protected:
   }
 
   /// One session over the space: MODE 1 crashes, MODE 3 fails to build, MODE 2 is fastest.
-  autotune_counts run_session(const autotune_options& o, std::vector<stages::observation>* seen,
-                              std::string* winner, std::size_t* lane_calls) {
+  autotune_counts run_session(const autotune_options& o,
+                              std::vector<stages::observation>* seen,
+                              std::string* winner,
+                              std::size_t* lane_calls) {
     auto inputs = validate_inputs(o);
-    inputs.strategy = std::make_unique<recording_strategy>(inputs.space.configurations.size(), seen);
+    inputs.strategy =
+        std::make_unique<recording_strategy>(inputs.space.configurations.size(), seen);
     std::function<void(const autotune_progress&)> no_progress;
     std::atomic<bool> stop{false};
     autotune_session session(o, inputs, no_progress, stop);
@@ -298,7 +301,7 @@ TEST_F(autotune_session_test, stores_every_outcome_and_resume_replays_stored_res
   const auto counts = run_session(o, &first, &winner, &lane_calls);
   EXPECT_EQ(counts.completed, 4u);
   EXPECT_EQ(counts.failed, 2u);
-  EXPECT_EQ(lane_calls, 3u);  // the failed build never reached the lane
+  EXPECT_EQ(lane_calls, 3u); // the failed build never reached the lane
   EXPECT_EQ(query_int(o.db, "SELECT COUNT(*) FROM candidates WHERE status='ok'"), 2);
   EXPECT_EQ(query_int(o.db, "SELECT COUNT(*) FROM measurements"), 6);
   EXPECT_EQ(query_int(o.db, "SELECT COUNT(*) FROM artifacts WHERE hash IS NOT NULL"), 3);
@@ -306,7 +309,7 @@ TEST_F(autotune_session_test, stores_every_outcome_and_resume_replays_stored_res
   std::map<std::int64_t, stages::observation> by_mode;
   for (const auto& obs : first) {
     EXPECT_FALSE(obs.resumed);
-    by_mode[static_cast<std::int64_t>(obs.index)] = obs;  // index holds MODE (recording_strategy)
+    by_mode[static_cast<std::int64_t>(obs.index)] = obs; // index holds MODE (recording_strategy)
   }
   ASSERT_TRUE(by_mode[2].value_ns.has_value());
   EXPECT_NEAR(*by_mode[2].value_ns, 1e6, 1.0);
@@ -336,5 +339,5 @@ TEST_F(autotune_session_test, stores_every_outcome_and_resume_replays_stored_res
   EXPECT_EQ(query_int(o.db, "SELECT COUNT(*) FROM measurements"), 6);
 }
 
-}  // namespace
-}  // namespace rpl::engine
+} // namespace
+} // namespace rpl::engine

@@ -35,8 +35,9 @@ std::map<std::string, sql_kernel> sql_kernels(const std::vector<std::filesystem:
   std::map<std::string, sql_kernel> out;
   for (const auto& file : files) {
     sqlite_db db(file);
-    for (const auto& r : db.rows("SELECT name, COUNT(*), SUM(duration), MIN(duration), MAX(duration) "
-                                 "FROM kernels GROUP BY name")) {
+    for (const auto& r :
+         db.rows("SELECT name, COUNT(*), SUM(duration), MIN(duration), MAX(duration) "
+                 "FROM kernels GROUP BY name")) {
       sql_kernel& k = out[r[0]];
       k.count += std::stoll(r[1]);
       k.total += std::stoll(r[2]);
@@ -84,7 +85,8 @@ TEST_F(stages_rocpd_analysis, per_kernel_figures_equal_sql_over_the_kernels_view
     const std::size_t n = e.durations.size();
     const double median = n % 2 == 1 ? static_cast<double>(e.durations[n / 2])
                                      : (static_cast<double>(e.durations[n / 2 - 1]) +
-                                        static_cast<double>(e.durations[n / 2])) / 2.0;
+                                        static_cast<double>(e.durations[n / 2])) /
+                                           2.0;
     EXPECT_DOUBLE_EQ(a.median_ns, median);
     const std::size_t rank = static_cast<std::size_t>(std::ceil(0.95 * static_cast<double>(n)));
     EXPECT_DOUBLE_EQ(a.p95_ns, static_cast<double>(e.durations[rank - 1]));
@@ -92,7 +94,8 @@ TEST_F(stages_rocpd_analysis, per_kernel_figures_equal_sql_over_the_kernels_view
   }
   // AVG straight from SQL agrees too (single file, where SQL can compute it alone).
   sqlite_db first(trace_.first);
-  const auto avg_rows = first.rows("SELECT name, AVG(duration) FROM kernels WHERE name = 'layernorm'");
+  const auto avg_rows =
+      first.rows("SELECT name, AVG(duration) FROM kernels WHERE name = 'layernorm'");
   ASSERT_EQ(avg_rows.size(), 1u);
   EXPECT_NEAR(actual["layernorm"].mean_ns, std::stod(avg_rows[0][1]), 1e-9);
 }
@@ -112,26 +115,32 @@ TEST_F(stages_rocpd_analysis, totals_span_and_groups_equal_sql_over_the_tables) 
   std::map<std::string, std::int64_t> per_process;
   for (const auto& file : {trace_.first, trace_.second}) {
     sqlite_db db(file);
-    user += db.integer("SELECT SUM(duration) FROM kernels WHERE name NOT LIKE '\\_\\_amd\\_rocclr\\_%' ESCAPE '\\'");
-    helper += db.integer("SELECT SUM(duration) FROM kernels WHERE name LIKE '\\_\\_amd\\_rocclr\\_%' ESCAPE '\\'");
+    user += db.integer("SELECT SUM(duration) FROM kernels WHERE name NOT LIKE "
+                       "'\\_\\_amd\\_rocclr\\_%' ESCAPE '\\'");
+    helper += db.integer(
+        "SELECT SUM(duration) FROM kernels WHERE name LIKE '\\_\\_amd\\_rocclr\\_%' ESCAPE '\\'");
     count += db.integer("SELECT COUNT(*) FROM rocpd_kernel_dispatch");
     first_start = std::min(first_start, db.integer("SELECT MIN(start) FROM rocpd_kernel_dispatch"));
     last_end = std::max(last_end, db.integer("SELECT MAX(\"end\") FROM rocpd_kernel_dispatch"));
-    for (const auto& row : db.rows("SELECT A.name || ' (agent ' || K.agent_id || ')', SUM(K.\"end\" - K.start) "
-                                   "FROM rocpd_kernel_dispatch K JOIN rocpd_info_agent A ON A.id = K.agent_id "
-                                   "GROUP BY K.agent_id")) {
+    for (const auto& row :
+         db.rows("SELECT A.name || ' (agent ' || K.agent_id || ')', SUM(K.\"end\" - K.start) "
+                 "FROM rocpd_kernel_dispatch K JOIN rocpd_info_agent A ON A.id = K.agent_id "
+                 "GROUP BY K.agent_id")) {
       per_agent[row[0]] += std::stoll(row[1]);
     }
-    for (const auto& row : db.rows("SELECT queue || ' (pid ' || pid || ')', SUM(duration) FROM kernels "
-                                   "GROUP BY queue_id")) {
+    for (const auto& row :
+         db.rows("SELECT queue || ' (pid ' || pid || ')', SUM(duration) FROM kernels "
+                 "GROUP BY queue_id")) {
       per_queue[row[0]] += std::stoll(row[1]);
     }
-    for (const auto& row : db.rows("SELECT stream || ' (pid ' || pid || ')', SUM(duration) FROM kernels "
-                                   "GROUP BY stream_id")) {
+    for (const auto& row :
+         db.rows("SELECT stream || ' (pid ' || pid || ')', SUM(duration) FROM kernels "
+                 "GROUP BY stream_id")) {
       per_stream[row[0]] += std::stoll(row[1]);
     }
-    for (const auto& row : db.rows("SELECT 'pid ' || pid, SUM(\"end\" - start) FROM rocpd_kernel_dispatch "
-                                   "GROUP BY pid")) {
+    for (const auto& row :
+         db.rows("SELECT 'pid ' || pid, SUM(\"end\" - start) FROM rocpd_kernel_dispatch "
+                 "GROUP BY pid")) {
       per_process[row[0]] += std::stoll(row[1]);
     }
   }
@@ -166,8 +175,9 @@ TEST_F(stages_rocpd_analysis, totals_span_and_groups_equal_sql_over_the_tables) 
       }
     }
   }
-  const auto top = std::max_element(totals.begin(), totals.end(),
-                                    [](const auto& a, const auto& b) { return a.second < b.second; });
+  const auto top = std::max_element(totals.begin(), totals.end(), [](const auto& a, const auto& b) {
+    return a.second < b.second;
+  });
   EXPECT_EQ(s.dominant_kernel, top->first);
   EXPECT_EQ(s.dominant_kernel, "softmax"); // 110 dispatches of ~2.2 µs over both processes
 }
@@ -178,7 +188,8 @@ TEST_F(stages_rocpd_analysis, rocprofv3_summary_views_agree_with_the_accounting)
   for (const auto& k : s.kernels) {
     SCOPED_TRACE(k.name);
     const auto rows = db.rows("SELECT calls, \"DURATION (nsec)\", \"MIN (nsec)\", \"MAX (nsec)\", "
-                              "\"AVERAGE (nsec)\" FROM kernel_summary WHERE name = '" + k.name + "'");
+                              "\"AVERAGE (nsec)\" FROM kernel_summary WHERE name = '" +
+                              k.name + "'");
     ASSERT_EQ(rows.size(), 1u);
     EXPECT_EQ(std::stoull(rows[0][0]), k.count);
     EXPECT_DOUBLE_EQ(std::stod(rows[0][1]), k.total_ns);
@@ -188,9 +199,11 @@ TEST_F(stages_rocpd_analysis, rocprofv3_summary_views_agree_with_the_accounting)
     EXPECT_EQ(db.integer("SELECT total_calls FROM top_kernels WHERE name = '" + k.name + "'"),
               static_cast<std::int64_t>(k.count));
   }
-  EXPECT_EQ(db.scalar("SELECT name FROM top_kernels WHERE name NOT LIKE '\\_\\_amd\\_rocclr\\_%' ESCAPE '\\' "
-                      "LIMIT 1"),
-            s.kernels.front().name);
+  EXPECT_EQ(
+      db.scalar(
+          "SELECT name FROM top_kernels WHERE name NOT LIKE '\\_\\_amd\\_rocclr\\_%' ESCAPE '\\' "
+          "LIMIT 1"),
+      s.kernels.front().name);
   EXPECT_EQ(db.integer("SELECT COUNT(*) FROM memory_copies"), 3);
   EXPECT_EQ(db.integer("SELECT COUNT(*) FROM regions WHERE name = 'hipLaunchKernel'"),
             static_cast<std::int64_t>(trace_.first_dispatches));

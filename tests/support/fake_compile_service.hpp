@@ -83,4 +83,4 @@ private:
   std::thread thread_;
 };
 
-}  // namespace rpl::testing
+} // namespace rpl::testing

@@ -39,4 +39,4 @@ inline std::vector<std::string> schema_errors(const nlohmann::json& document,
   return errors;
 }
 
-}  // namespace rpl::testing
+} // namespace rpl::testing

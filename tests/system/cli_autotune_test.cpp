@@ -1,9 +1,8 @@
-#include <gtest/gtest.h>
-
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <nlohmann/json.hpp>
 
 #include "support/json_schema.hpp"
@@ -20,10 +19,27 @@ using rpl::testing::temp_dir;
 
 std::vector<std::string> autotune_args(const std::filesystem::path& space,
                                        const std::filesystem::path& db) {
-  return {"autotune", "--space", space.string(), "--source", fixture("candidate.cpp").string(),
-          "--build-template", rpl::testing::fixture_build_template, "--cmd-template", "{BIN}",
-          "--runs", "3", "--warmup", "1", "--timeout", "1", "--compile-workers", "2",
-          "--heartbeat-ms", "100", "--db", db.string()};
+  return {"autotune",
+          "--space",
+          space.string(),
+          "--source",
+          fixture("candidate.cpp").string(),
+          "--build-template",
+          rpl::testing::fixture_build_template,
+          "--cmd-template",
+          "{BIN}",
+          "--runs",
+          "3",
+          "--warmup",
+          "1",
+          "--timeout",
+          "1",
+          "--compile-workers",
+          "2",
+          "--heartbeat-ms",
+          "100",
+          "--db",
+          db.string()};
 }
 
 std::vector<std::string> schema_errors(const nlohmann::json& document) {
@@ -98,10 +114,12 @@ TEST(cli, plain_output_has_a_table_and_the_winner_and_quiet_prints_only_the_runt
 struct bad_input {
   std::string name;
   std::vector<std::string> replace;  // flag, value
-  std::vector<std::string> expected;  // substrings of the error
+  std::vector<std::string> expected; // substrings of the error
 };
 
-void PrintTo(const bad_input& input, std::ostream* out) { *out << input.name; }
+void PrintTo(const bad_input& input, std::ostream* out) {
+  *out << input.name;
+}
 
 class cli_bad_input : public ::testing::TestWithParam<bad_input> {};
 
@@ -125,9 +143,12 @@ TEST_P(cli_bad_input, exits_2_naming_the_input_and_a_fix_and_writes_no_run) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    inputs, cli_bad_input,
+    inputs,
+    cli_bad_input,
     ::testing::Values(
-        bad_input{"json_syntax", {"--space", fixture("bad/syntax.json").string()}, {"syntax.json", "fix"}},
+        bad_input{"json_syntax",
+                  {"--space", fixture("bad/syntax.json").string()},
+                  {"syntax.json", "fix"}},
         bad_input{"unknown_parameter",
                   {"--space", fixture("bad/unknown-param.json").string()},
                   {"unknown-param.json", "constraints[", "fix"}},
@@ -137,10 +158,14 @@ INSTANTIATE_TEST_SUITE_P(
         bad_input{"empty_after_constraints",
                   {"--space", fixture("bad/empty-after-constraints.json").string()},
                   {"empty-after-constraints.json", "fix"}},
-        bad_input{"empty_params", {"--space", fixture("bad/empty-params.json").string()},
+        bad_input{"empty_params",
+                  {"--space", fixture("bad/empty-params.json").string()},
                   {"empty-params.json", "fix"}},
-        bad_input{"missing_space", {"--space", "/nonexistent/space.json"}, {"/nonexistent/space.json"}},
-        bad_input{"missing_source", {"--source", "/nonexistent/k.cpp"}, {"--source", "/nonexistent/k.cpp", "fix"}},
+        bad_input{
+            "missing_space", {"--space", "/nonexistent/space.json"}, {"/nonexistent/space.json"}},
+        bad_input{"missing_source",
+                  {"--source", "/nonexistent/k.cpp"},
+                  {"--source", "/nonexistent/k.cpp", "fix"}},
         bad_input{"unknown_placeholder",
                   {"--cmd-template", "{BIN} --tile {TILEX}"},
                   {"--cmd-template", "{TILEX}", "fix"}},
@@ -177,9 +202,7 @@ TEST(cli, an_engine_killed_mid_sweep_resumes_without_remeasuring_and_leaves_no_w
 
   // The parent-death signal takes the workers down with the engine.
   EXPECT_TRUE(rpl::testing::wait_until(
-      [&] {
-        return std::none_of(workers.begin(), workers.end(), rpl::testing::process_alive);
-      },
+      [&] { return std::none_of(workers.begin(), workers.end(), rpl::testing::process_alive); },
       5s));
 
   const auto done_before = query_int(db, "SELECT COUNT(*) FROM candidates");
@@ -238,8 +261,13 @@ TEST(cli, workers_on_other_hosts_connect_over_tcp_and_do_every_compile) {
   std::vector<workers::child_process> remote;
   for (int i = 0; i < 2; ++i) {
     workers::child_options worker_options;
-    worker_options.argv = {rpl::testing::rocm_perf.string(), "worker", "compile", "--connect",
-                           endpoint, "--heartbeat-ms", "100"};
+    worker_options.argv = {rpl::testing::rocm_perf.string(),
+                           "worker",
+                           "compile",
+                           "--connect",
+                           endpoint,
+                           "--heartbeat-ms",
+                           "100"};
     worker_options.capture_output = false;
     remote.push_back(workers::child_process::spawn(worker_options));
     ASSERT_TRUE(remote.back().launched());
@@ -273,5 +301,5 @@ TEST(cli, resume_without_a_matching_run_is_an_error) {
   EXPECT_NE(out.output.find("fix:"), std::string::npos) << out.output;
 }
 
-}  // namespace
-}  // namespace rpl
+} // namespace
+} // namespace rpl

@@ -8,14 +8,13 @@
 // Environment: FAKE_ROCPROF_DISPATCHES (per kernel, default 10), FAKE_ROCPROF_FAIL=1 (exit 1 like
 // a failing rocprofv3), FAKE_ROCPROF_NO_DISPATCHES=1 (a trace with no kernels).
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 #include "stages/trace/rocpd_writer.hpp"
@@ -59,7 +58,8 @@ int main(int argc, char** argv) {
   const pid_t pid = fork();
   if (pid == 0) {
     execvp(app[0], app.data());
-    std::fprintf(stderr, "rocprofv3 (test stand-in): cannot run %s: %s\n", app[0], std::strerror(errno));
+    std::fprintf(stderr, "rocprofv3 (test stand-in): cannot run %s: %s\n", app[0],
+                 std::strerror(errno));
     _exit(127);
   }
   int status = 0;
@@ -93,8 +93,11 @@ int main(int argc, char** argv) {
   agent.name = "gfx90a";
   agent.model_name = "aldebaran";
   agent.product_name = "AMD Instinct MI210";
-  agent.extdata = {{"cu_count", 104}, {"simd_per_cu", 4}, {"wave_front_size", 64},
-                   {"max_waves_per_cu", 32}, {"max_engine_clk_fcompute", 1700}};
+  agent.extdata = {{"cu_count", 104},
+                   {"simd_per_cu", 4},
+                   {"wave_front_size", 64},
+                   {"max_waves_per_cu", 32},
+                   {"max_engine_clk_fcompute", 1700}};
   const auto agent_id = db.add_agent(agent);
   rocpd::code_object_info code;
   code.nid = nid;
@@ -109,7 +112,8 @@ int main(int argc, char** argv) {
   };
   // gemm_tile launches with 16 KiB of dynamic LDS on top of its 16 KiB static LDS.
   const kernel kernels[] = {
-      {"gemm_tile(float const*, float const*, float*, int)", 128, 0, 48, 16384, 16384, 0, 256, 400000},
+      {"gemm_tile(float const*, float const*, float*, int)", 128, 0, 48, 16384, 16384, 0, 256,
+       400000},
       {"reduce_sum(float*, int)", 32, 0, 24, 4096, 0, 0, 1024, 50000},
       {"__amd_rocclr_fillBufferAligned", 8, 0, 16, 0, 0, 0, 256, 3000},
   };
@@ -117,7 +121,8 @@ int main(int argc, char** argv) {
   if (const char* n = std::getenv("FAKE_ROCPROF_DISPATCHES")) {
     dispatches = std::atoi(n);
   }
-  if (const char* none = std::getenv("FAKE_ROCPROF_NO_DISPATCHES"); none != nullptr && *none == '1') {
+  if (const char* none = std::getenv("FAKE_ROCPROF_NO_DISPATCHES");
+      none != nullptr && *none == '1') {
     dispatches = 0;
   }
   // Deterministic per-process jitter (±2 %), so repeated runs differ a little, as real ones do.
@@ -145,7 +150,8 @@ int main(int argc, char** argv) {
       d.agent_id = agent_id;
       d.kernel_id = kernel_id;
       d.start_ns = now;
-      d.end_ns = now + static_cast<std::int64_t>(static_cast<double>(k.duration_ns + i * 100) * jitter);
+      d.end_ns =
+          now + static_cast<std::int64_t>(static_cast<double>(k.duration_ns + i * 100) * jitter);
       d.workgroup = {k.block, 1, 1};
       d.grid = {k.block * 1024, 1, 1};
       d.group_segment_size = k.lds + k.dynamic_lds;

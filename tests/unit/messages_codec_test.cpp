@@ -7,7 +7,8 @@ namespace {
 
 TEST(codec, compile_request_round_trips_every_field) {
   compile_request request;
-  request.sources = {{"k.cpp", std::string("int main(){}\0binary", 19)}, {"inc/a.h", "#pragma once"}};
+  request.sources = {{"k.cpp", std::string("int main(){}\0binary", 19)},
+                     {"inc/a.h", "#pragma once"}};
   request.argv = {"g++", "-O2", "k.cpp", "-o", "{OUT}"};
   request.toolchain_id = "g++ 12.2";
   request.deadline_ms = 1234;
@@ -115,7 +116,7 @@ TEST(codec, malformed_bytes_are_a_decode_error_not_a_crash) {
   EXPECT_THROW(decode<compile_reply>(std::string_view("\xc1\xc1", 2)), decode_error);
   EXPECT_THROW(decode<compile_reply>(std::string_view("")), decode_error);
   msgpack::sbuffer buffer;
-  msgpack::pack(buffer, 42);  // not a map
+  msgpack::pack(buffer, 42); // not a map
   EXPECT_THROW(decode<compile_reply>(std::string_view(buffer.data(), buffer.size())), decode_error);
   // A field of the wrong type.
   msgpack::sbuffer wrong;
@@ -151,5 +152,5 @@ TEST(codec, frames_with_a_foreign_header_or_version_are_refused) {
   EXPECT_THROW(parse_frames(protocol_header, encode(env), body), decode_error);
 }
 
-}  // namespace
-}  // namespace rpl::messages
+} // namespace
+} // namespace rpl::messages

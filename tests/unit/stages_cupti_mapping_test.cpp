@@ -51,16 +51,21 @@ public:
   void add_code_object(const rocpd::code_object_info& code_object) override {
     code_objects.push_back(code_object);
   }
-  void add_kernel_symbol(const rocpd::kernel_symbol_info& symbol) override { symbols.push_back(symbol); }
+  void add_kernel_symbol(const rocpd::kernel_symbol_info& symbol) override {
+    symbols.push_back(symbol);
+  }
   void add_region(const rocpd::region_info& region) override { regions.push_back(region); }
-  void add_dispatch(const rocpd::dispatch_info& dispatch) override { dispatches.push_back(dispatch); }
+  void add_dispatch(const rocpd::dispatch_info& dispatch) override {
+    dispatches.push_back(dispatch);
+  }
   void add_memory_copy(const rocpd::event_info& event, rocpd::memory_copy_info copy) override {
     copies.emplace_back(event, std::move(copy));
   }
 
   const rocpd::region_info& region_named(const std::string& name) const {
     for (const auto& region : regions) {
-      if (region.name == name) return region;
+      if (region.name == name)
+        return region;
     }
     throw std::runtime_error("no region " + name);
   }
@@ -82,8 +87,11 @@ cupti_trace base_trace() {
   return trace;
 }
 
-kernel_record kernel(std::string_view name, std::uint32_t device, std::uint64_t start_ns,
-                     std::uint64_t end_ns, std::uint32_t correlation = 0) {
+kernel_record kernel(std::string_view name,
+                     std::uint32_t device,
+                     std::uint64_t start_ns,
+                     std::uint64_t end_ns,
+                     std::uint32_t correlation = 0) {
   kernel_record k;
   k.name = name;
   k.device_id = device;
@@ -95,7 +103,10 @@ kernel_record kernel(std::string_view name, std::uint32_t device, std::uint64_t 
   return k;
 }
 
-api_record api(std::uint32_t cbid, std::uint32_t correlation, std::uint32_t tid, std::uint64_t start_ns,
+api_record api(std::uint32_t cbid,
+               std::uint32_t correlation,
+               std::uint32_t tid,
+               std::uint64_t start_ns,
                bool driver = false) {
   api_record a;
   a.cbid = cbid;
@@ -171,8 +182,10 @@ TEST(stages_cupti_mapping, names_copies_memory_kinds_and_synchronizations_as_roc
   EXPECT_FALSE(host_side(memory_kind::managed));
   EXPECT_EQ(synchronization_name(synchronization_type::event_synchronize), "cudaEventSynchronize");
   EXPECT_EQ(synchronization_name(synchronization_type::stream_wait_event), "cudaStreamWaitEvent");
-  EXPECT_EQ(synchronization_name(synchronization_type::stream_synchronize), "cudaStreamSynchronize");
-  EXPECT_EQ(synchronization_name(synchronization_type::context_synchronize), "cudaDeviceSynchronize");
+  EXPECT_EQ(synchronization_name(synchronization_type::stream_synchronize),
+            "cudaStreamSynchronize");
+  EXPECT_EQ(synchronization_name(synchronization_type::context_synchronize),
+            "cudaDeviceSynchronize");
   EXPECT_EQ(synchronization_name(9), "CUDA_SYNCHRONIZATION_9");
 }
 
@@ -185,7 +198,8 @@ TEST(stages_cupti_mapping, names_kernels_without_a_name_and_keeps_text_printable
 }
 
 TEST(stages_cupti_mapping, records_the_environment_without_lists_and_binary_values) {
-  const char* environment[] = {"PATH=/usr/bin", "LIST=a;b", "BINARY=\x01", "NOEQUALS", "EMPTY=", nullptr};
+  const char* environment[] = {"PATH=/usr/bin", "LIST=a;b", "BINARY=\x01",
+                               "NOEQUALS",      "EMPTY=",   nullptr};
   EXPECT_EQ(environment_json(environment), json({{"PATH", "/usr/bin"}, {"EMPTY", ""}}));
   EXPECT_EQ(environment_json(nullptr), json::object());
 }
@@ -339,7 +353,8 @@ TEST(stages_cupti_mapping, maps_a_kernel_launch_to_a_dispatch_and_its_api_region
   ASSERT_EQ(sink.symbols.size(), 1u);
   EXPECT_EQ(sink.symbols[0].arch_vgpr_count, 64);
   ASSERT_EQ(sink.agents.size(), 1u);
-  EXPECT_EQ(sink.agents[0].extdata["unavailable"], "neither the driver nor CUPTI described this device");
+  EXPECT_EQ(sink.agents[0].extdata["unavailable"],
+            "neither the driver nor CUPTI described this device");
 }
 
 TEST(stages_cupti_mapping, orders_dispatches_by_gpu_start_and_keeps_zero_duration_kernels) {
@@ -511,9 +526,14 @@ TEST(stages_cupti_mapping, memsets_become_regions_with_ids_above_every_correlati
   EXPECT_EQ(r.tid, 5001);
   EXPECT_EQ(r.start_ns, 2000);
   EXPECT_EQ(r.end_ns, 2010);
-  EXPECT_EQ(json::parse(r.event_extdata),
-            json({{"device", 1}, {"context", 2}, {"cuda_stream", 4}, {"stream_id", 4}, {"bytes", 256},
-                  {"value", 7}, {"memory_kind", "DEVICE"}, {"gpu_timestamps", true}}));
+  EXPECT_EQ(json::parse(r.event_extdata), json({{"device", 1},
+                                                {"context", 2},
+                                                {"cuda_stream", 4},
+                                                {"stream_id", 4},
+                                                {"bytes", 256},
+                                                {"value", 7},
+                                                {"memory_kind", "DEVICE"},
+                                                {"gpu_timestamps", true}}));
 }
 
 TEST(stages_cupti_mapping, synchronizations_keep_only_meaningful_stream_and_event_ids) {
@@ -528,7 +548,7 @@ TEST(stages_cupti_mapping, synchronizations_keep_only_meaningful_stream_and_even
   stream_sync.correlation_id = 40;
   trace.syncs.push_back(stream_sync);
   synchronization_record future;
-  future.type = 9; // a type CUPTI may add later
+  future.type = 9;        // a type CUPTI may add later
   future.context_id = 77; // a context nobody described
   future.stream_id = ~0u;
   future.cuda_event_id = 3;
@@ -541,24 +561,29 @@ TEST(stages_cupti_mapping, synchronizations_keep_only_meaningful_stream_and_even
   EXPECT_EQ(first.name, "cudaStreamSynchronize");
   EXPECT_EQ(first.category, "CUDA_SYNCHRONIZATION");
   EXPECT_EQ(first.id, 41);
-  EXPECT_EQ(json::parse(first.event_extdata),
-            json({{"type", 3}, {"context", 1}, {"return_value", 0}, {"device", 0}, {"cuda_stream", 5},
-                  {"stream_id", 5}}));
+  EXPECT_EQ(json::parse(first.event_extdata), json({{"type", 3},
+                                                    {"context", 1},
+                                                    {"return_value", 0},
+                                                    {"device", 0},
+                                                    {"cuda_stream", 5},
+                                                    {"stream_id", 5}}));
   const rocpd::region_info& second = sink.regions[1];
   EXPECT_EQ(second.name, "CUDA_SYNCHRONIZATION_9");
   EXPECT_EQ(second.id, 42);
-  EXPECT_EQ(json::parse(second.event_extdata),
-            json({{"type", 9}, {"context", 77}, {"return_value", 0}, {"event_id", 3},
-                  {"event_sync_id", 12}}));
+  EXPECT_EQ(json::parse(second.event_extdata), json({{"type", 9},
+                                                     {"context", 77},
+                                                     {"return_value", 0},
+                                                     {"event_id", 3},
+                                                     {"event_sync_id", 12}}));
 }
 
 TEST(stages_cupti_mapping, drops_driver_calls_inside_runtime_calls_and_names_unknown_cbids) {
   cupti_trace trace = base_trace();
-  trace.apis.push_back(api(1, 50, 5001, 3000, true));  // cuLaunchKernel inside cudaLaunchKernel
-  trace.apis.push_back(api(1, 50, 5001, 2990));        // cudaLaunchKernel
-  trace.apis.push_back(api(1, 51, 5001, 4000, true));  // a driver launch of its own
-  trace.apis.push_back(api(900, 52, 5001, 5000));      // a cbid the name table does not know
-  trace.apis.push_back(api(0, 53, 5001, 6000, true));  // a cbid without a name
+  trace.apis.push_back(api(1, 50, 5001, 3000, true)); // cuLaunchKernel inside cudaLaunchKernel
+  trace.apis.push_back(api(1, 50, 5001, 2990));       // cudaLaunchKernel
+  trace.apis.push_back(api(1, 51, 5001, 4000, true)); // a driver launch of its own
+  trace.apis.push_back(api(900, 52, 5001, 5000));     // a cbid the name table does not know
+  trace.apis.push_back(api(0, 53, 5001, 6000, true)); // a cbid without a name
   const recording_sink sink = mapped(trace);
 
   ASSERT_EQ(sink.regions.size(), 4u);
@@ -656,7 +681,7 @@ TEST(stages_cupti_mapping, ends_the_process_at_the_clock_or_at_its_last_activity
   trace.kernels.push_back(kernel("k", 0, 2000, 7000));
   trace.apis.push_back(api(1, 1, pid, 7500)); // ends at 7550
   EXPECT_EQ(process_end_ns(trace, 8000), 8000u);
-  EXPECT_EQ(process_end_ns(trace, 0), 7550u); // the clock was unreadable
+  EXPECT_EQ(process_end_ns(trace, 0), 7550u);        // the clock was unreadable
   EXPECT_EQ(process_end_ns(base_trace(), 0), 1000u); // never before the start
   EXPECT_EQ(process_end_ns(trace, 500), 1000u);
 }
@@ -706,8 +731,9 @@ TEST(stages_cupti_mapping, writer_sink_writes_a_database_the_reader_accepts) {
   EXPECT_EQ(rows, (std::vector<std::tuple<std::int64_t, std::int64_t, std::string>>{
                       {2000, 1, "kernel(float*, int)"}, {3000, 1, "kernel(float*, int)"}}));
   rpl::testing::sqlite_db db(dir / "4242_results.db");
-  EXPECT_EQ(db.scalar("SELECT S.string FROM rocpd_memory_copy M JOIN rocpd_string S ON S.id = M.name_id"),
-            "MEMORY_COPY_HOST_TO_DEVICE");
+  EXPECT_EQ(
+      db.scalar("SELECT S.string FROM rocpd_memory_copy M JOIN rocpd_string S ON S.id = M.name_id"),
+      "MEMORY_COPY_HOST_TO_DEVICE");
 }
 
 } // namespace

@@ -38,12 +38,14 @@ TEST(stages_rocpd_reader, reads_dispatches_and_info_tables) {
   const reader r = reader::open({dir / "t.db"});
   ASSERT_EQ(r.paths().size(), 1u);
   EXPECT_EQ(r.databases()[0].schema_version, "3");
-  EXPECT_EQ(r.databases()[0].uuids, (std::vector<std::string>{"_0197abcd_1234_7abc_8def_0123456789ab"}));
+  EXPECT_EQ(r.databases()[0].uuids,
+            (std::vector<std::string>{"_0197abcd_1234_7abc_8def_0123456789ab"}));
   EXPECT_EQ(r.dispatch_count(), 6u);
 
   sqlite_db db(dir / "t.db");
-  const auto expected = db.rows("SELECT start, \"end\", kernel_id, agent_id, queue_id, stream_id, dispatch_id, "
-                                "grid_size_x FROM rocpd_kernel_dispatch ORDER BY id");
+  const auto expected =
+      db.rows("SELECT start, \"end\", kernel_id, agent_id, queue_id, stream_id, dispatch_id, "
+              "grid_size_x FROM rocpd_kernel_dispatch ORDER BY id");
   std::vector<dispatch_row> rows;
   std::vector<std::string> names;
   r.for_each_dispatch([&](const dispatch_row& row) {
@@ -66,7 +68,8 @@ TEST(stages_rocpd_reader, reads_dispatches_and_info_tables) {
     EXPECT_EQ(rows[i].tid, 4243);
     EXPECT_EQ(rows[i].database, 0u);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"gemm", "softmax", "gemm", "softmax", "gemm", "softmax"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"gemm", "softmax", "gemm", "softmax", "gemm", "softmax"}));
 
   const auto agents = r.agents();
   ASSERT_EQ(agents.size(), 3u);
@@ -141,19 +144,23 @@ void make_variant(const std::filesystem::path& file, const std::string& suffix) 
   sqlite_db db(file);
   const std::string table = "rocpd_kernel_dispatch" + suffix;
   const std::string columns =
-      "id, guid, nid, pid, tid, agent_id, kernel_id, dispatch_id, queue_id, stream_id, start, \"end\", "
-      "private_segment_size, group_segment_size, workgroup_size_x, workgroup_size_y, workgroup_size_z, "
+      "id, guid, nid, pid, tid, agent_id, kernel_id, dispatch_id, queue_id, stream_id, start, "
+      "\"end\", "
+      "private_segment_size, group_segment_size, workgroup_size_x, workgroup_size_y, "
+      "workgroup_size_z, "
       "grid_size_x, grid_size_y, grid_size_z, region_name_id, event_id, extdata";
   db.exec("CREATE TEMP TABLE saved AS SELECT * FROM " + table);
   db.exec("DROP TABLE " + table);
-  db.exec("CREATE TABLE " + table +
-          " (id INTEGER PRIMARY KEY, guid TEXT NOT NULL, future_column TEXT DEFAULT 'x', nid INTEGER, "
-          "pid INTEGER, tid INTEGER, agent_id INTEGER, kernel_id INTEGER, dispatch_id INTEGER, "
-          "stream_id INTEGER, queue_id INTEGER, \"end\" BIGINT, start BIGINT, private_segment_size INTEGER, "
-          "group_segment_size INTEGER, grid_size_z INTEGER, grid_size_y INTEGER, grid_size_x INTEGER, "
-          "workgroup_size_z INTEGER, workgroup_size_y INTEGER, workgroup_size_x INTEGER, "
-          "graph_exec_id INTEGER NOT NULL DEFAULT 0, graph_node_id INTEGER NOT NULL DEFAULT 0, "
-          "region_name_id INTEGER, event_id INTEGER, extdata TEXT)");
+  db.exec(
+      "CREATE TABLE " + table +
+      " (id INTEGER PRIMARY KEY, guid TEXT NOT NULL, future_column TEXT DEFAULT 'x', nid INTEGER, "
+      "pid INTEGER, tid INTEGER, agent_id INTEGER, kernel_id INTEGER, dispatch_id INTEGER, "
+      "stream_id INTEGER, queue_id INTEGER, \"end\" BIGINT, start BIGINT, private_segment_size "
+      "INTEGER, "
+      "group_segment_size INTEGER, grid_size_z INTEGER, grid_size_y INTEGER, grid_size_x INTEGER, "
+      "workgroup_size_z INTEGER, workgroup_size_y INTEGER, workgroup_size_x INTEGER, "
+      "graph_exec_id INTEGER NOT NULL DEFAULT 0, graph_node_id INTEGER NOT NULL DEFAULT 0, "
+      "region_name_id INTEGER, event_id INTEGER, extdata TEXT)");
   db.exec("INSERT INTO " + table + " (" + columns + ") SELECT " + columns + " FROM saved");
   db.exec("UPDATE rocpd_metadata" + suffix + " SET value = '3.0.2' WHERE tag = 'schema_version'");
   // 3.0.1 lets agents be NICs; a new column in the middle of the agent table must not matter.
@@ -162,19 +169,24 @@ void make_variant(const std::filesystem::path& file, const std::string& suffix) 
 
 TEST(stages_rocpd_reader, reads_3_0_x_variants_with_added_and_reordered_columns) {
   temp_dir dir;
-  rpl::testing::write_process_trace(dir / "t.db", 9, {"gemm", "softmax", "norm"}, 30, 5, 1000, guid_a);
+  rpl::testing::write_process_trace(dir / "t.db", 9, {"gemm", "softmax", "norm"}, 30, 5, 1000,
+                                    guid_a);
   const reader before = reader::open({dir / "t.db"});
-  std::vector<std::tuple<std::int64_t, std::int64_t, std::string, std::int64_t, std::uint32_t>> expected;
+  std::vector<std::tuple<std::int64_t, std::int64_t, std::string, std::int64_t, std::uint32_t>>
+      expected;
   before.for_each_dispatch([&](const dispatch_row& row) {
-    expected.emplace_back(row.start_ns, row.end_ns, std::string(row.kernel_name), row.queue_id, row.grid[0]);
+    expected.emplace_back(row.start_ns, row.end_ns, std::string(row.kernel_name), row.queue_id,
+                          row.grid[0]);
   });
   make_variant(dir / "t.db", "_0197abcd_1234_7abc_8def_0123456789ab");
 
   const reader after = reader::open({dir / "t.db"});
   EXPECT_EQ(after.databases()[0].schema_version, "3.0.2");
-  std::vector<std::tuple<std::int64_t, std::int64_t, std::string, std::int64_t, std::uint32_t>> actual;
+  std::vector<std::tuple<std::int64_t, std::int64_t, std::string, std::int64_t, std::uint32_t>>
+      actual;
   after.for_each_dispatch([&](const dispatch_row& row) {
-    actual.emplace_back(row.start_ns, row.end_ns, std::string(row.kernel_name), row.queue_id, row.grid[0]);
+    actual.emplace_back(row.start_ns, row.end_ns, std::string(row.kernel_name), row.queue_id,
+                        row.grid[0]);
   });
   EXPECT_EQ(actual, expected);
   EXPECT_EQ(after.agents().size(), 3u);
@@ -183,8 +195,10 @@ TEST(stages_rocpd_reader, reads_3_0_x_variants_with_added_and_reordered_columns)
 /// Copies every table of `from` (written with suffix `from_suffix`) into `into` under that suffix,
 /// so `into` holds two uuid suffixes as a merged file does; its unsuffixed views keep pointing at
 /// its own suffix.
-void merge_suffix(const std::filesystem::path& into, const std::filesystem::path& from,
-                  const std::string& from_suffix, const std::string& from_guid) {
+void merge_suffix(const std::filesystem::path& into,
+                  const std::filesystem::path& from,
+                  const std::string& from_suffix,
+                  const std::string& from_guid) {
   sqlite_db db(into);
   db.exec("ATTACH DATABASE '" + from.string() + "' AS other");
   db.exec("BEGIN");
@@ -200,17 +214,23 @@ void merge_suffix(const std::filesystem::path& into, const std::filesystem::path
 TEST(stages_rocpd_reader, unions_the_tables_of_several_uuid_suffixes_in_one_file) {
   temp_dir dir;
   rpl::testing::write_process_trace(dir / "a.db", 100, {"gemm", "softmax"}, 10, 1, 1000, guid_a);
-  rpl::testing::write_process_trace(dir / "b.db", 200, {"reduce", "gemm", "scan"}, 7, 2, 5000, guid_b);
+  rpl::testing::write_process_trace(dir / "b.db", 200, {"reduce", "gemm", "scan"}, 7, 2, 5000,
+                                    guid_b);
   merge_suffix(dir / "a.db", dir / "b.db", "_0197abcd_5678_7abc_8def_ba9876543210", guid_b);
 
   const reader r = reader::open({dir / "a.db"});
   EXPECT_EQ(r.databases()[0].uuids.size(), 2u);
   EXPECT_EQ(r.dispatch_count(), 17u);
   std::map<std::pair<std::int64_t, std::string>, std::size_t> counts;
-  r.for_each_dispatch([&](const dispatch_row& row) { ++counts[{row.pid, std::string(row.kernel_name)}]; });
+  r.for_each_dispatch([&](const dispatch_row& row) {
+    ++counts[{row.pid, std::string(row.kernel_name)}];
+  });
   // Kernel ids 1 and 2 mean different kernels in the two suffixes; each joins its own symbols.
-  const std::map<std::pair<std::int64_t, std::string>, std::size_t> expected{
-      {{100, "gemm"}, 5}, {{100, "softmax"}, 5}, {{200, "reduce"}, 3}, {{200, "gemm"}, 2}, {{200, "scan"}, 2}};
+  const std::map<std::pair<std::int64_t, std::string>, std::size_t> expected{{{100, "gemm"}, 5},
+                                                                             {{100, "softmax"}, 5},
+                                                                             {{200, "reduce"}, 3},
+                                                                             {{200, "gemm"}, 2},
+                                                                             {{200, "scan"}, 2}};
   EXPECT_EQ(counts, expected);
   EXPECT_EQ(r.kernel_symbols().size(), 5u);
   EXPECT_EQ(r.queues().size(), 6u);
@@ -234,21 +254,22 @@ TEST(stages_rocpd_reader, refuses_a_legacy_rpd_file) {
   {
     sqlite_db db(dir / "legacy.rpd");
     // The rocmProfileData layout: same rocpd_ prefix, different schema.
-    db.exec("CREATE TABLE rocpd_string (id INTEGER PRIMARY KEY, string TEXT);"
-            "CREATE TABLE rocpd_op (id INTEGER PRIMARY KEY, gpuId INTEGER, queueId INTEGER, sequenceId "
-            "INTEGER, completionSignal TEXT, start INTEGER, end INTEGER, description_id INTEGER, "
-            "opType_id INTEGER);"
-            "CREATE TABLE rocpd_api (id INTEGER PRIMARY KEY, pid INTEGER, tid INTEGER, start INTEGER, "
-            "end INTEGER, apiName_id INTEGER, args_id INTEGER);"
-            "CREATE TABLE rocpd_api_ops (id INTEGER PRIMARY KEY, api_id INTEGER, op_id INTEGER);"
-            "CREATE TABLE rocpd_kernelapi (api_ptr_id INTEGER PRIMARY KEY, stream TEXT, gridX INTEGER, "
-            "gridY INTEGER, gridZ INTEGER, workgroupX INTEGER, workgroupY INTEGER, workgroupZ INTEGER, "
-            "groupSegmentSize INTEGER, privateSegmentSize INTEGER, kernelArgAddress TEXT, aquireFence "
-            "TEXT, releaseFence TEXT, codeObject_id INTEGER, kernelName_id INTEGER);"
-            "CREATE TABLE rocpd_copyapi (api_ptr_id INTEGER PRIMARY KEY, stream TEXT, size INTEGER);"
-            "CREATE TABLE rocpd_metadata (id INTEGER PRIMARY KEY, tag TEXT, value TEXT);"
-            "INSERT INTO rocpd_metadata (tag, value) VALUES ('schema_version', '2');"
-            "CREATE VIEW api AS SELECT * FROM rocpd_api;");
+    db.exec(
+        "CREATE TABLE rocpd_string (id INTEGER PRIMARY KEY, string TEXT);"
+        "CREATE TABLE rocpd_op (id INTEGER PRIMARY KEY, gpuId INTEGER, queueId INTEGER, sequenceId "
+        "INTEGER, completionSignal TEXT, start INTEGER, end INTEGER, description_id INTEGER, "
+        "opType_id INTEGER);"
+        "CREATE TABLE rocpd_api (id INTEGER PRIMARY KEY, pid INTEGER, tid INTEGER, start INTEGER, "
+        "end INTEGER, apiName_id INTEGER, args_id INTEGER);"
+        "CREATE TABLE rocpd_api_ops (id INTEGER PRIMARY KEY, api_id INTEGER, op_id INTEGER);"
+        "CREATE TABLE rocpd_kernelapi (api_ptr_id INTEGER PRIMARY KEY, stream TEXT, gridX INTEGER, "
+        "gridY INTEGER, gridZ INTEGER, workgroupX INTEGER, workgroupY INTEGER, workgroupZ INTEGER, "
+        "groupSegmentSize INTEGER, privateSegmentSize INTEGER, kernelArgAddress TEXT, aquireFence "
+        "TEXT, releaseFence TEXT, codeObject_id INTEGER, kernelName_id INTEGER);"
+        "CREATE TABLE rocpd_copyapi (api_ptr_id INTEGER PRIMARY KEY, stream TEXT, size INTEGER);"
+        "CREATE TABLE rocpd_metadata (id INTEGER PRIMARY KEY, tag TEXT, value TEXT);"
+        "INSERT INTO rocpd_metadata (tag, value) VALUES ('schema_version', '2');"
+        "CREATE VIEW api AS SELECT * FROM rocpd_api;");
   }
   const std::string message = refusal({dir / "legacy.rpd"}, "legacy.rpd");
   EXPECT_NE(message.find("legacy RPD"), std::string::npos) << message;
@@ -270,8 +291,9 @@ TEST(stages_rocpd_reader, refuses_an_unsupported_schema_version) {
   rpl::testing::write_process_trace(dir / "v2.db", 1, {"gemm"}, 2, 1, 1000, guid_a);
   {
     sqlite_db db(dir / "v2.db");
-    db.exec("UPDATE rocpd_metadata_0197abcd_1234_7abc_8def_0123456789ab SET value = '2' WHERE tag = "
-            "'schema_version'");
+    db.exec(
+        "UPDATE rocpd_metadata_0197abcd_1234_7abc_8def_0123456789ab SET value = '2' WHERE tag = "
+        "'schema_version'");
   }
   const std::string message = refusal({dir / "v2.db"}, "v2.db");
   EXPECT_NE(message.find("schema_version 2"), std::string::npos) << message;

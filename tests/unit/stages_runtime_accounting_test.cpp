@@ -14,8 +14,13 @@ namespace {
 
 using rpl::testing::temp_dir;
 
-dispatch_row row(std::string_view name, std::int64_t start, std::int64_t end, std::int64_t agent = 1,
-                 std::int64_t queue = 0, std::int64_t stream = 0, std::int64_t pid = 10,
+dispatch_row row(std::string_view name,
+                 std::int64_t start,
+                 std::int64_t end,
+                 std::int64_t agent = 1,
+                 std::int64_t queue = 0,
+                 std::int64_t stream = 0,
+                 std::int64_t pid = 10,
                  std::size_t database = 0) {
   dispatch_row r;
   r.kernel_name = name;
@@ -186,7 +191,8 @@ TEST(stages_runtime_accounting, golden_numbers_from_a_tiny_database) {
   ASSERT_EQ(s.helper_kernels.size(), 1u);
   EXPECT_DOUBLE_EQ(s.helper_gpu_ns, 50.0);
   EXPECT_DOUBLE_EQ(s.total_gpu_ns, 2000.0);
-  EXPECT_DOUBLE_EQ(s.wall_span_ns, 10'000.0 + 8'000 + 1'000 - 5'000); // first start 5000, last end 19000
+  EXPECT_DOUBLE_EQ(s.wall_span_ns,
+                   10'000.0 + 8'000 + 1'000 - 5'000); // first start 5000, last end 19000
   EXPECT_EQ(s.dispatch_count, 6u);
   EXPECT_EQ(s.dominant_kernel, "axpy");
   ASSERT_EQ(s.per_agent.size(), 2u);

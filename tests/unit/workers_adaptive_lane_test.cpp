@@ -1,10 +1,9 @@
-#include "workers/lanes/adaptive/adaptive_lane.hpp"
+#include <cmath>
 
 #include <gtest/gtest.h>
 
-#include <cmath>
-
 #include "support/fake_lane.hpp"
+#include "workers/lanes/adaptive/adaptive_lane.hpp"
 
 namespace rpl::workers {
 namespace {
@@ -64,7 +63,7 @@ TEST(workers_adaptive_lane, a_noisy_candidate_stops_at_the_cap_and_is_flagged) {
   target.max_noise = 0.005;
   target.min_samples = 10;
   target.min_time_s = 0.0;
-  target.max_time_s = 0.0;  // the cap is hit after the first batch that reaches the minimum
+  target.max_time_s = 0.0; // the cap is hit after the first batch that reaches the minimum
   adaptive_lane lane(alternating_lane(0.05, &calls), target, 5);
   const auto r = lane.measure(request(10));
   EXPECT_EQ(r.status, measure_status::ok);
@@ -98,5 +97,5 @@ TEST(workers_adaptive_lane, a_failing_batch_fails_the_candidate_with_the_samples
   EXPECT_NE(r.reason.find("SIGSEGV"), std::string::npos);
 }
 
-}  // namespace
-}  // namespace rpl::workers
+} // namespace
+} // namespace rpl::workers

@@ -78,7 +78,7 @@ std::string trimmed(std::string text) {
   return first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
 }
 
-}  // namespace
+} // namespace
 
 std::vector<nvidia_device> list_nvidia_gpus() {
   std::vector<nvidia_device> devices;
@@ -118,4 +118,4 @@ std::vector<nvidia_device> list_nvidia_gpus() {
   return devices;
 }
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

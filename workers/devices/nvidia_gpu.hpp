@@ -20,9 +20,9 @@ std::string local_nvidia_arch();
 
 /// One GPU as nvidia-smi lists it.
 struct nvidia_device {
-  int index = 0;      ///< the driver's index (what CUDA_VISIBLE_DEVICES names)
-  std::string name;   ///< e.g. "NVIDIA H100 80GB HBM3"
-  std::string uuid;   ///< "GPU-..."
+  int index = 0;    ///< the driver's index (what CUDA_VISIBLE_DEVICES names)
+  std::string name; ///< e.g. "NVIDIA H100 80GB HBM3"
+  std::string uuid; ///< "GPU-..."
 };
 
 /// Every NVIDIA GPU of this host (nvidia-smi --query-gpu=index,name,uuid); empty without a GPU or

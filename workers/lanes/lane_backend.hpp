@@ -23,4 +23,4 @@ public:
 
 using lane_backend_ptr = std::unique_ptr<lane_backend>;
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

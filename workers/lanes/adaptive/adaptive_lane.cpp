@@ -4,9 +4,11 @@
 
 namespace rpl::workers {
 
-adaptive_lane::adaptive_lane(lane_backend_ptr inner, stages::sampling_target target,
+adaptive_lane::adaptive_lane(lane_backend_ptr inner,
+                             stages::sampling_target target,
                              std::uint32_t batch_runs)
-    : inner_(std::move(inner)), target_(target), batch_runs_(std::max<std::uint32_t>(1, batch_runs)) {}
+    : inner_(std::move(inner)), target_(target),
+      batch_runs_(std::max<std::uint32_t>(1, batch_runs)) {}
 
 messages::measure_result adaptive_lane::measure(const messages::measure_request& request) {
   if (request.fixed_count) {
@@ -49,4 +51,4 @@ messages::measure_result adaptive_lane::measure(const messages::measure_request&
   }
 }
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

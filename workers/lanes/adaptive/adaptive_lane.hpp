@@ -28,4 +28,4 @@ private:
   std::uint32_t batch_runs_;
 };
 
-}  // namespace rpl::workers
+} // namespace rpl::workers

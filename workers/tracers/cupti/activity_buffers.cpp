@@ -34,7 +34,9 @@ void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::si
 namespace {
 
 /// Every record of `buffer`, parsed in order; stops at the first CUPTI error, warning.
-void parse_buffer(std::uint8_t* buffer, std::size_t valid_size, const tracer_state& state,
+void parse_buffer(std::uint8_t* buffer,
+                  std::size_t valid_size,
+                  const tracer_state& state,
                   parsed_records& out) {
   CUpti_Activity* record = nullptr;
   for (;;) {
@@ -52,8 +54,11 @@ void parse_buffer(std::uint8_t* buffer, std::size_t valid_size, const tracer_sta
 
 } // namespace
 
-void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream_id, std::uint8_t* buffer,
-                               std::size_t size, std::size_t valid_size) {
+void CUPTIAPI buffer_completed(CUcontext context,
+                               std::uint32_t stream_id,
+                               std::uint8_t* buffer,
+                               std::size_t size,
+                               std::size_t valid_size) {
   (void)size;
   try {
     parsed_records records;
@@ -61,10 +66,12 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream_id, std::
       parse_buffer(buffer, valid_size, *g_state, records);
     }
     std::size_t dropped = 0;
-    const CUptiResult dropped_result = cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped);
+    const CUptiResult dropped_result =
+        cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped);
     if (g_state != nullptr) {
       merge_buffer(*g_state, records,
-                   dropped_result == CUPTI_SUCCESS ? std::optional<std::size_t>(dropped) : std::nullopt);
+                   dropped_result == CUPTI_SUCCESS ? std::optional<std::size_t>(dropped)
+                                                   : std::nullopt);
     }
   } catch (const std::exception& e) {
     warn(std::string("dropped an activity buffer: ") + e.what());

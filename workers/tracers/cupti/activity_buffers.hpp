@@ -2,10 +2,10 @@
 /// The two callbacks of cuptiActivityRegisterCallbacks: CUPTI asks for an empty buffer, and hands
 /// back a full one, whose records are parsed and merged into the tracer state.
 
-#include <cupti.h>
-
 #include <cstddef>
 #include <cstdint>
+
+#include <cupti.h>
 
 namespace rpl::workers::cupti_tracer {
 
@@ -15,7 +15,10 @@ void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::si
 
 /// Parses every record of a full buffer, merges them into the state and frees the buffer. Never
 /// throws: a failure drops this buffer with a warning.
-void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream_id, std::uint8_t* buffer,
-                               std::size_t size, std::size_t valid_size);
+void CUPTIAPI buffer_completed(CUcontext context,
+                               std::uint32_t stream_id,
+                               std::uint8_t* buffer,
+                               std::size_t size,
+                               std::size_t valid_size);
 
 } // namespace rpl::workers::cupti_tracer

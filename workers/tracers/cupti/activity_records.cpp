@@ -34,7 +34,9 @@ static_assert(cupti::synchronization_type::context_synchronize ==
               CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE);
 
 /// GPU activities need both timestamps; a forced flush can deliver records without them.
-bool timed(std::uint64_t start, std::uint64_t end) { return start != 0 && end >= start; }
+bool timed(std::uint64_t start, std::uint64_t end) {
+  return start != 0 && end >= start;
+}
 
 void parse_kernel(const CUpti_ActivityKernel10& k, parsed_records& out) {
   if (!timed(k.start, k.end)) {
@@ -162,7 +164,9 @@ void parse_synchronization(const CUpti_ActivitySynchronization2& s, parsed_recor
   out.syncs.push_back(r);
 }
 
-void parse_api(const CUpti_ActivityAPI& a, bool driver, const tracer_state& state,
+void parse_api(const CUpti_ActivityAPI& a,
+               bool driver,
+               const tracer_state& state,
                parsed_records& out) {
   (driver ? out.driver_api : out.runtime_api) += 1;
   const std::vector<char>& keep = driver ? state.driver_keep : state.runtime_keep;
@@ -208,8 +212,7 @@ void parse_device(const CUpti_ActivityDevice5& d, parsed_records& out) {
   out.devices.push_back(std::move(r));
 }
 
-template <typename Record>
-const Record& as(const CUpti_Activity& record) {
+template <typename Record> const Record& as(const CUpti_Activity& record) {
   return *reinterpret_cast<const Record*>(&record);
 }
 
@@ -220,28 +223,23 @@ void parse_record(const CUpti_Activity& record, const tracer_state& state, parse
   case CUPTI_ACTIVITY_KIND_KERNEL:
   case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     return parse_kernel(as<CUpti_ActivityKernel10>(record), out);
-  case CUPTI_ACTIVITY_KIND_MEMCPY:
-    return parse_memcpy(as<CUpti_ActivityMemcpy6>(record), out);
+  case CUPTI_ACTIVITY_KIND_MEMCPY: return parse_memcpy(as<CUpti_ActivityMemcpy6>(record), out);
   case CUPTI_ACTIVITY_KIND_MEMCPY2:
     return parse_peer_memcpy(as<CUpti_ActivityMemcpyPtoP4>(record), out);
-  case CUPTI_ACTIVITY_KIND_MEMSET:
-    return parse_memset(as<CUpti_ActivityMemset4>(record), out);
+  case CUPTI_ACTIVITY_KIND_MEMSET: return parse_memset(as<CUpti_ActivityMemset4>(record), out);
   case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
     return parse_synchronization(as<CUpti_ActivitySynchronization2>(record), out);
   case CUPTI_ACTIVITY_KIND_RUNTIME:
   case CUPTI_ACTIVITY_KIND_DRIVER:
     return parse_api(as<CUpti_ActivityAPI>(record), record.kind == CUPTI_ACTIVITY_KIND_DRIVER,
                      state, out);
-  case CUPTI_ACTIVITY_KIND_DEVICE:
-    return parse_device(as<CUpti_ActivityDevice5>(record), out);
+  case CUPTI_ACTIVITY_KIND_DEVICE: return parse_device(as<CUpti_ActivityDevice5>(record), out);
   case CUPTI_ACTIVITY_KIND_CONTEXT: {
     const auto& c = as<CUpti_ActivityContext3>(record);
     out.contexts.emplace_back(c.contextId, c.deviceId);
     return;
   }
-  default:
-    ++out.other;
-    return;
+  default: ++out.other; return;
   }
 }
 

@@ -2,9 +2,9 @@
 /// How the tracer reports trouble: one line on stderr, prefixed "rocm-perf tracer:", and the traced
 /// program goes on. Nothing the tracer does may stop or crash it.
 
-#include <cupti.h>
-
 #include <string>
+
+#include <cupti.h>
 
 namespace rpl::workers::cupti_tracer {
 

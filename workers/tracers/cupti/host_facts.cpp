@@ -1,16 +1,16 @@
 #include "workers/tracers/cupti/host_facts.hpp"
 
-#include <cuda.h>
-#include <cupti.h>
-#include <sys/utsname.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <optional>
 #include <string>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cuda.h>
+#include <cupti.h>
 
 namespace rpl::workers::cupti_tracer {
 namespace {

@@ -11,7 +11,8 @@
 namespace rpl::workers::cupti_tracer {
 
 /// The host and process facts of `pid`, with the names of `threads` (/proc/self/task/<tid>/comm).
-rpl::stages::cupti::host_facts read_host_facts(std::int64_t pid, const std::set<std::int64_t>& threads);
+rpl::stages::cupti::host_facts read_host_facts(std::int64_t pid,
+                                               const std::set<std::int64_t>& threads);
 
 /// What the driver says about device `ordinal` (initializing the driver if nobody did).
 rpl::stages::cupti::driver_device read_driver_device(std::uint32_t ordinal);

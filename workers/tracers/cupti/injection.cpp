@@ -10,9 +10,6 @@
 // This file is the entry point (InitializeInjection, the only exported symbol) and the exit
 // handler; see README.md for the other files.
 
-#include <cupti.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -20,8 +17,11 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <unistd.h>
 #include <utility>
 #include <vector>
+
+#include <cupti.h>
 
 #include "workers/tracers/cupti/activity_buffers.hpp"
 #include "workers/tracers/cupti/diagnostics.hpp"
@@ -38,9 +38,12 @@ std::string env_or(const char* name, const char* fallback) {
 
 /// The names of every callback id of `domain`, canonical (and as CUPTI spells them, if `raw`),
 /// and whether `keep` wants each.
-void fill_api_names(CUpti_CallbackDomain domain, std::uint32_t count,
-                    std::vector<std::string>& canonical, std::vector<std::string>* raw,
-                    std::vector<char>& keep, bool (*keep_fn)(std::string_view)) {
+void fill_api_names(CUpti_CallbackDomain domain,
+                    std::uint32_t count,
+                    std::vector<std::string>& canonical,
+                    std::vector<std::string>* raw,
+                    std::vector<char>& keep,
+                    bool (*keep_fn)(std::string_view)) {
   canonical.assign(count, std::string());
   if (raw != nullptr) {
     raw->assign(count, std::string());
@@ -68,7 +71,8 @@ tracer_state* make_state() {
   std::error_code ec;
   if (dir.is_relative()) {
     const auto cwd = std::filesystem::current_path(ec);
-    if (!ec) dir = cwd / dir; // resolved now: the program may chdir before it exits
+    if (!ec)
+      dir = cwd / dir; // resolved now: the program may chdir before it exits
   }
   g->out_dir = dir;
   const long mb = std::strtol(env_or("RPL_CUPTI_BUFFER_MB", "8").c_str(), nullptr, 10);
@@ -94,8 +98,10 @@ void enable_activity_kinds(const tracer_state& g) {
   for (const auto& [kind, what] : kinds) {
     const CUptiResult r = cuptiActivityEnable(kind);
     // DEVICE and CONTEXT are descriptive only: the driver API fills agents at exit anyway.
-    if (r != CUPTI_SUCCESS && (kind == CUPTI_ACTIVITY_KIND_DEVICE || kind == CUPTI_ACTIVITY_KIND_CONTEXT)) {
-      if (g.verbose) cupti_ok(r, what);
+    if (r != CUPTI_SUCCESS &&
+        (kind == CUPTI_ACTIVITY_KIND_DEVICE || kind == CUPTI_ACTIVITY_KIND_CONTEXT)) {
+      if (g.verbose)
+        cupti_ok(r, what);
       continue;
     }
     cupti_ok(r, what);
@@ -109,7 +115,8 @@ void enable_driver_api(const tracer_state& g) {
   }
   bool reported = false;
   for (std::uint32_t cbid = 1; cbid < g.driver_keep.size(); ++cbid) {
-    if (g.driver_keep[cbid] == 0) continue;
+    if (g.driver_keep[cbid] == 0)
+      continue;
     const CUptiResult r = cuptiActivityEnableDriverApi(cbid, 1);
     if (r != CUPTI_SUCCESS && !reported) {
       reported = true;
@@ -118,10 +125,13 @@ void enable_driver_api(const tracer_state& g) {
   }
 }
 
-void report(const tracer_state& g, const cupti::cupti_trace& trace, const std::filesystem::path& path) {
+void report(const tracer_state& g,
+            const cupti::cupti_trace& trace,
+            const std::filesystem::path& path) {
   if (trace.counts.dropped != 0) {
-    warn(std::to_string(trace.counts.dropped) + " activity records were dropped (CUPTI had no buffer); " +
-         path.string() + " is incomplete");
+    warn(std::to_string(trace.counts.dropped) +
+         " activity records were dropped (CUPTI had no buffer); " + path.string() +
+         " is incomplete");
   }
   if (g.verbose) {
     warn("wrote " + path.string() + ": " + std::to_string(trace.kernels.size()) + " dispatches, " +
@@ -162,7 +172,9 @@ void finish() {
   }
 }
 
-void at_exit_handler() { finish(); }
+void at_exit_handler() {
+  finish();
+}
 
 std::atomic<bool> g_initialized{false};
 

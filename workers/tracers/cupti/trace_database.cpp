@@ -11,7 +11,8 @@ namespace rpl::workers::cupti_tracer {
 
 namespace cupti = rpl::stages::cupti;
 
-std::filesystem::path write_database(cupti::cupti_trace& trace, const std::filesystem::path& out_dir) {
+std::filesystem::path write_database(cupti::cupti_trace& trace,
+                                     const std::filesystem::path& out_dir) {
   trace.host = read_host_facts(trace.host.pid, cupti::thread_ids(trace));
   for (const std::uint32_t device : cupti::devices_used(trace)) {
     trace.driver_devices[device] = read_driver_device(device);

@@ -10,7 +10,8 @@
 namespace rpl::workers::cupti_tracer {
 
 /// Fills `trace.host` and `trace.driver_devices`, writes the database under `out_dir` and returns
-/// its path. Throws (std::runtime_error, rocpd_error) when the folder or the file cannot be written.
+/// its path. Throws (std::runtime_error, rocpd_error) when the folder or the file cannot be
+/// written.
 std::filesystem::path write_database(rpl::stages::cupti::cupti_trace& trace,
                                      const std::filesystem::path& out_dir);
 

@@ -6,14 +6,14 @@ tracer_state* g_state = nullptr;
 
 namespace {
 
-template <typename Record>
-void append(std::vector<Record>& to, const std::vector<Record>& from) {
+template <typename Record> void append(std::vector<Record>& to, const std::vector<Record>& from) {
   to.insert(to.end(), from.begin(), from.end());
 }
 
 } // namespace
 
-void merge_buffer(tracer_state& state, parsed_records& records,
+void merge_buffer(tracer_state& state,
+                  parsed_records& records,
                   std::optional<std::size_t> dropped) {
   std::lock_guard<std::mutex> lock(state.mutex);
   ++state.counts.buffers;

@@ -2,8 +2,6 @@
 /// The tracer's per-process state: its settings (fixed in InitializeInjection) and the records the
 /// activity buffers delivered so far, which the exit handler takes once to write the database.
 
-#include <sys/types.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -11,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <sys/types.h>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -29,7 +28,7 @@ struct parsed_records {
   std::vector<cupti::synchronization_record> syncs;
   std::vector<cupti::api_record> apis;
   std::vector<cupti::device_record> devices;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> contexts;  ///< (context id, device ordinal)
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> contexts; ///< (context id, device ordinal)
   std::vector<std::pair<std::size_t, std::string>> kernel_names; ///< (index into kernels, name)
   std::uint64_t runtime_api = 0, driver_api = 0, incomplete = 0, other = 0;
 };
@@ -42,8 +41,8 @@ struct tracer_state {
   std::vector<cupti::memset_record> memsets;
   std::vector<cupti::synchronization_record> syncs;
   std::vector<cupti::api_record> apis;
-  std::map<std::uint32_t, cupti::device_record> devices;  // CUPTI device records, by ordinal
-  std::map<std::uint32_t, std::uint32_t> context_device;  // context id -> device ordinal
+  std::map<std::uint32_t, cupti::device_record> devices; // CUPTI device records, by ordinal
+  std::map<std::uint32_t, std::uint32_t> context_device; // context id -> device ordinal
   // Kernel names: CUPTI reuses its buffers, so each name is copied once here; node-based, so the
   // records' string_views stay valid for the life of the process.
   std::unordered_set<std::string> names;
@@ -67,8 +66,7 @@ extern tracer_state* g_state;
 
 /// Adds one buffer's records (unless the database was already written) and its dropped-record
 /// count (when CUPTI could tell it) to `state`.
-void merge_buffer(tracer_state& state, parsed_records& records,
-                  std::optional<std::size_t> dropped);
+void merge_buffer(tracer_state& state, parsed_records& records, std::optional<std::size_t> dropped);
 
 /// Whether the database was already written.
 bool finished(tracer_state& state);
