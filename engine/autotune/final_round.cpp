@@ -8,22 +8,16 @@
 #include <spdlog/spdlog.h>
 
 #include "stages/search/finalists.hpp"
+#include "stages/statistics/statistics.hpp"
 
 namespace rpl::engine {
 
 namespace {
 
-double median_of(std::vector<std::int64_t> values) {
-  if (values.empty()) {
-    return std::numeric_limits<double>::quiet_NaN();
-  }
-  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), middle, values.end());
-  double m = static_cast<double>(*middle);
-  if (values.size() % 2 == 0) {
-    m = (m + static_cast<double>(*std::max_element(values.begin(), middle))) / 2.0;
-  }
-  return m;
+/// The round's sample: the median of its launches or runs (stages/statistics), NaN without any.
+double median_of(const std::vector<std::int64_t>& values) {
+  return values.empty() ? std::numeric_limits<double>::quiet_NaN()
+                        : stages::summarize(values).median;
 }
 
 finalist_result to_result(const stages::finalist_comparison& c) {
