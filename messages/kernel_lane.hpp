@@ -22,7 +22,7 @@
 namespace rpl::messages {
 
 /// Major version of the lane exchange; a peer speaking another one is refused at the hello.
-inline constexpr std::uint32_t kernel_lane_protocol = 1;
+inline constexpr std::uint32_t kernel_lane_protocol = 2;
 
 /// Frames are small (no buffer contents ever travel on the pipe); a longer length means the
 /// stream is out of step, and the reader gives up instead of allocating it.
@@ -119,7 +119,12 @@ struct kernel_sampling {
   std::uint32_t min_samples = 5;
   std::uint32_t max_samples = 5;
   std::uint32_t time_cap_ms = 10000;
-  MSGPACK_DEFINE_MAP(warmup_launches, min_samples, max_samples, time_cap_ms)
+  /// Adaptive sampling inside the lane (stages/statistics/sampling_criterion.hpp): the relative
+  /// noise to reach after min_samples and min_time_ns of summed kernel time; 0: take exactly
+  /// min_samples.
+  double max_noise = 0.0;
+  std::int64_t min_time_ns = 0;
+  MSGPACK_DEFINE_MAP(warmup_launches, min_samples, max_samples, time_cap_ms, max_noise, min_time_ns)
 };
 
 /// The device as the lane process sees it; sent in the hello and in every reply.
@@ -182,6 +187,11 @@ struct kernel_lane_reply {
   std::uint32_t allocations = 0; ///< device allocations this request made; 0 in the steady state
   std::int64_t setup_ns = 0;     ///< host time for load, upload, checked launch and comparison
   std::int64_t sampling_ns = 0;  ///< host time for warm-ups and timed launches
+  /// How sampling ended: "fixed", a criterion state ("converged", "time_cap", ...) or
+  /// "max_samples"; with the achieved relative noise and whether it ended above the target.
+  std::string sampling_state = "fixed";
+  double noise = 0.0;
+  bool noisy = false;
   MSGPACK_DEFINE_MAP(protocol,
                      sequence,
                      status,
@@ -196,7 +206,10 @@ struct kernel_lane_reply {
                      lane_exiting,
                      allocations,
                      setup_ns,
-                     sampling_ns)
+                     sampling_ns,
+                     sampling_state,
+                     noise,
+                     noisy)
 };
 
 /// A frame that cannot be read: a length over the limit (the stream is out of step).

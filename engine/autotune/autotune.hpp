@@ -17,6 +17,7 @@
 
 #include "engine/broker/broker.hpp"
 #include "engine/graph/candidate_state.hpp"
+#include "engine/graph/lane_worker.hpp"
 #include "engine/store/results_store.hpp"
 
 namespace rpl::engine {
@@ -109,6 +110,15 @@ struct final_round_result {
   std::vector<finalist_result> finalists;
 };
 
+/// Whether the sweep kept its pipeline full: the bound is wall_s <= 1.15 x
+/// max(compile_bound_s, lane_bound_s), and each lane busy for most of its window.
+struct pipeline_report {
+  double compile_bound_s = 0.0; ///< sum of this session's compile times / compile workers
+  double lane_bound_s = 0.0;    ///< sum of lane busy time / lanes
+  double bound_ratio = 0.0;     ///< wall_s / max(compile_bound_s, lane_bound_s); 0 when both are 0
+  std::vector<lane_activity> lanes;
+};
+
 struct autotune_result {
   std::string run_id;
   std::string run_status; ///< finished | interrupted | failed
@@ -132,6 +142,7 @@ struct autotune_result {
   std::vector<std::string> devices; ///< "model (uuid)" per GPU lane
   std::optional<final_round_result> final_round;
   std::string winner_note; ///< why there is a tie, or why no final round ran
+  pipeline_report pipeline;
 };
 
 /// Runs one autotune job. Throws config_error (bad input, nothing written) or store_error.

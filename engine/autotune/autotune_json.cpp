@@ -37,6 +37,21 @@ nlohmann::json candidate_json(const stored_candidate& c) {
   return j;
 }
 
+nlohmann::json pipeline_json(const pipeline_report& p) {
+  nlohmann::json lanes = nlohmann::json::array();
+  for (const auto& lane : p.lanes) {
+    lanes.push_back({{"lane", lane.lane},
+                     {"measurements", lane.measurements},
+                     {"busy_s", std::chrono::duration<double>(lane.busy).count()},
+                     {"window_s", std::chrono::duration<double>(lane.window).count()},
+                     {"busy_fraction", lane.busy_fraction()}});
+  }
+  return {{"compile_bound_s", p.compile_bound_s},
+          {"lane_bound_s", p.lane_bound_s},
+          {"bound_ratio", p.bound_ratio},
+          {"lanes", lanes}};
+}
+
 nlohmann::json number_or_null(double value) {
   return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
 }
@@ -104,7 +119,7 @@ std::optional<final_round_result> final_round_from_json(const nlohmann::json& do
 
 nlohmann::json to_json(const autotune_result& result) {
   nlohmann::json doc;
-  doc["schema_version"] = "1.2";
+  doc["schema_version"] = "1.3";
   doc["run_id"] = result.run_id;
   doc["status"] = result.run_status;
   doc["db"] = result.db.string();
@@ -127,6 +142,7 @@ nlohmann::json to_json(const autotune_result& result) {
   doc["lanes"] = result.lanes;
   doc["wall_s"] = result.wall_s;
   doc["broker"] = broker_json(result.broker);
+  doc["pipeline"] = pipeline_json(result.pipeline);
   std::vector<const stored_candidate*> valid;
   nlohmann::json all = nlohmann::json::array();
   doc["winner"] = nullptr;

@@ -20,13 +20,17 @@ workers::lane_backend_ptr with_sampling(workers::lane_backend_ptr lane,
   return std::make_unique<workers::adaptive_lane>(std::move(lane), *inputs.sampling, batch_runs);
 }
 
+/// The kernel lane samples adaptively inside its process (one request per candidate), so it is
+/// not wrapped in adaptive_lane.
 workers::lane_backend_ptr kernel_lane_for(const autotune_options& options,
+                                          const autotune_inputs& inputs,
                                           const workers::nvidia_device& device) {
   workers::kernel_lane_options k;
   k.name = "gpu" + std::to_string(device.index);
   k.program = options.kernel_lane_program.empty() ? workers::default_kernel_lane_program()
                                                   : options.kernel_lane_program;
   k.device = device.index;
+  k.sampling = inputs.sampling;
   k.time_cap =
       std::chrono::milliseconds(static_cast<std::int64_t>(options.max_candidate_time_s * 1000.0));
   return std::make_unique<workers::kernel_lane>(std::move(k));
@@ -83,7 +87,7 @@ lane_plan make_lanes(const autotune_options& options,
     plan.devices.push_back(device.name + " (" + device.uuid + ")");
     workers::lane_backend_ptr lane;
     if (inputs.lane_kind == "kernel") {
-      lane = with_sampling(kernel_lane_for(options, device), inputs, 10);
+      lane = kernel_lane_for(options, inputs, device);
     } else {
       lane = with_sampling(
           trace_lane_for(options, inputs, device.index, "gpu" + std::to_string(device.index)),

@@ -141,6 +141,24 @@ autotune_result make_result(const autotune_options& options,
   return result;
 }
 
+pipeline_report make_pipeline_report(const autotune_result& result,
+                                     std::vector<lane_activity> activity) {
+  pipeline_report p;
+  p.compile_bound_s = result.compile_workers > 0
+                          ? static_cast<double>(result.sum_compile_ns) / 1e9 /
+                                static_cast<double>(result.compile_workers)
+                          : 0.0;
+  double busy_s = 0.0;
+  for (const auto& lane : activity) {
+    busy_s += std::chrono::duration<double>(lane.busy).count();
+  }
+  p.lane_bound_s = activity.empty() ? 0.0 : busy_s / static_cast<double>(activity.size());
+  const double bound = std::max(p.compile_bound_s, p.lane_bound_s);
+  p.bound_ratio = bound > 0.0 ? result.wall_s / bound : 0.0;
+  p.lanes = std::move(activity);
+  return p;
+}
+
 } // namespace
 
 autotune_result run_autotune(const autotune_options& options,
@@ -222,6 +240,10 @@ autotune_result run_autotune(const autotune_options& options,
   }
 
   const auto broker_stats = compile_broker.stats();
+  std::vector<lane_activity> activity;
+  for (const auto& lane : lanes) {
+    activity.push_back(lane->activity());
+  }
   compile_broker.stop();
   pool.stop();
   lanes.clear();
@@ -238,6 +260,7 @@ autotune_result run_autotune(const autotune_options& options,
   result.final_round = std::move(final_round);
   result.winner_note = winner_note;
   result.wall_s = std::chrono::duration<double>(clock_type::now() - started).count();
+  result.pipeline = make_pipeline_report(result, std::move(activity));
   return result;
 }
 

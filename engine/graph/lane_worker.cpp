@@ -36,6 +36,16 @@ messages::measure_result lane_worker::measure_now(const messages::measure_reques
   return result.get();
 }
 
+lane_activity lane_worker::activity() const {
+  std::lock_guard lock(mutex_);
+  lane_activity a;
+  a.lane = backend_->name();
+  a.measurements = measurements_;
+  a.busy = busy_;
+  a.window = first_start_ ? last_end_ - *first_start_ : clock::duration{};
+  return a;
+}
+
 void lane_worker::loop() {
   if (cpu_ >= 0) {
     cpu_set_t set;
@@ -54,11 +64,21 @@ void lane_worker::loop() {
       next = std::move(queue_.front());
       queue_.pop_front();
     }
+    const auto started = clock::now();
     try {
       next.candidate->measure = backend_->measure(next.request);
     } catch (const std::exception& error) {
       next.candidate->measure.status = messages::measure_status::launch_failed;
       next.candidate->measure.reason = std::string("lane error: ") + error.what();
+    }
+    {
+      std::lock_guard lock(mutex_);
+      ++measurements_;
+      last_end_ = clock::now();
+      busy_ += last_end_ - started;
+      if (!first_start_) {
+        first_start_ = started;
+      }
     }
     --outstanding_;
     next.done(next.candidate);

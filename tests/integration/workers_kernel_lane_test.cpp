@@ -100,6 +100,31 @@ TEST_F(KernelLane, answers_with_one_event_sample_per_run) {
   EXPECT_EQ(lane.starts(), 1u);
 }
 
+TEST_F(KernelLane, samples_adaptively_inside_the_lane_in_one_request) {
+  kernel_lane_options o = options();
+  stages::sampling_target target;
+  target.max_noise = 0.005;
+  target.min_samples = 10;
+  target.min_time_s = 0.005; // 20 samples of 250 us, then the first one past it
+  o.sampling = target;
+  kernel_lane lane(o);
+  const fs::path a = module("a", "kernel scale factor=2 duration_us=250");
+  const auto result = lane.measure(request(a));
+  ASSERT_EQ(result.status, measure_status::ok) << result.reason;
+  EXPECT_EQ(result.sampling, "converged");
+  EXPECT_FALSE(result.noisy);
+  EXPECT_EQ(result.noise, 0.0);
+  EXPECT_EQ(result.samples_ns.size(), 26u) << "10, then batches of 8 up to the one holding #21";
+  EXPECT_EQ(lane.last_reply().sequence, 1u) << "one request for the whole candidate";
+
+  auto fixed = request(a);
+  fixed.fixed_count = true; // the final round asks for exactly `runs`
+  const auto again = lane.measure(fixed);
+  ASSERT_EQ(again.status, measure_status::ok) << again.reason;
+  EXPECT_EQ(again.samples_ns.size(), 4u);
+  EXPECT_EQ(again.sampling, "fixed");
+}
+
 TEST_F(KernelLane, keeps_its_buffers_across_candidates) {
   kernel_lane lane(options());
   ASSERT_EQ(lane.measure(request(module("a", "kernel scale factor=2"))).status, measure_status::ok);

@@ -63,7 +63,7 @@ TEST(cli, autotune_json_matches_its_schema_and_names_the_winner) {
   ASSERT_NE(start, std::string::npos) << out.output;
   const auto doc = nlohmann::json::parse(out.output.substr(start));
   EXPECT_EQ(schema_errors(doc), std::vector<std::string>{});
-  EXPECT_EQ(doc["schema_version"], "1.2");
+  EXPECT_EQ(doc["schema_version"], "1.3");
   EXPECT_EQ(doc["status"], "finished");
   ASSERT_TRUE(doc["winner"].is_object());
   EXPECT_EQ(doc["winner"]["params"]["MODE"], 0);
@@ -80,6 +80,14 @@ TEST(cli, autotune_json_matches_its_schema_and_names_the_winner) {
   EXPECT_EQ(doc["backend"], "timing");
   EXPECT_TRUE(doc["noise_target"].is_null());
   EXPECT_EQ(doc["candidates"].size(), 6u);
+  // The pipeline report: one lane, busy for part of its window, and the wall against its bound.
+  const auto& pipeline = doc["pipeline"];
+  ASSERT_EQ(pipeline["lanes"].size(), 1u);
+  EXPECT_GE(pipeline["lanes"][0]["measurements"], 2u + 2u * 10u) << "2 candidates, 10 rounds of 2";
+  EXPECT_GT(pipeline["lanes"][0]["busy_fraction"], 0.0);
+  EXPECT_LE(pipeline["lanes"][0]["busy_fraction"], 1.0);
+  EXPECT_GT(pipeline["lane_bound_s"], 0.0);
+  EXPECT_GE(pipeline["bound_ratio"], 1.0) << "the wall cannot beat the busiest resource";
 
   // A document that breaks the schema is caught (the check can fail).
   auto broken = doc;

@@ -166,6 +166,7 @@ TEST(workers_kernel_lane_process, scalars_are_laid_out_as_their_type) {
 class timing_device final : public device_api {
 public:
   std::int64_t step_ns = 1000;
+  bool alternate = false; ///< every other launch takes 3 x step_ns: noise far above any target
   int launches = 0;
   int synchronizations = 0;
   int events_created = 0;
@@ -186,7 +187,7 @@ public:
   device_status launch(function_handle, const launch_shape&, void**) override {
     if (launches++ == fail_at_launch)
       return device_error{"TEST_ERROR", "refused", false};
-    clock_ += step_ns;
+    clock_ += alternate && launches % 2 == 0 ? 3 * step_ns : step_ns;
     return std::nullopt;
   }
   device_status synchronize() override {
@@ -258,6 +259,44 @@ TEST(workers_kernel_lane_process, the_time_cap_ends_sampling_and_says_so) {
                                     [](std::span<const std::int64_t>) { return false; });
   EXPECT_EQ(outcome.samples_ns.size(), 3u);
   EXPECT_TRUE(outcome.time_capped);
+}
+
+TEST(workers_kernel_lane_process, until_quiet_stops_once_the_noise_is_under_target_and_min_time) {
+  timing_device device; // every sample 1000 ns: no noise at all
+  event_pool events(device);
+  messages::kernel_sampling sampling{0, 10, 100000, 10000};
+  sampling.max_noise = 0.005;
+  sampling.min_time_ns = 50000; // 50 samples of 1000 ns
+  stages::sampling_criterion criterion(target_of(sampling));
+  const auto outcome =
+      take_samples(device, events, nullptr, {}, nullptr, sampling, until_quiet(criterion));
+  EXPECT_EQ(criterion.state(), stages::sampling_state::converged);
+  EXPECT_EQ(criterion.sample_count(), 51u) << "summed time must exceed min_time";
+  EXPECT_EQ(outcome.samples_ns.size(), 58u) << "10, then batches of 8: the batch holding #51";
+  EXPECT_EQ(criterion.noise(), 0.0);
+
+  sampling.min_time_ns = 0;
+  stages::sampling_criterion quick(target_of(sampling));
+  EXPECT_EQ(take_samples(device, events, nullptr, {}, nullptr, sampling, until_quiet(quick))
+                .samples_ns.size(),
+            10u)
+      << "without a minimum time, min_samples quiet samples are enough";
+}
+
+TEST(workers_kernel_lane_process, until_quiet_gives_up_on_noise_that_settles_above_target) {
+  timing_device device;
+  device.alternate = true; // 3000, 1000, 3000, ... : relative noise about 0.5
+  event_pool events(device);
+  messages::kernel_sampling sampling{0, 10, 100000, 10000};
+  sampling.max_noise = 0.005;
+  stages::sampling_criterion criterion(target_of(sampling));
+  const auto outcome =
+      take_samples(device, events, nullptr, {}, nullptr, sampling, until_quiet(criterion));
+  EXPECT_EQ(criterion.state(), stages::sampling_state::noise_converged_above_target);
+  EXPECT_TRUE(stages::is_noisy(criterion.state()));
+  EXPECT_GT(criterion.noise(), 0.4);
+  EXPECT_LT(outcome.samples_ns.size(), 1000u) << "it ends long before max_samples";
+  EXPECT_FALSE(outcome.time_capped);
 }
 
 TEST(workers_kernel_lane_process, a_failed_launch_stops_sampling_with_its_error) {

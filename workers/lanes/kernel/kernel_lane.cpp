@@ -175,8 +175,15 @@ messages::kernel_lane_request kernel_lane::make_request(const messages::measure_
     out.launch.reference = first_valid_;
   out.sampling.warmup_launches = request.warmup;
   out.sampling.min_samples = request.runs;
-  out.sampling.max_samples = std::max(request.runs, options_.max_samples);
+  out.sampling.max_samples = request.runs;
   out.sampling.time_cap_ms = static_cast<std::uint32_t>(options_.time_cap.count());
+  if (options_.sampling && !request.fixed_count) {
+    out.sampling.min_samples = std::max<std::uint32_t>(
+        request.runs, static_cast<std::uint32_t>(options_.sampling->min_samples));
+    out.sampling.max_samples = std::max(out.sampling.min_samples, options_.max_samples);
+    out.sampling.max_noise = options_.sampling->max_noise;
+    out.sampling.min_time_ns = static_cast<std::int64_t>(options_.sampling->min_time_s * 1e9);
+  }
   return out;
 }
 
@@ -240,6 +247,9 @@ void kernel_lane::take_reply(const messages::kernel_lane_request& request,
   result.device_uuid = reply.device.uuid;
   result.status = to_measure_status(reply.status);
   result.samples_ns = reply.samples_ns;
+  result.sampling = reply.sampling_state;
+  result.noise = reply.noise;
+  result.noisy = reply.noisy;
   if (reply.status != kernel_lane_status::ok)
     result.reason = std::string(messages::to_string(reply.status)) + ": " + reply.reason;
   if (reply.lane_exiting) {

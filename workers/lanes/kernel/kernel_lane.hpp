@@ -25,6 +25,7 @@
 
 #include "messages/kernel_lane.hpp"
 #include "messages/wire.hpp"
+#include "stages/statistics/sampling_criterion.hpp"
 #include "workers/lanes/kernel/lane_process.hpp"
 #include "workers/lanes/lane_backend.hpp"
 
@@ -43,8 +44,12 @@ struct kernel_lane_options {
   std::chrono::milliseconds start_timeout{60000};
   /// Added to the request's timeout_ms for one reply: loading, uploads, the reference.
   std::chrono::milliseconds reply_allowance{5000};
-  /// Upper bound for an adaptive stop criterion; 0: exactly `runs` samples.
-  std::uint32_t max_samples = 0;
+  /// Adaptive sampling inside the lane process, one request per candidate: after `runs` samples,
+  /// launches continue until the noise is under sampling->max_noise (with min_time_s of summed
+  /// kernel time), up to max_samples or time_cap (then the result is `noisy`). nullopt, or a
+  /// request with fixed_count: exactly `runs` samples.
+  std::optional<stages::sampling_target> sampling;
+  std::uint32_t max_samples = 1u << 20;
   /// Sampling stops after this long even before its criterion is met (the reply says so).
   std::chrono::milliseconds time_cap{10000};
 };

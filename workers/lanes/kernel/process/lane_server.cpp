@@ -359,13 +359,24 @@ void lane_server::sample(const messages::kernel_lane_request& request,
                          messages::kernel_lane_reply& reply) {
   const auto start = clock_type::now();
   const messages::kernel_launch& launch = request.launch;
+  const messages::kernel_sampling& sampling = request.sampling;
+  const bool adaptive = sampling.max_noise > 0.0;
+  stages::sampling_criterion criterion(target_of(sampling));
   sampling_outcome outcome = take_samples(
       api_, events_, function, launch_shape{launch.grid, launch.block, launch.shared_bytes}, params,
-      request.sampling, enough_);
+      sampling, adaptive ? until_quiet(criterion) : fixed_count());
   reply.sampling_ns = ns_since(start);
   reply.samples_ns = std::move(outcome.samples_ns);
   reply.warmup_launches = outcome.warmups;
   reply.time_capped = outcome.time_capped;
+  if (adaptive) {
+    const stages::sampling_state state = criterion.state();
+    reply.sampling_state = state != stages::sampling_state::continue_sampling ? to_string(state)
+                           : outcome.time_capped                              ? "time_cap"
+                                                                              : "max_samples";
+    reply.noise = criterion.noise();
+    reply.noisy = state == stages::sampling_state::continue_sampling || stages::is_noisy(state);
+  }
   if (outcome.error) {
     record(reply, kernel_lane_status::launch_failed, *outcome.error,
            "timing " + launch.symbol + " (after the checked launch succeeded)");

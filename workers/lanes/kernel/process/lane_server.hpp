@@ -32,9 +32,6 @@ public:
   /// Serves one request. Never throws for anything a request or a kernel can cause.
   messages::kernel_lane_reply handle(const messages::kernel_lane_request& request);
 
-  /// Replaces the sampling stop criterion (fixed_count() by default).
-  void set_stop_criterion(stop_criterion criterion) { enough_ = std::move(criterion); }
-
 private:
   struct reference_outputs {
     std::string key; ///< the reference and arguments they came from; empty: none yet
@@ -67,7 +64,6 @@ private:
   initial_contents contents_;
   event_pool events_;
   reference_outputs reference_;
-  stop_criterion enough_ = fixed_count();
 };
 
 } // namespace rpl::workers::kernel_process

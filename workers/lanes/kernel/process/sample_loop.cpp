@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 namespace rpl::workers::kernel_process {
 
@@ -54,6 +55,23 @@ device_status timed_batch(device_api& api,
 
 stop_criterion fixed_count() {
   return [](std::span<const std::int64_t>) { return true; };
+}
+
+stop_criterion until_quiet(stages::sampling_criterion& criterion) {
+  return [&criterion, fed = std::size_t{0}](std::span<const std::int64_t> samples) mutable {
+    const auto outcome = criterion.add_batch(samples.subspan(fed), 0.0);
+    fed = samples.size();
+    return outcome.state != stages::sampling_state::continue_sampling;
+  };
+}
+
+stages::sampling_target target_of(const messages::kernel_sampling& sampling) {
+  stages::sampling_target target;
+  target.max_noise = sampling.max_noise;
+  target.min_samples = std::max<std::size_t>(1, sampling.min_samples);
+  target.min_time_s = static_cast<double>(sampling.min_time_ns) * 1e-9;
+  target.max_time_s = std::numeric_limits<double>::infinity();
+  return target;
 }
 
 sampling_outcome take_samples(device_api& api,

@@ -4,9 +4,9 @@
 /// samples. After each batch past min_samples the stop criterion decides whether there are
 /// enough; max_samples and time_cap_ms bound it.
 ///
-/// The criterion is the seam for adaptive sampling (stages/statistics/sampling_criterion.hpp, in
-/// progress elsewhere: stop when the relative noise of the estimate is under a target). Until it
-/// is wired in, fixed_count() stops at min_samples.
+/// Two criteria: fixed_count() stops at min_samples; until_quiet() is adaptive sampling
+/// (stages/statistics/sampling_criterion.hpp, NVBench's stdrel rule) inside the lane, so one
+/// request per candidate samples until the noise is under the target, with no round trips.
 
 #include <cstdint>
 #include <functional>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "messages/kernel_lane.hpp"
+#include "stages/statistics/sampling_criterion.hpp"
 #include "workers/lanes/kernel/process/device_api.hpp"
 #include "workers/lanes/kernel/process/event_pool.hpp"
 
@@ -24,6 +25,14 @@ using stop_criterion = std::function<bool(std::span<const std::int64_t> samples_
 
 /// Enough as soon as min_samples exist: a fixed count.
 stop_criterion fixed_count();
+
+/// Feeds each sample not yet fed to `criterion` (which must outlive the returned function) and is
+/// enough once its state leaves continue_sampling. Its time cap is left to take_samples.
+stop_criterion until_quiet(stages::sampling_criterion& criterion);
+
+/// The criterion for `sampling`'s max_noise, min_samples and min_time_ns, with no wall cap of its
+/// own (take_samples has time_cap_ms).
+stages::sampling_target target_of(const messages::kernel_sampling& sampling);
 
 struct sampling_outcome {
   std::vector<std::int64_t> samples_ns;
