@@ -170,6 +170,28 @@ struct measure_request {
   MSGPACK_DEFINE_MAP(candidate_key, argv, runs, warmup, timeout_ms, launch, fixed_count)
 };
 
+/// The GPU's clocks around one measurement, read through NVML (never set): the SM clock and the
+/// clocks-event ("throttle") reasons before and after, and the power and thermal violation time
+/// that accrued during it. Empty (read false) where NVML is not available.
+struct gpu_clocks {
+  bool read = false;
+  std::uint32_t sm_mhz_before = 0;
+  std::uint32_t sm_mhz_after = 0;
+  std::uint64_t reasons_before = 0; ///< NVML clocks-event reason bits (stages/hardware)
+  std::uint64_t reasons_after = 0;
+  std::int64_t power_violation_ns = -1;   ///< during the measurement; -1 where NVML cannot tell
+  std::int64_t thermal_violation_ns = -1; ///< during the measurement; -1 where NVML cannot tell
+  bool throttled = false;                 ///< a slowing reason was set, or violation time accrued
+  MSGPACK_DEFINE_MAP(read,
+                     sm_mhz_before,
+                     sm_mhz_after,
+                     reasons_before,
+                     reasons_after,
+                     power_violation_ns,
+                     thermal_violation_ns,
+                     throttled)
+};
+
 struct measure_result {
   static constexpr message_kind kind = message_kind::measure_result;
   measure_status status = measure_status::not_run;
@@ -186,6 +208,7 @@ struct measure_result {
   bool noisy = false;       ///< adaptive sampling ended above the noise target: not rankable as is
   std::string device_model; ///< e.g. "NVIDIA H100 80GB HBM3"; empty for CPU lanes
   std::string device_uuid;  ///< the GPU's UUID; empty for CPU lanes
+  gpu_clocks clocks;        ///< clock evidence; read false for CPU lanes and without NVML
   MSGPACK_DEFINE_MAP(status,
                      samples_ns,
                      exit_code,
@@ -197,7 +220,8 @@ struct measure_result {
                      noise,
                      noisy,
                      device_model,
-                     device_uuid)
+                     device_uuid,
+                     clocks)
 };
 
 struct verdict {

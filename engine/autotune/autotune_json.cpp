@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "engine/autotune/autotune.hpp"
+#include "stages/hardware/clock_events.hpp"
 
 namespace rpl::engine {
 
@@ -13,6 +14,21 @@ nlohmann::json stats_json(const stages::sample_stats& s) {
           {"mean_ns", s.mean}, {"stddev_ns", s.stddev},
           {"cv", s.cv},        {"min_ns", s.min},
           {"max_ns", s.max},   {"stability", stages::to_string(s.stability)}};
+}
+
+/// A violation time in ms, or null where NVML could not tell.
+nlohmann::json violation_ms(std::int64_t ns) {
+  return ns < 0 ? nlohmann::json(nullptr) : nlohmann::json(static_cast<double>(ns) / 1e6);
+}
+
+nlohmann::json clocks_json(const messages::gpu_clocks& k) {
+  return {{"sm_mhz_before", k.sm_mhz_before},
+          {"sm_mhz_after", k.sm_mhz_after},
+          {"reasons_before", stages::clock_event_names(k.reasons_before)},
+          {"reasons_after", stages::clock_event_names(k.reasons_after)},
+          {"power_violation_ms", violation_ms(k.power_violation_ns)},
+          {"thermal_violation_ms", violation_ms(k.thermal_violation_ns)},
+          {"throttled", k.throttled}};
 }
 
 nlohmann::json candidate_json(const stored_candidate& c) {
@@ -30,6 +46,7 @@ nlohmann::json candidate_json(const stored_candidate& c) {
   j["noise"] =
       c.noise && std::isfinite(*c.noise) ? nlohmann::json(*c.noise) : nlohmann::json(nullptr);
   j["noisy"] = c.noisy;
+  j["clocks"] = c.clocks.read ? clocks_json(c.clocks) : nlohmann::json(nullptr);
   j["lane"] = c.lane.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.lane);
   j["device"] = c.device_model.empty()
                     ? nlohmann::json(nullptr)

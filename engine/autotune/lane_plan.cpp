@@ -1,6 +1,10 @@
 #include "engine/autotune/lane_plan.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include "workers/devices/nvml_probe.hpp"
 #include "workers/lanes/adaptive/adaptive_lane.hpp"
+#include "workers/lanes/clocks/clock_watch_lane.hpp"
 #include "workers/lanes/kernel/kernel_lane.hpp"
 #include "workers/lanes/timing/timing_lane.hpp"
 #include "workers/lanes/trace/trace_lane.hpp"
@@ -83,6 +87,17 @@ lane_plan make_lanes(const autotune_options& options,
     }
     return plan;
   }
+  // Clock evidence for NVIDIA GPUs, read through NVML where the driver has it.
+  std::shared_ptr<workers::gpu_clock_probe> clocks;
+  if (inputs.lane_kind == "kernel" || inputs.lane_kind == "cuda") {
+    std::string why_not;
+    clocks = workers::open_nvml_probe(why_not);
+    if (!clocks) {
+      spdlog::warn("no clock evidence for this run: {}; measurements are not checked for "
+                   "throttling",
+                   why_not);
+    }
+  }
   for (const auto& device : inputs.devices) {
     plan.devices.push_back(device.name + " (" + device.uuid + ")");
     workers::lane_backend_ptr lane;
@@ -92,6 +107,9 @@ lane_plan make_lanes(const autotune_options& options,
       lane = with_sampling(
           trace_lane_for(options, inputs, device.index, "gpu" + std::to_string(device.index)),
           inputs, 1);
+    }
+    if (clocks && !device.uuid.empty()) {
+      lane = std::make_unique<workers::clock_watch_lane>(std::move(lane), clocks, device.uuid);
     }
     plan.lanes.push_back(std::make_unique<lane_worker>(std::move(lane), -1));
   }

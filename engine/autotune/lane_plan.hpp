@@ -1,7 +1,8 @@
 #pragma once
 /// The lanes of an autotune run, by kind: CPU slots for the timing backend (pinned when cores
 /// allow), or one lane per GPU (--devices) for the kernel lane and the application lanes, each
-/// behind adaptive sampling when it is on.
+/// behind adaptive sampling when it is on (the kernel lane samples inside its process), and each
+/// NVIDIA GPU lane behind a clock watch (NVML) where the driver has one.
 
 #include <memory>
 #include <string>

@@ -14,8 +14,20 @@ namespace {
 
 constexpr const char* schema_sql = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
--- 2 added candidate_sampling and final_rounds; a version-1 file gains them when opened.
-INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '2');
+-- 2 added candidate_sampling and final_rounds, 3 candidate_clocks; an older file gains them when
+-- opened (its candidates simply have no row there).
+INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '3');
+CREATE TABLE IF NOT EXISTS candidate_clocks(
+  run_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  sm_mhz_before INTEGER,
+  sm_mhz_after INTEGER,
+  reasons_before INTEGER,
+  reasons_after INTEGER,
+  power_violation_ns INTEGER,
+  thermal_violation_ns INTEGER,
+  throttled INTEGER NOT NULL,
+  PRIMARY KEY (run_id, key));
 CREATE TABLE IF NOT EXISTS candidate_sampling(
   run_id TEXT NOT NULL,
   key TEXT NOT NULL,
@@ -237,6 +249,19 @@ void results_store::record(const std::string& run_id, const candidate_record& c)
       s.bind_text(6, c.measure.device_model).bind_text(7, c.measure.device_uuid);
       s.step();
     }
+    if (const messages::gpu_clocks& k = c.measure.clocks; k.read) {
+      sqlite::statement s(*db_, "INSERT OR REPLACE INTO candidate_clocks(run_id, key, "
+                                "sm_mhz_before, sm_mhz_after, reasons_before, reasons_after, "
+                                "power_violation_ns, thermal_violation_ns, throttled) VALUES "
+                                "(?,?,?,?,?,?,?,?,?)");
+      s.bind_text(1, run_id).bind_text(2, c.key);
+      s.bind_int64(3, k.sm_mhz_before).bind_int64(4, k.sm_mhz_after);
+      s.bind_int64(5, static_cast<std::int64_t>(k.reasons_before));
+      s.bind_int64(6, static_cast<std::int64_t>(k.reasons_after));
+      s.bind_int64(7, k.power_violation_ns).bind_int64(8, k.thermal_violation_ns);
+      s.bind_int64(9, k.throttled ? 1 : 0);
+      s.step();
+    }
     {
       sqlite::statement s(*db_,
                           "INSERT OR REPLACE INTO artifacts(run_id, key, compile_status, hash, "
@@ -318,8 +343,11 @@ std::vector<stored_candidate> results_store::candidates(const std::string& run_i
                       "SELECT c.key, c.space_index, c.params_json, c.status, c.reason, v.verdict, "
                       "v.reason, c.n, c.median_ns, c.mean_ns, c.stddev_ns, c.cv, c.min_ns, "
                       "c.max_ns, a.compile_ns, a.compile_status, v.best_key, c.lane, p.sampling, "
-                      "p.noise, p.noisy, p.device_model, p.device_uuid, a.hash FROM candidates c "
+                      "p.noise, p.noisy, p.device_model, p.device_uuid, a.hash, k.sm_mhz_before, "
+                      "k.sm_mhz_after, k.reasons_before, k.reasons_after, k.power_violation_ns, "
+                      "k.thermal_violation_ns, k.throttled FROM candidates c "
                       "LEFT JOIN candidate_sampling p ON p.run_id = c.run_id AND p.key = c.key "
+                      "LEFT JOIN candidate_clocks k ON k.run_id = c.run_id AND k.key = c.key "
                       "LEFT JOIN verdicts v ON v.run_id = c.run_id AND v.key = c.key "
                       "LEFT JOIN artifacts a ON a.run_id = c.run_id AND a.key = c.key "
                       "WHERE c.run_id = ? ORDER BY c.rowid");
@@ -352,6 +380,17 @@ std::vector<stored_candidate> results_store::candidates(const std::string& run_i
     c.device_model = s.column_text(21);
     c.device_uuid = s.column_text(22);
     c.artifact_hash = s.column_text(23);
+    if (!s.column_is_null(30)) {
+      messages::gpu_clocks& k = c.clocks;
+      k.read = true;
+      k.sm_mhz_before = static_cast<std::uint32_t>(s.column_int64(24));
+      k.sm_mhz_after = static_cast<std::uint32_t>(s.column_int64(25));
+      k.reasons_before = static_cast<std::uint64_t>(s.column_int64(26));
+      k.reasons_after = static_cast<std::uint64_t>(s.column_int64(27));
+      k.power_violation_ns = s.column_int64(28);
+      k.thermal_violation_ns = s.column_int64(29);
+      k.throttled = s.column_int64(30) != 0;
+    }
     out.push_back(std::move(c));
   }
   return out;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/store/candidate_record.hpp"
+#include "messages/wire.hpp"
 
 namespace rpl::stages::sqlite {
 class connection;
@@ -58,7 +59,8 @@ struct stored_candidate {
   bool noisy = false;
   std::string device_model;
   std::string device_uuid;
-  std::string artifact_hash; ///< empty without an artifact
+  std::string artifact_hash;   ///< empty without an artifact
+  messages::gpu_clocks clocks; ///< read false without clock evidence (CPU lanes, no NVML)
 };
 
 class results_store {

@@ -77,6 +77,39 @@ TEST(results_store, records_a_candidate_with_its_samples_artifact_and_verdict) {
   EXPECT_EQ(rows[1].compile_status, "compile_failed");
 }
 
+TEST(results_store, keeps_a_candidates_clock_evidence_and_none_where_there_was_none) {
+  temp_dir dir;
+  const auto db = dir / "r.db";
+  auto throttled = make_candidate("k1", true);
+  messages::gpu_clocks& k = throttled.measure.clocks;
+  k.read = true;
+  k.sm_mhz_before = 345;
+  k.sm_mhz_after = 1755;
+  k.reasons_before = 0x1;
+  k.reasons_after = 0x4;
+  k.power_violation_ns = 2'000'000;
+  k.thermal_violation_ns = -1;
+  k.throttled = true;
+  {
+    results_store store(db);
+    store.create_run(make_run("run-a", "fp"));
+    store.record("run-a", throttled);
+    store.record("run-a", make_candidate("k2", true));
+  }
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM candidate_clocks WHERE throttled=1"), 1);
+  EXPECT_EQ(rpl::testing::query_texts(db, "SELECT value FROM meta WHERE key='schema_version'")[0],
+            "3");
+  const auto rows = results_store(db).candidates("run-a");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(rows[0].clocks.read);
+  EXPECT_EQ(rows[0].clocks.sm_mhz_after, 1755u);
+  EXPECT_EQ(rows[0].clocks.reasons_after, 0x4u);
+  EXPECT_EQ(rows[0].clocks.power_violation_ns, 2'000'000);
+  EXPECT_EQ(rows[0].clocks.thermal_violation_ns, -1) << "unknown stays unknown";
+  EXPECT_TRUE(rows[0].clocks.throttled);
+  EXPECT_FALSE(rows[1].clocks.read) << "no evidence is not evidence of no throttling";
+}
+
 TEST(results_store, finds_the_latest_run_with_a_fingerprint) {
   temp_dir dir;
   results_store store(dir / "r.db");

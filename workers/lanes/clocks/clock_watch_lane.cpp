@@ -1,0 +1,41 @@
+#include "workers/lanes/clocks/clock_watch_lane.hpp"
+
+#include "stages/hardware/clock_events.hpp"
+
+namespace rpl::workers {
+
+namespace {
+
+/// The growth of a cumulative counter, or -1 when either end is unknown.
+std::int64_t growth(std::int64_t before, std::int64_t after) {
+  return before < 0 || after < 0 || after < before ? -1 : after - before;
+}
+
+} // namespace
+
+clock_watch_lane::clock_watch_lane(lane_backend_ptr inner,
+                                   std::shared_ptr<gpu_clock_probe> probe,
+                                   std::string uuid)
+    : inner_(std::move(inner)), probe_(std::move(probe)), uuid_(std::move(uuid)) {}
+
+messages::measure_result clock_watch_lane::measure(const messages::measure_request& request) {
+  const auto before = probe_->read(uuid_);
+  messages::measure_result result = inner_->measure(request);
+  const auto after = probe_->read(uuid_);
+  if (!before || !after) {
+    return result;
+  }
+  messages::gpu_clocks& c = result.clocks;
+  c.read = true;
+  c.sm_mhz_before = before->sm_mhz;
+  c.sm_mhz_after = after->sm_mhz;
+  c.reasons_before = before->reasons;
+  c.reasons_after = after->reasons;
+  c.power_violation_ns = growth(before->power_violation_ns, after->power_violation_ns);
+  c.thermal_violation_ns = growth(before->thermal_violation_ns, after->thermal_violation_ns);
+  c.throttled = stages::is_throttled(c.reasons_before, c.reasons_after, c.power_violation_ns,
+                                     c.thermal_violation_ns);
+  return result;
+}
+
+} // namespace rpl::workers

@@ -1,0 +1,31 @@
+#pragma once
+/// Clock evidence around every measurement of a GPU lane: reads the GPU's SM clock, clocks-event
+/// reasons and violation counters (workers/devices/nvml_probe.hpp) before and after the inner
+/// lane measures, and fills measure_result::clocks, flagging a measurement that throttled
+/// (stages/hardware/clock_events.hpp). Reads only: clocks and settings are left as they are.
+
+#include <memory>
+#include <string>
+
+#include "workers/devices/nvml_probe.hpp"
+#include "workers/lanes/lane_backend.hpp"
+
+namespace rpl::workers {
+
+class clock_watch_lane final : public lane_backend {
+public:
+  /// `uuid`: the lane's GPU ("GPU-..."), as NVML and nvidia-smi name it.
+  clock_watch_lane(lane_backend_ptr inner,
+                   std::shared_ptr<gpu_clock_probe> probe,
+                   std::string uuid);
+
+  messages::measure_result measure(const messages::measure_request& request) override;
+  const std::string& name() const override { return inner_->name(); }
+
+private:
+  lane_backend_ptr inner_;
+  std::shared_ptr<gpu_clock_probe> probe_;
+  std::string uuid_;
+};
+
+} // namespace rpl::workers
