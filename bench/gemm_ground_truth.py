@@ -10,11 +10,17 @@
    median and the ground truth, the winner's ground truth against the best configuration's, and
    whether the tie set holds the best.
 
+4. Prints, per sweep, how full its pipeline was (the JSON's "pipeline": wall / max(compile bound,
+   lane bound), each lane's busy fraction), candidates per second, how sampling ended, and how
+   many measurements NVML saw throttled.
+
 Usage: python3 bench/gemm_ground_truth.py --rocm-perf BIN [--lanes kernel,app] [--out DIR]
-       [--arch sm_90] [--workers 14] [--repeat 1]
+       [--arch sm_90] [--workers 14] [--repeat 1] [--devices all|0,1] [--no-truth] [--extra ARGS]
+
+--devices is passed to autotune (one lane per GPU); --no-truth skips steps 2-3 (for scaling runs).
 Exit 0 when every sweep ran (the figures are printed, not judged), 1 when one failed.
 """
-import argparse, concurrent.futures as cf, json, os, subprocess, sys, time
+import argparse, concurrent.futures as cf, json, os, shlex, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFS = "-DTILE_M={TILE_M} -DTILE_N={TILE_N} -DTILE_K={TILE_K} -DTHREAD_M={THREAD_M} -DTHREAD_N={THREAD_N}"
@@ -60,6 +66,9 @@ def sweep(args, lane, out, index):
         cmd += ["--build-template", f"nvcc -O3 -arch={args.arch} {DEFS} gemm.cu -o {{OUT}}",
                 "--cmd-template", "{BIN} --size 2048 --reps 5", "--backend", "cuda",
                 "--kernel", "sgemm_tiled", "--runs", "2"]
+    if args.devices:
+        cmd += ["--devices", args.devices]
+    cmd += shlex.split(args.extra)
     started = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.time() - started
@@ -75,9 +84,30 @@ def sweep(args, lane, out, index):
     return wall, doc
 
 
+def pipeline_line(name, wall, doc):
+    """How full the pipeline was, how sampling ended, and what NVML saw."""
+    p = doc.get("pipeline") or {}
+    cands = [c for c in doc["candidates"]]
+    states = {}
+    for c in cands:
+        states[c.get("sampling")] = states.get(c.get("sampling"), 0) + 1
+    clocks = [c["clocks"] for c in cands if c.get("clocks")]
+    throttled = sum(1 for k in clocks if k["throttled"])
+    mhz = sorted(k["sm_mhz_after"] for k in clocks)
+    lanes = ", ".join(f"{l['lane']} {l['measurements']} meas busy {l['busy_s']:.1f}/{l['window_s']:.1f} s "
+                      f"({100 * l['busy_fraction']:.0f} %)" for l in p.get("lanes", []))
+    print(f"  {name}: {len(cands)} candidates in {wall:.1f} s = {len(cands) / wall:.2f}/s; engine wall "
+          f"{doc['wall_s']:.1f} s; compile bound {p.get('compile_bound_s', 0):.1f} s "
+          f"({doc['compile_workers']} workers), lane bound {p.get('lane_bound_s', 0):.1f} s, "
+          f"wall/bound {p.get('bound_ratio', 0):.2f}; lanes: {lanes}")
+    print(f"  {name}: sampling {states}; clocks read for {len(clocks)}, throttled {throttled}"
+          + (f", SM MHz after: min {mhz[0]} median {mhz[len(mhz) // 2]} max {mhz[-1]}" if mhz else ""),
+          flush=True)
+
+
 def truth_for(args, params, out):
     tag = "-".join(str(params[n]) for n in NAMES)
-    exe = os.path.join(out, "apps", f"gemm-{tag}")
+    exe = os.path.join(args.apps, f"gemm-{tag}")
     if not os.path.exists(exe):
         defs = [f"-D{n}={params[n]}" for n in NAMES]
         subprocess.run(["nvcc", "-O3", f"-arch={args.arch}", *defs, os.path.join(ROOT, "examples/cuda/gemm.cu"),
@@ -94,8 +124,14 @@ def main():
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--truth-reps", type=int, default=20)
+    p.add_argument("--devices", default="")
+    p.add_argument("--no-truth", action="store_true")
+    p.add_argument("--apps", default=os.path.join(tempfile.gettempdir(), "gemm-truth-apps"),
+                   help="where the ground-truth builds go (kept out of --out: 183 executables)")
+    p.add_argument("--extra", default="", help="more autotune arguments, e.g. '--min-time 0.1'")
     args = p.parse_args()
-    os.makedirs(os.path.join(args.out, "apps"), exist_ok=True)
+    os.makedirs(args.apps, exist_ok=True)
+    os.makedirs(args.out, exist_ok=True)
 
     sweeps = []
     for lane in args.lanes.split(","):
@@ -105,6 +141,9 @@ def main():
                 return 1
             sweeps.append((lane, i, *r))
             print(f"{lane} sweep {i}: {r[0]:.1f} s", flush=True)
+            pipeline_line(lane + str(i), *r)
+    if args.no_truth:
+        return 0
 
     configs = {}
     for _, _, _, doc in sweeps:
