@@ -10,7 +10,9 @@
 #              $EXTRA (default "--min-time 0.1": long enough per candidate that the lanes, not the
 #              compile pool, bound the sweep), no ground truth: candidates per second and each
 #              lane's busy fraction.
-# Env: OUT (results; the device tool sets it), REPEAT (3), LANES (kernel), WORKERS (nproc - 2).
+# Env: OUT (results; the device tool sets it), REPEAT (3), LANES (kernel), WORKERS (nproc - 2),
+# KEEP=1 keeps the results databases and their artifact folders (removed by default: the JSON
+# results and logs hold the figures).
 # Reads the GPUs only: never changes clocks or settings. Exit 0 when every step ran, 1 otherwise.
 set -uo pipefail
 bundle=${1:-.bundle}
@@ -41,5 +43,9 @@ else
   echo "== scaling: --devices 0, then --devices all ($EXTRA) =="
   truth --lanes kernel --devices 0 --no-truth --out "$OUT/one" --extra "$EXTRA"
   truth --lanes kernel --devices all --no-truth --out "$OUT/all" --extra "$EXTRA"
+fi
+if [[ ${KEEP:-0} != 1 ]]; then
+  find "$OUT" -name '*.db.artifacts' -type d -prune -exec rm -rf {} +
+  find "$OUT" \( -name '*.db' -o -name '*.db-wal' -o -name '*.db-shm' \) -delete
 fi
 exit $status
