@@ -1,12 +1,96 @@
 #include "engine/cli.hpp"
 
+#include <algorithm>
+#include <iostream>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "engine/commands/command.hpp"
 
 namespace rpl::engine {
+
+namespace {
+
+/// Levenshtein distance, for "did you mean".
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) {
+    row[j] = j;
+  }
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// The deepest subcommand the user named ("rocm-perf worker compile"), and the arguments CLI11
+/// could not place anywhere along the way.
+struct parse_position {
+  std::string path = "rocm-perf";
+  const CLI::App* app = nullptr;
+  std::vector<std::string> unexpected;
+};
+
+parse_position locate(const CLI::App& root) {
+  parse_position at;
+  at.app = &root;
+  for (const CLI::App* app = &root; app != nullptr;) {
+    for (const auto& extra : app->remaining()) {
+      at.unexpected.push_back(extra);
+    }
+    const auto chosen = app->get_subcommands();
+    app = chosen.empty() ? nullptr : chosen.front();
+    if (app != nullptr) {
+      at.path += " " + app->get_name();
+      at.app = app;
+    }
+  }
+  return at;
+}
+
+/// Explains an argument error: CLI11's message, what was not understood, and where help is.
+void explain(const CLI::App& root, const CLI::ParseError& error) {
+  const parse_position at = locate(root);
+  std::string unknown_verb;
+  if (!at.unexpected.empty() && at.unexpected.front().rfind('-', 0) != 0) {
+    unknown_verb = at.unexpected.front();
+  }
+  const auto verbs = at.app->get_subcommands({});
+  if (!unknown_verb.empty() && !verbs.empty()) {
+    std::string names;
+    std::string nearest;
+    std::size_t best = 3; // suggest only a close match
+    for (const CLI::App* verb : verbs) {
+      names += (names.empty() ? "" : ", ") + verb->get_name();
+      if (const std::size_t d = edit_distance(unknown_verb, verb->get_name()); d < best) {
+        best = d;
+        nearest = verb->get_name();
+      }
+    }
+    std::cerr << at.path << ": '" << unknown_verb << "' is not a verb; the verbs are " << names
+              << (nearest.empty() ? "" : " (did you mean '" + nearest + "'?)") << "\n";
+  } else {
+    std::cerr << at.path << ": " << error.what() << "\n";
+    if (!at.unexpected.empty() && dynamic_cast<const CLI::ExtrasError*>(&error) == nullptr) {
+      std::string list;
+      for (const auto& extra : at.unexpected) {
+        list += (list.empty() ? "" : " ") + extra;
+      }
+      std::cerr << at.path << ": not understood: " << list << "\n";
+    }
+  }
+  std::cerr << "fix: see `" << at.path << " --help` for what it accepts\n";
+}
+
+} // namespace
 
 int run_cli(int argc, char** argv) {
   CLI::App app{"rocm-perf: a performance lab for GPU kernels"};
@@ -34,7 +118,7 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     // CLI11's own codes (106, 109, ...) would break the contract: every argument error is bad
     // input.
-    app.exit(error);
+    explain(app, error);
     return commands::bad_input;
   }
   for (auto& verb : verbs) {
