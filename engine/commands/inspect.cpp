@@ -46,12 +46,18 @@ nlohmann::json inspect_kernel(const stages::kernel_metadata& k,
   kj["occupancy"] = nlohmann::json::array();
   std::string occ;
   if (arch) {
-    for (const auto block : block_sizes(k, options)) {
-      const auto at = stages::compute_kernel_occupancy(
-          *arch, stages::kernel_resources::from_code_object(k, block), false);
-      occ += (occ.empty() ? "" : "; ") +
-             ("block " + std::to_string(block) + ": " + stages::occupancy_summary(at.result));
-      kj["occupancy"].push_back(stages::to_json(at));
+    try {
+      for (const auto block : block_sizes(k, options)) {
+        const auto at = stages::compute_kernel_occupancy(
+            *arch, stages::kernel_resources::from_code_object(k, block), false);
+        occ += (occ.empty() ? "" : "; ") +
+               ("block " + std::to_string(block) + ": " + stages::occupancy_summary(at.result));
+        kj["occupancy"].push_back(stages::to_json(at));
+      }
+    } catch (const stages::arch_error& error) {
+      // The kernel does not fit the model (a wave size the target lacks): say so, go on.
+      kj["occupancy_note"] = error.what();
+      occ = std::string("- (") + error.what() + ")";
     }
   }
   if (!options.json) {
@@ -149,6 +155,14 @@ int inspect(const inspect_options& options) {
       forced = stages::load_arch(options.arch);
     } catch (const stages::arch_error& error) {
       std::fprintf(stderr, "rocm-perf inspect: error: --arch: %s\n", error.what());
+      return exit_code::bad_input;
+    }
+    if (forced->vendor != "amd") {
+      std::fprintf(stderr,
+                   "rocm-perf inspect: error: --arch %s is an %s target, but inspect reads AMD GPU "
+                   "code objects, whose occupancy needs an AMD model; fix: --arch with a gfx "
+                   "target (e.g. gfx90a), or leave --arch out to use each code object's own\n",
+                   options.arch.c_str(), forced->vendor == "nvidia" ? "NVIDIA" : "other vendor's");
       return exit_code::bad_input;
     }
   }
