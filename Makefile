@@ -19,7 +19,8 @@ FORMAT_DIRS := $(wildcard messages stages workers engine tests bench examples)
 DEMO_BUILD := g++ -O2 -std=c++17 -march=native -DTILE_I={TILE_I} -DTILE_J={TILE_J} -DTILE_K={TILE_K} -DUNROLL={UNROLL} matmul.cpp -o {OUT}
 DEMO_CMD   := {BIN} --n 256
 
-.PHONY: all deps build demo test bench gpu-bundle format format-check clean
+.PHONY: all deps build demo test test-asan test-tsan fuzz fuzz-build fuzz-replay bench gpu-bundle \
+        format format-check clean
 
 all: build
 
@@ -38,6 +39,52 @@ demo: build
 
 test: build
 	$(CTEST) --test-dir $(BUILD_DIR) --output-on-failure -j2 --timeout 300
+
+# The sanitizer builds (.ci/run runs both after `make test`). Their presets (CMakePresets.json:
+# asan, tsan) build only what the unit and integration tests need: the tests of those two labels,
+# rocm-perf (the tests start it as a worker) and the fake tools; no system or gpu tests, no
+# benchmarks, no CUDA backend. The system tests run the same code as the integration tests through
+# the CLI, and under a sanitizer they would add about 5 minutes of build to CI's 45 on 2 cores
+# (tests/sanitizers/README.md has the measured times). ASan+UBSan is a Debug build and stops at the
+# first finding (UBSan too: -fno-sanitize-recover); TSan reads tests/sanitizers/tsan.supp, where
+# every suppression states why it is there.
+test-asan: deps
+	$(CMAKE) --preset asan
+	$(CMAKE) --build --preset asan -j$(JOBS)
+	$(CTEST) --preset asan
+
+test-tsan: deps
+	$(CMAKE) --preset tsan
+	$(CMAKE) --build --preset tsan -j$(JOBS)
+	$(CTEST) --preset tsan
+
+# libFuzzer targets (tests/fuzz/README.md), built by clang with ASan+UBSan in build-fuzz/.
+# `make fuzz-replay` runs every committed corpus file once (CI); `make fuzz` fuzzes each target for
+# FUZZ_TIME seconds or FUZZ_RUNS executions, whichever comes first (0 and -1: no limit), adding
+# what it finds to a scratch corpus under build-fuzz/corpus/ (copy inputs worth keeping into
+# tests/fuzz/corpus/<target>/ by hand); a crash stops it and leaves the input in
+# build-fuzz/artifacts/<target>/. FUZZ_TARGETS picks some and FUZZ_FLAGS adds libFuzzer flags, e.g.
+# `make fuzz FUZZ_TARGETS=fuzz_codec FUZZ_TIME=0 FUZZ_RUNS=10000000 FUZZ_FLAGS=-fork=2`.
+FUZZ_DIR     := build-fuzz
+FUZZ_TARGETS ?= fuzz_codec fuzz_space fuzz_rocpd_reader fuzz_code_object
+FUZZ_TIME    ?= 60
+FUZZ_RUNS    ?= -1
+FUZZ_FLAGS   ?=
+
+fuzz-build: deps
+	$(CMAKE) --preset fuzz
+	$(CMAKE) --build --preset fuzz -j$(JOBS)
+
+fuzz-replay: fuzz-build
+	tests/fuzz/replay $(FUZZ_DIR) $(FUZZ_TARGETS)
+
+fuzz: fuzz-build
+	for target in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_DIR)/corpus/$$target $(FUZZ_DIR)/artifacts/$$target; \
+	  $(FUZZ_DIR)/tests/fuzz/$$target $(FUZZ_DIR)/corpus/$$target tests/fuzz/corpus/$$target \
+	    -max_total_time=$(FUZZ_TIME) -runs=$(FUZZ_RUNS) \
+	    -artifact_prefix=$(FUZZ_DIR)/artifacts/$$target/ -print_final_stats=1 $(FUZZ_FLAGS); \
+	done
 
 bench: build
 	$(BUILD_DIR)/bin/sweep

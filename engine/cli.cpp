@@ -8,28 +8,11 @@
 #include <CLI/CLI.hpp>
 
 #include "engine/commands/command.hpp"
+#include "stages/search/edit_distance.hpp"
 
 namespace rpl::engine {
 
 namespace {
-
-/// Levenshtein distance, for "did you mean".
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) {
-    row[j] = j;
-  }
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
 
 /// The deepest subcommand the user named ("rocm-perf worker compile"), and the arguments CLI11
 /// could not place anywhere along the way.
@@ -70,7 +53,7 @@ void explain(const CLI::App& root, const CLI::ParseError& error) {
     std::size_t best = 3; // suggest only a close match
     for (const CLI::App* verb : verbs) {
       names += (names.empty() ? "" : ", ") + verb->get_name();
-      if (const std::size_t d = edit_distance(unknown_verb, verb->get_name()); d < best) {
+      if (const std::size_t d = stages::edit_distance(unknown_verb, verb->get_name()); d < best) {
         best = d;
         nearest = verb->get_name();
       }

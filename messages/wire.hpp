@@ -209,6 +209,9 @@ struct measure_result {
   std::string device_model; ///< e.g. "NVIDIA H100 80GB HBM3"; empty for CPU lanes
   std::string device_uuid;  ///< the GPU's UUID; empty for CPU lanes
   gpu_clocks clocks;        ///< clock evidence; read false for CPU lanes and without NVML
+  /// Descendants still running when a run ended (daemons, background jobs), killed by the lane.
+  /// The samples stand; the candidate is flagged, since such a process may have shared the device.
+  std::uint32_t leftover_processes = 0;
   MSGPACK_DEFINE_MAP(status,
                      samples_ns,
                      exit_code,
@@ -221,7 +224,8 @@ struct measure_result {
                      noisy,
                      device_model,
                      device_uuid,
-                     clocks)
+                     clocks,
+                     leftover_processes)
 };
 
 struct verdict {

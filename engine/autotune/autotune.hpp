@@ -50,6 +50,12 @@ struct autotune_options {
   std::vector<std::string> allowed_compilers; ///< empty: the default allow-list
   std::optional<std::size_t> max_in_flight;   ///< default: 2 × (workers + lanes)
   std::filesystem::path worker_executable;    ///< default: this executable
+  /// --worker-wait: the run fails (exit 1) once compiles have waited this long with no compile
+  /// worker connected; nullopt: wait for ever (with a notice after 5 s and every 30 s).
+  std::optional<double> worker_wait_s;
+  /// A stop (SIGINT, SIGTERM, a failure) gives the measurements already running this long to
+  /// finish, then abandons them. Also bounds a final round that a stop interrupts.
+  double stop_grace_s = 10.0;
 
   // What a lane measures (issue 9). Without --launch and with backend timing: whole processes.
   /// Kernel lane: the launch file; the build template then makes a code object (nvcc -cubin).
@@ -146,7 +152,9 @@ struct autotune_result {
 };
 
 /// Runs one autotune job. Throws config_error (bad input, nothing written) or store_error.
-/// `stop` may be set from a signal handler: no new candidate starts, in-flight ones finish.
+/// `stop` may be set from a signal handler: no new candidate starts, those waiting for a compile
+/// or a lane are dropped (not stored), measurements already running get `stop_grace_s`, and the
+/// final round is skipped; the run is stored as "interrupted".
 autotune_result run_autotune(const autotune_options& options,
                              const std::function<void(const autotune_progress&)>& on_progress,
                              const std::atomic<bool>& stop);

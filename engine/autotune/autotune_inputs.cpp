@@ -55,6 +55,16 @@ void check_run_settings(const autotune_options& options) {
   if (!(options.timeout_s > 0.0)) {
     throw config_error("--timeout must be positive seconds; fix: --timeout 60");
   }
+  if (options.worker_wait_s && !(*options.worker_wait_s > 0.0)) {
+    std::ostringstream value;
+    value << *options.worker_wait_s;
+    throw config_error("--worker-wait " + value.str() +
+                       ": expected a positive number of seconds to wait for a compile worker; "
+                       "fix: --worker-wait 60, or leave it out to wait for ever");
+  }
+  if (!(options.stop_grace_s >= 0.0)) {
+    throw config_error("stop grace must be zero or positive seconds; fix: 10");
+  }
 }
 
 void parse_templates(const autotune_options& options, autotune_inputs& in) {

@@ -47,6 +47,9 @@ nlohmann::json candidate_json(const stored_candidate& c) {
       c.noise && std::isfinite(*c.noise) ? nlohmann::json(*c.noise) : nlohmann::json(nullptr);
   j["noisy"] = c.noisy;
   j["clocks"] = c.clocks.read ? clocks_json(c.clocks) : nlohmann::json(nullptr);
+  // Null where a store older than schema 4 did not record it.
+  j["leftover_processes"] =
+      c.leftover_processes ? nlohmann::json(*c.leftover_processes) : nlohmann::json(nullptr);
   j["lane"] = c.lane.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.lane);
   j["device"] = c.device_model.empty()
                     ? nlohmann::json(nullptr)

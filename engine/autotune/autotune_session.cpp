@@ -157,7 +157,7 @@ void autotune_session::resume_run() {
 }
 
 candidate_ptr autotune_session::next_candidate() {
-  while (!stop_ && !fatal_) {
+  while (!stopping()) {
     const auto index = inputs_.strategy->next();
     if (!index) {
       return nullptr;
@@ -316,9 +316,10 @@ void autotune_session::record(candidate_state& c) {
       store_->record(run_id_, c);
       ++counts_.completed;
     } catch (const std::exception& error) {
-      fatal_error_ = std::string("cannot store candidate ") + c.key + ": " + error.what();
-      spdlog::error("{}", fatal_error_);
+      const auto why = std::string("cannot store candidate ") + c.key + ": " + error.what();
+      spdlog::error("{}", why);
       fatal_ = true;
+      fail(why);
     }
   }
   if (c.verdict.decision != messages::verdict_kind::invalid) {
@@ -352,6 +353,21 @@ void autotune_session::observe(const candidate_state& c) {
     o.value_ns = c.stats.median;
   }
   inputs_.strategy->observe(o);
+}
+
+void autotune_session::fail(const std::string& why) {
+  {
+    std::lock_guard lock(failure_mutex_);
+    if (failure_.empty()) {
+      failure_ = why;
+    }
+  }
+  failed_ = true;
+}
+
+std::string autotune_session::failure() const {
+  std::lock_guard lock(failure_mutex_);
+  return failure_;
 }
 
 autotune_counts autotune_session::counts() const {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -42,10 +43,15 @@ public:
   void judge(candidate_state& c) override;
   void record(candidate_state& c) override;
   void observe(const candidate_state& c) override;
+  /// A signal asked to stop, or the run failed.
+  bool stopping() const override { return stop_ || failed_; }
 
-  /// Marks the run failed (the store node could not write); no new candidate starts.
-  bool failed() const { return fatal_; }
-  const std::string& failure() const { return fatal_error_; }
+  /// Fails the run for `why` (the first reason wins): no new candidate starts, those waiting are
+  /// dropped; what is measured already is still stored. Any thread.
+  void fail(const std::string& why);
+  /// The run failed (the store node could not write, or fail() was called).
+  bool failed() const { return failed_; }
+  std::string failure() const;
   const std::string& run_id() const { return run_id_; }
   results_store& store() { return *store_; }
   /// The counts as the store node saw them, with the resumed and duplicate counts added.
@@ -92,8 +98,10 @@ private:
   std::int64_t sum_run_ns_ = 0;
   std::chrono::steady_clock::time_point started_;
   std::vector<measured_candidate> measured_; // store node only
-  std::atomic<bool> fatal_{false};
-  std::string fatal_error_;
+  std::atomic<bool> fatal_{false};           ///< the store cannot write: nothing more is stored
+  std::atomic<bool> failed_{false};          ///< the run failed (a store error or fail())
+  mutable std::mutex failure_mutex_;
+  std::string failure_; // guarded by failure_mutex_
 };
 
 } // namespace rpl::engine

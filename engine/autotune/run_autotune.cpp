@@ -1,3 +1,8 @@
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
 #include <sched.h>
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
@@ -113,6 +118,124 @@ local_workers_config make_workers_config(const autotune_options& options,
   return config;
 }
 
+/// What a user needs to hear about compile workers that do not come: where the engine listens and
+/// the command that starts one. Remote workers connect to a --listen endpoint; a wildcard address
+/// (0.0.0.0, *) is this host's name to them.
+struct worker_endpoints {
+  std::string listening; ///< the endpoints, comma-separated
+  std::string connect;   ///< the endpoint a worker passes to --connect
+};
+
+worker_endpoints describe_endpoints(const autotune_options& options, const broker_config& config) {
+  worker_endpoints e;
+  const auto& endpoints = options.listen.empty() ? config.bind_endpoints : options.listen;
+  for (const auto& endpoint : endpoints) {
+    e.listening += (e.listening.empty() ? "" : ", ") + endpoint;
+  }
+  e.connect = endpoints.front();
+  for (const std::string wildcard : {"0.0.0.0", "*"}) {
+    if (const auto at = e.connect.find("://" + wildcard); at != std::string::npos) {
+      e.connect.replace(at + 3, wildcard.size(), "<this host>");
+    }
+  }
+  return e;
+}
+
+/// Compiles waiting with no compile worker connected: a notice after 5 s and every 30 s after
+/// that, and, with --worker-wait, the run's failure once the wait is that long. Tick thread only.
+class worker_wait_watch {
+public:
+  using duration = std::chrono::steady_clock::duration;
+  static constexpr std::chrono::seconds first_notice{5};
+  static constexpr std::chrono::seconds notice_every{30};
+
+  worker_wait_watch(const autotune_options& options, worker_endpoints endpoints, bool local)
+      : endpoints_(std::move(endpoints)), local_(local) {
+    if (options.worker_wait_s) {
+      limit_ = std::chrono::duration_cast<duration>(
+          std::chrono::duration<double>(*options.worker_wait_s));
+      char text[32];
+      std::snprintf(text, sizeof text, "%g", *options.worker_wait_s);
+      limit_text_ = text;
+    }
+  }
+
+  /// The failure once --worker-wait is exceeded, else nullopt (logging a notice when one is due).
+  std::optional<std::string> check(duration waited, std::size_t queued) {
+    if (waited <= duration::zero()) {
+      next_notice_ = first_notice;
+      return std::nullopt;
+    }
+    const auto waited_text =
+        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(waited).count());
+    if (limit_ && waited >= *limit_) {
+      return "no compile worker connected to " + endpoints_.listening + " within --worker-wait " +
+             limit_text_ + " s (" + std::to_string(queued) +
+             " compiles queued); fix: start one with: rocm-perf worker compile --connect " +
+             endpoints_.connect + ", check the --listen endpoint, or raise --worker-wait";
+    }
+    if (waited >= next_notice_) {
+      next_notice_ = std::chrono::duration_cast<duration>(waited + notice_every);
+      if (local_) {
+        spdlog::warn("waiting for a compile worker on {} for {} s (queued: {}); the local "
+                     "workers have not connected: see the log above",
+                     endpoints_.listening, waited_text, queued);
+      } else {
+        spdlog::warn("waiting for a compile worker on {} for {} s (queued: {}); start one with: "
+                     "rocm-perf worker compile --connect {}{}",
+                     endpoints_.listening, waited_text, queued, endpoints_.connect,
+                     limit_ ? "" : " (--worker-wait SECONDS gives up instead)");
+      }
+    }
+    return std::nullopt;
+  }
+
+private:
+  worker_endpoints endpoints_;
+  bool local_ = false;
+  std::optional<duration> limit_;
+  std::string limit_text_;
+  duration next_notice_ = first_notice;
+};
+
+/// Gives what a stop interrupts (the final round) `grace` to end, then calls `on_expiry` once.
+class stop_watchdog {
+public:
+  stop_watchdog(const std::atomic<bool>& stop,
+                std::chrono::milliseconds grace,
+                std::function<void()> on_expiry)
+      : thread_([this, &stop, grace, on_expiry = std::move(on_expiry)] {
+          constexpr std::chrono::milliseconds poll{50};
+          std::unique_lock lock(mutex_);
+          while (!done_ && !stop) {
+            changed_.wait_for(lock, poll);
+          }
+          const auto deadline = std::chrono::steady_clock::now() + grace;
+          while (!done_ && std::chrono::steady_clock::now() < deadline) {
+            changed_.wait_until(lock, deadline);
+          }
+          if (!done_) {
+            on_expiry();
+          }
+        }) {}
+  ~stop_watchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  stop_watchdog(const stop_watchdog&) = delete;
+  stop_watchdog& operator=(const stop_watchdog&) = delete;
+
+private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 autotune_result make_result(const autotune_options& options,
                             const autotune_inputs& inputs,
                             autotune_session& session,
@@ -192,8 +315,21 @@ autotune_result run_autotune(const autotune_options& options,
   local_workers pool(make_workers_config(options, bconfig, inputs.workers, cpus.workers));
   pool.start();
   const bool remote_workers_possible = !options.listen.empty();
-  compile_broker.set_tick([&pool, &compile_broker, remote_workers_possible] {
+  const auto endpoints = describe_endpoints(options, bconfig);
+  if (inputs.workers == 0) {
+    spdlog::info("no local compile workers (--compile-workers 0): compiles wait for workers that "
+                 "connect to {}; start one with: rocm-perf worker compile --connect {}",
+                 endpoints.listening, endpoints.connect);
+  }
+  worker_wait_watch waiting(options, endpoints, !remote_workers_possible);
+  compile_broker.set_tick([&pool, &compile_broker, &session, &waiting, remote_workers_possible] {
     pool.supervise();
+    // A stopping run drops its queued compiles (the graph stores none of them: --resume makes
+    // them again), so that no worker that connects now starts one.
+    if (session.stopping()) {
+      compile_broker.fail_queued("the run is stopping");
+      return;
+    }
     // Without --listen, no worker can ever come once the local ones are gone: fail the queue
     // rather than wait forever.
     if (!remote_workers_possible && pool.exhausted() && compile_broker.live_workers() == 0) {
@@ -201,19 +337,35 @@ autotune_result run_autotune(const autotune_options& options,
           "every local compile worker exited and the restart budget is spent (see the log "
           "above); fix: check that the worker command runs: rocm-perf worker compile --help");
     }
+    if (auto failure =
+            waiting.check(compile_broker.waiting_for_workers(), compile_broker.queued_jobs())) {
+      session.fail(*failure);
+      compile_broker.fail_queued("the run is stopping");
+    }
   });
+  // The tick uses the pool, the watch and the session: the broker thread ends before they do, on
+  // every way out of this function.
+  struct broker_stopper {
+    broker& b;
+    ~broker_stopper() { b.stop(); }
+  } stop_broker_first{compile_broker};
 
   auto plan = make_lanes(options, inputs, cpus.lanes);
   auto& lanes = plan.lanes;
   broker_compile_service compiler(compile_broker, session.run_id());
+  const auto grace =
+      std::chrono::milliseconds(static_cast<std::int64_t>(options.stop_grace_s * 1000));
   {
     tuning_graph graph(session, compiler, lanes);
     graph.run(options.max_in_flight.value_or(
-        2 * (std::max<std::size_t>(inputs.workers, 1) + lanes.size())));
+                  2 * (std::max<std::size_t>(inputs.workers, 1) + lanes.size())),
+              grace);
   }
   std::string winner_note;
   std::optional<final_round_result> final_round;
-  if (!session.failed()) {
+  if (stop) {
+    winner_note = "interrupted: no final round";
+  } else if (!session.failed()) {
     final_round_settings settings;
     settings.max_finalists = options.finalists;
     settings.rounds = options.final_rounds;
@@ -227,8 +379,11 @@ autotune_result run_autotune(const autotune_options& options,
       // Nothing new was measured: the earlier session's final round still decides.
       final_round = final_round_from_json(*stored);
     } else {
-      final_round =
-          run_final_round(*lanes.front(), session.measured(), settings, stop, winner_note);
+      // A stop during the final round ends it after the measurement in progress, or abandons
+      // that measurement after the grace period.
+      auto* lane = lanes.front().get();
+      stop_watchdog watchdog(stop, grace, [lane] { lane->abandon(); });
+      final_round = run_final_round(*lane, session.measured(), settings, stop, winner_note);
     }
     if (final_round && !stored) {
       try {

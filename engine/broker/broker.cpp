@@ -62,6 +62,7 @@ void broker::stop() {
 
 void broker::set_tick(std::function<void()> tick) {
   tick_ = std::move(tick);
+  tick_set_.store(true, std::memory_order_release);
 }
 
 broker_stats broker::stats() const {
@@ -306,6 +307,18 @@ void broker::send_heartbeats(clock_type::time_point now) {
   }
 }
 
+void broker::track_waiting(clock_type::time_point now) {
+  if (queue_.empty() || !workers_.empty()) {
+    waiting_since_.reset();
+  } else if (!waiting_since_) {
+    waiting_since_ = now;
+  }
+}
+
+clock_type::duration broker::waiting_for_workers() const {
+  return waiting_since_ ? config_.clock() - *waiting_since_ : clock_type::duration::zero();
+}
+
 void broker::take_submitted() {
   std::lock_guard lock(submit_mutex_);
   while (!submitted_.empty()) {
@@ -360,8 +373,9 @@ void broker::run() {
     purge(now);
     dispatch();
     send_heartbeats(now);
+    track_waiting(now);
     live_workers_ = workers_.size();
-    if (tick_) {
+    if (tick_set_.load(std::memory_order_acquire) && tick_) {
       tick_();
     }
   }

@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -73,11 +74,19 @@ public:
   std::uint64_t submit(std::string run_id, messages::compile_request request, completion done);
 
   /// Runs on the broker thread once per loop turn (the engine uses it to supervise local workers).
+  /// Set once, before or after start().
   void set_tick(std::function<void()> tick);
 
   /// Fails every queued job with worker_lost. Only from the tick (the broker thread), for when no
   /// worker can ever come to take them.
   void fail_queued(const std::string& why);
+
+  /// Jobs queued and not handed to a worker yet. Only from the tick (the broker thread).
+  std::size_t queued_jobs() const { return queue_.size(); }
+  /// How long jobs have been queued with no worker connected, on broker_config::clock; zero while
+  /// a worker is connected (busy or not) or nothing is queued. Only from the tick. The engine
+  /// tells the user, and gives up after --worker-wait, from this.
+  std::chrono::steady_clock::duration waiting_for_workers() const;
 
   std::size_t live_workers() const { return live_workers_.load(); }
   broker_stats stats() const;
@@ -104,6 +113,7 @@ private:
   void dispatch();
   void purge(std::chrono::steady_clock::time_point now);
   void send_heartbeats(std::chrono::steady_clock::time_point now);
+  void track_waiting(std::chrono::steady_clock::time_point now);
   void requeue(job j, const std::string& why);
   void fail(job& j, messages::compile_status status, const std::string& why);
   template <class T>
@@ -131,11 +141,14 @@ private:
   std::deque<job> submitted_; // guarded by submit_mutex_; drained by the broker thread
   std::atomic<std::uint64_t> next_job_id_{1};
   std::function<void()> tick_;
+  std::atomic<bool> tick_set_{false}; // publishes tick_ to a broker thread already running
 
   // Broker-thread state.
   std::deque<job> queue_;
   std::vector<worker> workers_;
   std::uint64_t heartbeat_sequence_ = 0;
+  /// Since when jobs have been queued with no worker connected.
+  std::optional<std::chrono::steady_clock::time_point> waiting_since_;
   std::set<std::string> worker_ids_seen_; // for broker_stats::workers_seen
   mutable std::mutex stats_mutex_;
   broker_stats stats_;

@@ -12,7 +12,8 @@ namespace rpl::engine::commands {
 namespace {
 
 int run_autotune_verb(const autotune_options& options, bool json, bool quiet) {
-  install_signal_handlers();
+  install_signal_handlers("rocm-perf autotune: stopping (a second Ctrl-C or SIGTERM exits at "
+                          "once)\n");
   const bool interactive = isatty(STDERR_FILENO) != 0 && !json;
   progress_printer printer(interactive, quiet);
   autotune_result result;
@@ -80,6 +81,10 @@ public:
                                    "Local compile worker processes (default: cores - lanes, >= 1)");
     cmd->add_option("--listen", options_.listen,
                     "Also accept compile workers on this endpoint, e.g. tcp://0.0.0.0:5555");
+    worker_wait_opt_ = cmd->add_option(
+        "--worker-wait", worker_wait_s_,
+        "Fail the run (exit 1) once compiles have waited this many seconds with no compile "
+        "worker connected (default: wait, saying so after 5 s and every 30 s)");
     cmd->add_option("--lanes", options_.lanes, "Measurement lanes (CPU slots for timing)");
     cmd->add_option("--runs", options_.runs, "Timed runs per candidate");
     cmd->add_option("--warmup", options_.warmup, "Untimed runs before the timed ones");
@@ -122,6 +127,10 @@ public:
     in_flight_opt_ = cmd->add_option("--max-in-flight", in_flight_,
                                      "Candidates in flight (default 2 x (workers + lanes))")
                          ->check(CLI::PositiveNumber);
+    cmd->footer("Stopping: the first Ctrl-C (SIGINT) or SIGTERM drops the candidates waiting for a "
+                "compile or a lane, lets the measurements already running finish (abandoning them "
+                "after 10 s), skips the final round, stores what completed and exits 130; a second "
+                "signal exits 130 at once. --resume continues the run either way.\n");
   }
 
   bool chosen() const override { return cmd_->parsed(); }
@@ -139,6 +148,9 @@ public:
     }
     if (*in_flight_opt_) {
       options_.max_in_flight = in_flight_;
+    }
+    if (*worker_wait_opt_) {
+      options_.worker_wait_s = worker_wait_s_;
     }
     options_.heartbeat = std::chrono::milliseconds(heartbeat_ms_);
     try {
@@ -161,6 +173,8 @@ private:
   CLI::Option* budget_opt_ = nullptr;
   CLI::Option* workers_opt_ = nullptr;
   CLI::Option* in_flight_opt_ = nullptr;
+  double worker_wait_s_ = 0.0;
+  CLI::Option* worker_wait_opt_ = nullptr;
   double noise_ = 0.005;
   CLI::Option* noise_opt_ = nullptr;
 };

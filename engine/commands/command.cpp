@@ -1,6 +1,8 @@
 #include "engine/commands/command.hpp"
 
+#include <cstring>
 #include <signal.h>
+#include <unistd.h>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -10,13 +12,25 @@ namespace rpl::engine::commands {
 namespace {
 
 std::atomic<bool> stop_flag{false};
+const char* first_signal_note = nullptr; // set before the handlers are installed
+
+void say(const char* text) {
+  [[maybe_unused]] auto written = ::write(STDERR_FILENO, text, std::strlen(text));
+}
 
 void on_signal(int) {
+  // Only async-signal-safe calls here: write(2) and _exit(2).
   if (stop_flag.exchange(true)) {
-    // A second signal means "now": restore the default action and re-raise.
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    raise(SIGINT);
+    // A second signal means "now": exit 130 (interrupted) without cleaning up. What completed is
+    // already stored, one transaction per candidate; child processes die with us (parent-death
+    // signal), and --resume continues the run.
+    if (first_signal_note != nullptr) {
+      say("rocm-perf: second signal: exiting now (130)\n");
+    }
+    _exit(interrupted);
+  }
+  if (first_signal_note != nullptr) {
+    say(first_signal_note);
   }
 }
 
@@ -26,7 +40,8 @@ std::atomic<bool>& stop_requested() {
   return stop_flag;
 }
 
-void install_signal_handlers() {
+void install_signal_handlers(const char* note) {
+  first_signal_note = note;
   struct sigaction action {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);

@@ -34,9 +34,12 @@ command_ptr make_analyze_command();
 command_ptr make_inspect_command();
 command_ptr make_worker_command();
 
-/// Set by SIGINT/SIGTERM (a second signal ends the process at once).
+/// Set by the first SIGINT/SIGTERM (the verb stops in an orderly way); a second one exits the
+/// process at once with `interrupted` (130).
 std::atomic<bool>& stop_requested();
-void install_signal_handlers();
+/// `note` (a whole line, a string literal) is written to stderr on the first signal; none when null
+/// (a compile worker: its stderr is the engine's).
+void install_signal_handlers(const char* note = nullptr);
 /// spdlog to stderr; warnings and errors only when `quiet`.
 void setup_logging(bool quiet);
 

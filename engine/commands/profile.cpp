@@ -1,10 +1,14 @@
 // `rocm-perf profile`: runs an application `--runs` times under a trace recorder (rocprofv3, our
 // CUPTI tracer, or plain wall-clock timing) and reports its kernels from the databases exactly as
-// `analyze` would: runtime, stability across runs, resources, occupancy.
+// `analyze` would: runtime, stability across runs, resources, occupancy. With the CUPTI tracer, an
+// application that crashes or times out still leaves its trace up to the end: that run is reported
+// as partial (exit 1), and no later run starts.
 
 #include <cstdio>
 #include <optional>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include <stdlib.h>
 
@@ -109,13 +113,19 @@ workers::trace_recorder_ptr make_trace_recorder(const std::string& backend,
 }
 
 /// Records run `run`; a failure becomes run_error (exit 1), a run without a trace input_error.
+/// With `keep_partial`, a failed run that left databases (the CUPTI tracer writes while the
+/// application runs) comes back as it is, for the caller to report as partial.
 workers::recorded_run record_run(workers::trace_recorder& recorder,
                                  const profile_options& options,
                                  const std::filesystem::path& folder,
-                                 unsigned run) {
+                                 unsigned run,
+                                 bool keep_partial = false) {
   auto recorded = recorder.record(options.app, folder, run);
   const std::string what = "run " + std::to_string(run) + ": " + recorded.reason;
   if (recorded.status == workers::record_status::run_failed) {
+    if (keep_partial && !recorded.databases.empty()) {
+      return recorded;
+    }
     throw run_error(what);
   }
   if (recorded.status == workers::record_status::no_trace) {
@@ -151,21 +161,58 @@ std::filesystem::path traces_root(const profile_options& options, bool& temporar
   return pattern;
 }
 
-/// Records every run under `root`/run-N, then reports on all of them.
+/// The first line of a recorder's reason, without its fix: "./app was killed by SIGABRT
+/// (Aborted) under the CUPTI tracer".
+std::string reason_summary(const std::string& reason) {
+  std::string line = reason.substr(0, reason.find('\n'));
+  if (const auto fix = line.find("; fix:"); fix != std::string::npos) {
+    line.erase(fix);
+  }
+  return line;
+}
+
+/// Records every run under `root`/run-N, then reports on all of them. A run that failed but left
+/// databases (cuda backend) ends the runs: the report covers it and the runs before, says it is
+/// partial, and profile exits 1 after printing it.
 int trace_and_report(const profile_options& options,
                      const std::string& backend,
                      workers::trace_recorder& recorder,
                      const std::filesystem::path& root) {
   std::vector<std::vector<std::filesystem::path>> runs;
-  for (unsigned run = 1; run <= options.runs; ++run) {
+  std::optional<std::pair<unsigned, workers::recorded_run>> failed;
+  for (unsigned run = 1; run <= options.runs && !failed; ++run) {
     const auto folder = root / ("run-" + std::to_string(run));
-    record_run(recorder, options, folder, run);
+    auto recorded = record_run(recorder, options, folder, run, backend == "cuda");
+    if (recorded.status == workers::record_status::run_failed) {
+      failed.emplace(run, std::move(recorded));
+    }
     // The folder, not the files: the reader expands it and says what is wrong with an empty one.
     runs.push_back({folder});
   }
-  const auto report = stages::build_profile_report(
-      runs, {.backend = backend, .command = options.app, .arch = options.report.arch});
-  return emit_report(report, options.report);
+  const stages::report_context context{
+      .backend = backend, .command = options.app, .arch = options.report.arch};
+  if (!failed) {
+    return emit_report(stages::build_profile_report(runs, context), options.report);
+  }
+  const std::string run = "run " + std::to_string(failed->first);
+  stages::profile_report report;
+  try {
+    report = stages::build_profile_report(runs, context);
+  } catch (const std::exception& error) { // report_error (no dispatch), rocpd_error
+    throw run_error(run + ": " + failed->second.reason + "\nwhat the tracer wrote before the end " +
+                    "cannot be reported: " + error.what());
+  }
+  report.partial = true;
+  report.partial_reasons.insert(
+      report.partial_reasons.begin(),
+      run + ": the application ended abnormally: " + reason_summary(failed->second.reason));
+  const int emitted = emit_report(report, options.report);
+  std::fprintf(stderr,
+               "rocm-perf profile: error: %s: %s\nrocm-perf profile: the report is partial: it "
+               "holds what the tracer wrote before the application ended%s\n",
+               run.c_str(), failed->second.reason.c_str(),
+               failed->first < options.runs ? " (later runs were not started)" : "");
+  return emitted != 0 ? emitted : exit_code::run_failed;
 }
 
 int profile(const profile_options& options) {
@@ -239,7 +286,9 @@ public:
     cmd_->add_option("--out", options_.report.out, "Write profile.json (and the traces) here");
     cmd_->add_option("--arch", options_.report.arch, "Target for occupancy (default: the agent's)");
     cmd_->add_option("--rocprofv3", options_.rocprofv3, "rocprofv3 executable (default: PATH)");
-    cmd_->add_option("--timeout", options_.timeout_s, "Per-run timeout, seconds (0: none)");
+    cmd_->add_option("--timeout", options_.timeout_s,
+                     "Per-run timeout, seconds (0: none); cuda: SIGTERM, SIGKILL 5 s later, and "
+                     "the partial trace is reported");
     cmd_->add_option("app", options_.app, "-- APP [ARGS...]")->expected(-1);
   }
 

@@ -1,87 +1,147 @@
 #include "engine/graph/lane_worker.hpp"
 
-#include <future>
-
 #include <pthread.h>
 #include <sched.h>
+#include <spdlog/spdlog.h>
 
 namespace rpl::engine {
 
 lane_worker::lane_worker(workers::lane_backend_ptr backend, int cpu)
-    : backend_(std::move(backend)), cpu_(cpu), thread_([this] { loop(); }) {}
+    : state_(std::make_shared<state>()) {
+  state_->backend = std::move(backend);
+  state_->cpu = cpu;
+  thread_ = std::thread([s = state_] { loop(s); });
+}
 
 lane_worker::~lane_worker() {
+  bool running = false;
   {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
+    std::lock_guard lock(state_->mutex);
+    state_->stopping = true;
+    running = state_->running;
   }
-  ready_.notify_all();
-  thread_.join();
+  state_->ready.notify_all();
+  if (running) {
+    // Only an abandoned measurement can still run here (the graph and the final round wait for
+    // theirs): do not wait for it. Its processes die with the engine (parent-death signal).
+    spdlog::warn("lane {}: left a measurement running; its result is dropped",
+                 state_->backend->name());
+    thread_.detach();
+  } else {
+    thread_.join();
+  }
 }
 
 void lane_worker::push(candidate_ptr candidate, messages::measure_request request, done_fn done) {
   {
-    std::lock_guard lock(mutex_);
-    queue_.push_back({std::move(candidate), std::move(request), std::move(done)});
-    ++outstanding_;
+    std::lock_guard lock(state_->mutex);
+    state_->queue.push_back({std::move(candidate), std::move(request), std::move(done)});
+    ++state_->outstanding;
   }
-  ready_.notify_one();
+  state_->ready.notify_one();
 }
 
 messages::measure_result lane_worker::measure_now(const messages::measure_request& request) {
+  struct slot {
+    bool ready = false;
+    messages::measure_result result;
+  };
+  auto answer = std::make_shared<slot>();
   auto probe = std::make_shared<candidate_state>();
-  std::promise<messages::measure_result> done;
-  auto result = done.get_future();
-  push(probe, request, [&done](const candidate_ptr& c) { done.set_value(c->measure); });
-  return result.get();
+  push(probe, request, [answer, s = state_](const candidate_ptr& c) {
+    {
+      std::lock_guard lock(s->mutex);
+      answer->result = c->measure;
+      answer->ready = true;
+    }
+    s->settled.notify_all();
+  });
+  std::unique_lock lock(state_->mutex);
+  state_->settled.wait(lock, [&] { return answer->ready || state_->abandoned; });
+  if (!answer->ready) {
+    messages::measure_result abandoned;
+    abandoned.status = messages::measure_status::not_run;
+    abandoned.reason = "abandoned: the run is stopping";
+    abandoned.lane = state_->backend->name();
+    return abandoned;
+  }
+  return answer->result;
+}
+
+std::vector<candidate_ptr> lane_worker::drop_queued() {
+  std::vector<candidate_ptr> dropped;
+  {
+    std::lock_guard lock(state_->mutex);
+    for (auto& queued : state_->queue) {
+      dropped.push_back(std::move(queued.candidate));
+      --state_->outstanding;
+    }
+    state_->queue.clear();
+  }
+  return dropped;
+}
+
+void lane_worker::abandon() {
+  drop_queued();
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->abandoned = true;
+  }
+  state_->settled.notify_all();
 }
 
 lane_activity lane_worker::activity() const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(state_->mutex);
   lane_activity a;
-  a.lane = backend_->name();
-  a.measurements = measurements_;
-  a.busy = busy_;
-  a.window = first_start_ ? last_end_ - *first_start_ : clock::duration{};
+  a.lane = state_->backend->name();
+  a.measurements = state_->measurements;
+  a.busy = state_->busy;
+  a.window = state_->first_start ? state_->last_end - *state_->first_start : clock::duration{};
   return a;
 }
 
-void lane_worker::loop() {
-  if (cpu_ >= 0) {
+void lane_worker::loop(const std::shared_ptr<state>& s) {
+  if (s->cpu >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(cpu_, &set);
+    CPU_SET(s->cpu, &set);
     pthread_setaffinity_np(pthread_self(), sizeof set, &set);
   }
   while (true) {
     item next;
     {
-      std::unique_lock lock(mutex_);
-      ready_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) {
+      std::unique_lock lock(s->mutex);
+      s->ready.wait(lock, [&] { return s->stopping || !s->queue.empty(); });
+      if (s->queue.empty() || s->abandoned) {
         return;
       }
-      next = std::move(queue_.front());
-      queue_.pop_front();
+      next = std::move(s->queue.front());
+      s->queue.pop_front();
+      s->running = true;
     }
     const auto started = clock::now();
     try {
-      next.candidate->measure = backend_->measure(next.request);
+      next.candidate->measure = s->backend->measure(next.request);
     } catch (const std::exception& error) {
       next.candidate->measure.status = messages::measure_status::launch_failed;
       next.candidate->measure.reason = std::string("lane error: ") + error.what();
     }
+    bool abandoned = false;
     {
-      std::lock_guard lock(mutex_);
-      ++measurements_;
-      last_end_ = clock::now();
-      busy_ += last_end_ - started;
-      if (!first_start_) {
-        first_start_ = started;
+      std::lock_guard lock(s->mutex);
+      ++s->measurements;
+      s->last_end = clock::now();
+      s->busy += s->last_end - started;
+      if (!s->first_start) {
+        s->first_start = started;
       }
+      s->running = false;
+      abandoned = s->abandoned;
     }
-    --outstanding_;
-    next.done(next.candidate);
+    --s->outstanding;
+    if (!abandoned) {
+      next.done(next.candidate);
+    }
   }
 }
 

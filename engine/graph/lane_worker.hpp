@@ -8,10 +8,12 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/graph/candidate_state.hpp"
 #include "workers/lanes/lane_backend.hpp"
@@ -35,6 +37,8 @@ public:
   using done_fn = std::function<void(const candidate_ptr&)>;
   /// `cpu` >= 0 pins the lane thread, and so every process it starts, to that CPU.
   lane_worker(workers::lane_backend_ptr backend, int cpu);
+  /// Joins the lane thread, unless a measurement is still running (one abandoned by a stop): then
+  /// the thread is left to finish it on its own (it owns what it uses) and its result is dropped.
   ~lane_worker();
   lane_worker(const lane_worker&) = delete;
   lane_worker& operator=(const lane_worker&) = delete;
@@ -42,33 +46,47 @@ public:
   /// Queues a measurement; `done` runs on the lane thread once the result is in the candidate.
   void push(candidate_ptr candidate, messages::measure_request request, done_fn done);
   /// Measures on the lane thread and waits for the result (after the graph: the final round).
+  /// After abandon(), returns at once with status not_run.
   messages::measure_result measure_now(const messages::measure_request& request);
+  /// Removes the measurements not started yet and returns their candidates (their `done` never
+  /// runs): a stopping run drops queued work.
+  std::vector<candidate_ptr> drop_queued();
+  /// Gives up on this lane: queued measurements are dropped, the running one's `done` never runs,
+  /// and measure_now() returns not_run (at once, also for a caller waiting in it now).
+  void abandon();
   /// Queued plus running measurements.
-  std::size_t outstanding() const { return outstanding_.load(); }
-  const std::string& name() const { return backend_->name(); }
+  std::size_t outstanding() const { return state_->outstanding.load(); }
+  const std::string& name() const { return state_->backend->name(); }
   /// Its activity so far (safe from any thread).
   lane_activity activity() const;
 
 private:
+  using clock = std::chrono::steady_clock;
   struct item {
     candidate_ptr candidate;
     messages::measure_request request;
     done_fn done;
   };
-  void loop();
-  using clock = std::chrono::steady_clock;
+  /// Everything the lane thread touches, shared with it so that it may outlive the lane_worker.
+  struct state {
+    workers::lane_backend_ptr backend;
+    int cpu = -1;
+    mutable std::mutex mutex;
+    std::condition_variable ready;
+    std::condition_variable settled; // measure_now() waits on it
+    std::deque<item> queue;
+    bool stopping = false;
+    bool running = false; // a measurement is in backend->measure()
+    bool abandoned = false;
+    std::atomic<std::size_t> outstanding{0};
+    std::size_t measurements = 0; // guarded by mutex, as are the three below
+    clock::duration busy{};
+    std::optional<clock::time_point> first_start;
+    clock::time_point last_end{};
+  };
+  static void loop(const std::shared_ptr<state>& s);
 
-  workers::lane_backend_ptr backend_;
-  int cpu_ = -1;
-  mutable std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<item> queue_;
-  bool stopping_ = false;
-  std::atomic<std::size_t> outstanding_{0};
-  std::size_t measurements_ = 0; // guarded by mutex_, as are the three below
-  clock::duration busy_{};
-  std::optional<clock::time_point> first_start_;
-  clock::time_point last_end_{};
+  std::shared_ptr<state> state_;
   std::thread thread_;
 };
 

@@ -1,5 +1,13 @@
 #include "engine/graph/tuning_graph.hpp"
 
+#include <algorithm>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
 #include <tuple>
 
 #include <spdlog/spdlog.h>
@@ -21,24 +29,134 @@ using stage_node = flow::function_node<candidate_ptr, candidate_ptr>;
 /// Port 0: the next candidate, back to the compile gateway (none when the search is done).
 using feedback_node = flow::multifunction_node<candidate_ptr, std::tuple<candidate_ptr>>;
 
+/// Every candidate out in a slow service (a compile, a measurement) holds the graph's wait through
+/// an entry here. Whoever takes the entry first releases that wait: the service's reply, or a stop
+/// that gives up on it. A reply that comes after that finds nothing and is dropped, so it may come
+/// after the graph is gone: the callbacks share this object.
+class outstanding_work {
+public:
+  enum class stage { compile, measure };
+
+  /// Registers `c` and reserves the graph's wait for it; nullopt once `s` is closed (stopping):
+  /// the candidate is then dropped, not recorded.
+  std::optional<std::uint64_t>
+  open(stage s, const candidate_ptr& c, gateway_node::gateway_type& gw) {
+    std::lock_guard lock(mutex_);
+    if (closed_[index(s)]) {
+      return std::nullopt;
+    }
+    gw.reserve_wait();
+    const auto id = next_id_++;
+    entries_.emplace(id, entry{s, c, &gw});
+    return id;
+  }
+
+  /// The gateway of entry `id` when this call took it (the caller releases its wait), else
+  /// nullptr: a stop gave up on it.
+  gateway_node::gateway_type* take(std::uint64_t id) {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) {
+      return nullptr;
+    }
+    auto* gw = it->second.gateway;
+    entries_.erase(it);
+    return gw;
+  }
+
+  /// No new entry for `s` from now on.
+  void close(stage s) {
+    std::lock_guard lock(mutex_);
+    closed_[index(s)] = true;
+  }
+
+  /// Gives up on every entry of `s`; returns how many.
+  std::size_t abandon(stage s) {
+    return abandon_if([s](const entry& e) { return e.stage_ == s; });
+  }
+
+  /// Gives up on the measurements of these candidates (dropped from a lane's queue).
+  std::size_t abandon(const std::vector<candidate_ptr>& candidates) {
+    return abandon_if([&candidates](const entry& e) {
+      return e.stage_ == stage::measure &&
+             std::find(candidates.begin(), candidates.end(), e.candidate) != candidates.end();
+    });
+  }
+
+  std::size_t count(stage s) const {
+    std::lock_guard lock(mutex_);
+    return static_cast<std::size_t>(std::count_if(
+        entries_.begin(), entries_.end(), [s](const auto& e) { return e.second.stage_ == s; }));
+  }
+
+private:
+  struct entry {
+    stage stage_;
+    candidate_ptr candidate;
+    gateway_node::gateway_type* gateway;
+  };
+  static std::size_t index(stage s) { return s == stage::compile ? 0 : 1; }
+
+  template <class Predicate> std::size_t abandon_if(Predicate abandoned) {
+    std::vector<gateway_node::gateway_type*> released;
+    {
+      std::lock_guard lock(mutex_);
+      for (auto it = entries_.begin(); it != entries_.end();) {
+        if (abandoned(it->second)) {
+          released.push_back(it->second.gateway);
+          it = entries_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (auto* gw : released) {
+      gw->release_wait();
+    }
+    return released.size();
+  }
+
+  mutable std::mutex mutex_;
+  std::map<std::uint64_t, entry> entries_;
+  std::uint64_t next_id_ = 1;
+  bool closed_[2] = {false, false};
+};
+
+using work_ptr = std::shared_ptr<outstanding_work>;
+using stage = outstanding_work::stage;
+
 /// Sends a candidate to the compile service; the reply re-enters the graph through the gateway.
 struct compile_gateway_body {
   tuning_policy* policy;
   compile_service* compiler;
+  work_ptr work;
   void operator()(const candidate_ptr& c, gateway_node::gateway_type& gw) const {
-    gw.reserve_wait();
+    const auto id = work->open(stage::compile, c, gw);
+    if (!id) {
+      return;
+    }
     try {
-      compiler->submit(policy->compile_request(*c),
-                       [policy = policy, c, &gw](const messages::compile_reply& reply) {
-                         policy->on_compiled(*c, reply);
-                         gw.try_put(c);
-                         gw.release_wait();
-                       });
+      compiler->submit(policy->compile_request(*c), [policy = policy, c, work = work, id = *id](
+                                                        const messages::compile_reply& reply) {
+        auto* taken = work->take(id);
+        if (taken == nullptr) {
+          return;
+        }
+        // After a stop a compile reply goes no further: a worker_lost for a
+        // dropped queue is no result, and nothing new starts on a lane.
+        if (!policy->stopping()) {
+          policy->on_compiled(*c, reply);
+          taken->try_put(c);
+        }
+        taken->release_wait();
+      });
     } catch (const std::exception& error) {
-      c->compile.status = messages::compile_status::internal_error;
-      c->compile.error = std::string("cannot submit the compile job: ") + error.what();
-      gw.try_put(c);
-      gw.release_wait();
+      if (auto* taken = work->take(*id)) {
+        c->compile.status = messages::compile_status::internal_error;
+        c->compile.error = std::string("cannot submit the compile job: ") + error.what();
+        taken->try_put(c);
+        taken->release_wait();
+      }
     }
   }
 };
@@ -62,6 +180,7 @@ struct lane_router_body {
 struct lane_dispatch_body {
   tuning_policy* policy;
   const std::vector<std::unique_ptr<lane_worker>>* lanes;
+  work_ptr work;
   void operator()(const candidate_ptr& c, gateway_node::gateway_type& gw) const {
     std::size_t chosen = 0;
     for (std::size_t i = 1; i < lanes->size(); ++i) {
@@ -69,13 +188,23 @@ struct lane_dispatch_body {
         chosen = i;
       }
     }
-    gw.reserve_wait();
-    (*lanes)[chosen]->push(c, policy->measure_request(*c), [&gw](const candidate_ptr& done) {
-      gw.try_put(done);
-      gw.release_wait();
-    });
+    const auto id = work->open(stage::measure, c, gw);
+    if (!id) {
+      return;
+    }
+    (*lanes)[chosen]->push(c, policy->measure_request(*c),
+                           [work = work, id = *id](const candidate_ptr& done) {
+                             if (auto* taken = work->take(id)) {
+                               taken->try_put(done);
+                               taken->release_wait();
+                             }
+                           });
   }
 };
+
+std::string plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
 
 } // namespace
 
@@ -83,10 +212,10 @@ struct tuning_graph::nodes {
   nodes(tuning_policy& policy,
         compile_service& compiler,
         const std::vector<std::unique_ptr<lane_worker>>& lanes)
-      : policy_(policy),
-        compile_gateway(g, flow::unlimited, compile_gateway_body{&policy, &compiler}),
+      : policy_(policy), lanes_(lanes), work(std::make_shared<outstanding_work>()),
+        compile_gateway(g, flow::unlimited, compile_gateway_body{&policy, &compiler, work}),
         lane_router(g, flow::serial, lane_router_body{&policy}),
-        lane_dispatch(g, flow::serial, lane_dispatch_body{&policy, &lanes}),
+        lane_dispatch(g, flow::serial, lane_dispatch_body{&policy, &lanes, work}),
         model(g,
               flow::unlimited,
               [](const candidate_ptr& c) {
@@ -133,7 +262,16 @@ struct tuning_graph::nodes {
     flow::make_edge(flow::output_port<0>(feedback), compile_gateway);
   }
 
+  /// Runs beside wait_for_all() until the graph is done: once the policy stops, drops what waits
+  /// and gives what runs `grace`, then abandons it.
+  void watch_for_stop(std::chrono::milliseconds grace);
+
   tuning_policy& policy_;
+  const std::vector<std::unique_ptr<lane_worker>>& lanes_;
+  work_ptr work;
+  std::mutex finished_mutex;
+  std::condition_variable finished_changed;
+  bool finished = false;
   flow::graph g;
   gateway_node compile_gateway;
   router_node lane_router;
@@ -151,7 +289,52 @@ tuning_graph::tuning_graph(tuning_policy& policy,
 
 tuning_graph::~tuning_graph() = default;
 
-void tuning_graph::run(std::size_t max_in_flight) {
+void tuning_graph::nodes::watch_for_stop(std::chrono::milliseconds grace) {
+  constexpr std::chrono::milliseconds poll{50};
+  std::unique_lock lock(finished_mutex);
+  while (!finished && !policy_.stopping()) {
+    finished_changed.wait_for(lock, poll);
+  }
+  if (finished) {
+    return;
+  }
+  lock.unlock();
+  work->close(stage::compile);
+  work->close(stage::measure);
+  const auto compiles = work->abandon(stage::compile);
+  std::size_t queued = 0;
+  for (const auto& lane : lanes_) {
+    queued += work->abandon(lane->drop_queued());
+  }
+  const auto running = work->count(stage::measure);
+  const auto grace_s = std::chrono::duration<double>(grace).count();
+  if (compiles + queued > 0) {
+    spdlog::warn("stopping: dropped {} waiting for a compile and {} waiting for a lane (not "
+                 "stored; --resume makes them again)",
+                 plural(compiles, "candidate", "candidates"), queued);
+  }
+  if (running > 0) {
+    spdlog::warn("stopping: waiting up to {} s for {} in flight (a second signal exits now)",
+                 grace_s, plural(running, "measurement", "measurements"));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  lock.lock();
+  while (!finished && work->count(stage::measure) > 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    finished_changed.wait_for(lock, poll);
+  }
+  if (finished) {
+    return;
+  }
+  lock.unlock();
+  if (const auto abandoned = work->abandon(stage::measure); abandoned > 0) {
+    spdlog::warn("stopping: abandoned {} still running after the {} s grace period (not stored; "
+                 "--resume measures them again)",
+                 plural(abandoned, "measurement", "measurements"), grace_s);
+  }
+}
+
+void tuning_graph::run(std::size_t max_in_flight, std::chrono::milliseconds stop_grace) {
   // Take the seeds before any candidate enters the graph: from the first try_put on, only the
   // feedback node may call the policy's next_candidate().
   std::vector<candidate_ptr> seeds;
@@ -162,10 +345,22 @@ void tuning_graph::run(std::size_t max_in_flight) {
     }
     seeds.push_back(std::move(c));
   }
-  for (auto& c : seeds) {
-    nodes_->compile_gateway.try_put(c);
+  auto& n = *nodes_;
+  {
+    std::lock_guard lock(n.finished_mutex);
+    n.finished = false;
   }
-  nodes_->g.wait_for_all();
+  std::thread watcher([&n, stop_grace] { n.watch_for_stop(stop_grace); });
+  for (auto& c : seeds) {
+    n.compile_gateway.try_put(c);
+  }
+  n.g.wait_for_all();
+  {
+    std::lock_guard lock(n.finished_mutex);
+    n.finished = true;
+  }
+  n.finished_changed.notify_all();
+  watcher.join();
 }
 
 } // namespace rpl::engine

@@ -9,7 +9,12 @@
 /// Slow work (compiles, measurements) enters only through async_nodes, so no TBB worker thread
 /// blocks on a process or a socket. The graph is seeded with at most `max_in_flight` candidates and
 /// the feedback node starts one new candidate per finished one, which bounds the work in flight.
+///
+/// Stopping (tuning_policy::stopping()) is bounded: candidates waiting for a compile reply or for a
+/// lane are dropped at once (not recorded, so a resumed run makes them again), measurements already
+/// running get `stop_grace` to finish (and are recorded), and the rest are abandoned.
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -19,6 +24,9 @@
 #include "engine/graph/tuning_policy.hpp"
 
 namespace rpl::engine {
+
+/// How long a stopping graph waits for the measurements already running on its lanes.
+inline constexpr std::chrono::milliseconds default_stop_grace{10000};
 
 class tuning_graph {
 public:
@@ -31,8 +39,9 @@ public:
   tuning_graph& operator=(const tuning_graph&) = delete;
 
   /// Seeds the graph with up to `max_in_flight` candidates from the policy and returns when every
-  /// candidate has been recorded and no new one starts.
-  void run(std::size_t max_in_flight);
+  /// candidate has been recorded and no new one starts, or, once the policy is stopping, at most
+  /// `stop_grace` (plus a poll of 50 ms) after the stop: what is left then is abandoned.
+  void run(std::size_t max_in_flight, std::chrono::milliseconds stop_grace = default_stop_grace);
 
 private:
   struct nodes;

@@ -30,6 +30,10 @@ public:
   virtual void record(candidate_state& c) = 0;
   /// Gives the candidate's result to the search strategy (feedback node: serial).
   virtual void observe(const candidate_state& c) = 0;
+  /// True once the job stops (a signal, a failure): the graph then drops the candidates waiting
+  /// for a compile or for a lane (they are not recorded), gives the measurements already running
+  /// a grace period, and starts nothing new. Polled from any thread; must be cheap.
+  virtual bool stopping() const { return false; }
 };
 
 } // namespace rpl::engine

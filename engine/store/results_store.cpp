@@ -14,9 +14,14 @@ namespace {
 
 constexpr const char* schema_sql = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
--- 2 added candidate_sampling and final_rounds, 3 candidate_clocks; an older file gains them when
--- opened (its candidates simply have no row there).
-INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '3');
+-- 2 added candidate_sampling and final_rounds, 3 candidate_clocks, 4 candidate_processes; an older
+-- file gains them when opened (its candidates simply have no row there).
+INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '4');
+CREATE TABLE IF NOT EXISTS candidate_processes(
+  run_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  leftover_processes INTEGER NOT NULL,
+  PRIMARY KEY (run_id, key));
 CREATE TABLE IF NOT EXISTS candidate_clocks(
   run_id TEXT NOT NULL,
   key TEXT NOT NULL,
@@ -263,6 +268,13 @@ void results_store::record(const std::string& run_id, const candidate_record& c)
       s.step();
     }
     {
+      sqlite::statement s(*db_, "INSERT OR REPLACE INTO candidate_processes(run_id, key, "
+                                "leftover_processes) VALUES (?,?,?)");
+      s.bind_text(1, run_id).bind_text(2, c.key);
+      s.bind_int64(3, c.measure.leftover_processes);
+      s.step();
+    }
+    {
       sqlite::statement s(*db_,
                           "INSERT OR REPLACE INTO artifacts(run_id, key, compile_status, hash, "
                           "size, exit_code, term_signal, compile_ns, worker_id, error, "
@@ -345,8 +357,9 @@ std::vector<stored_candidate> results_store::candidates(const std::string& run_i
                       "c.max_ns, a.compile_ns, a.compile_status, v.best_key, c.lane, p.sampling, "
                       "p.noise, p.noisy, p.device_model, p.device_uuid, a.hash, k.sm_mhz_before, "
                       "k.sm_mhz_after, k.reasons_before, k.reasons_after, k.power_violation_ns, "
-                      "k.thermal_violation_ns, k.throttled FROM candidates c "
+                      "k.thermal_violation_ns, k.throttled, x.leftover_processes FROM candidates c "
                       "LEFT JOIN candidate_sampling p ON p.run_id = c.run_id AND p.key = c.key "
+                      "LEFT JOIN candidate_processes x ON x.run_id = c.run_id AND x.key = c.key "
                       "LEFT JOIN candidate_clocks k ON k.run_id = c.run_id AND k.key = c.key "
                       "LEFT JOIN verdicts v ON v.run_id = c.run_id AND v.key = c.key "
                       "LEFT JOIN artifacts a ON a.run_id = c.run_id AND a.key = c.key "
@@ -390,6 +403,9 @@ std::vector<stored_candidate> results_store::candidates(const std::string& run_i
       k.power_violation_ns = s.column_int64(28);
       k.thermal_violation_ns = s.column_int64(29);
       k.throttled = s.column_int64(30) != 0;
+    }
+    if (!s.column_is_null(31)) {
+      c.leftover_processes = static_cast<std::uint32_t>(s.column_int64(31));
     }
     out.push_back(std::move(c));
   }

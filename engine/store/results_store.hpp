@@ -61,6 +61,8 @@ struct stored_candidate {
   std::string device_uuid;
   std::string artifact_hash;   ///< empty without an artifact
   messages::gpu_clocks clocks; ///< read false without clock evidence (CPU lanes, no NVML)
+  /// Processes its runs left running, killed by the lane; nullopt in files older than schema 4.
+  std::optional<std::uint32_t> leftover_processes;
 };
 
 class results_store {

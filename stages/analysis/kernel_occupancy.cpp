@@ -12,6 +12,7 @@ kernel_occupancy compute_kernel_occupancy(const arch_model& arch,
     out.target = arch.target;
   }
   out.threads_per_block = resources.block_size;
+  out.lds_bytes = resources.lds_bytes;
   out.result = compute_occupancy(arch, resources);
   return out;
 }
@@ -23,6 +24,7 @@ nlohmann::json to_json(const kernel_occupancy& occupancy) {
     limits[name] = value;
   }
   nlohmann::json out = {{"threads_per_block", occupancy.threads_per_block},
+                        {"lds_bytes", occupancy.lds_bytes},
                         {"wave_size", o.wave_size},
                         {"unit", o.unit},
                         {"active", o.active_waves_per_simd},

@@ -20,6 +20,9 @@ struct kernel_occupancy {
   std::optional<std::string> target;
   std::uint32_t threads_per_block = 0;
   occupancy_result result;
+  /// LDS (NVIDIA: shared memory) per workgroup the model was given: a launch's static + dynamic
+  /// bytes where a trace recorded them, a code object's static bytes for inspect.
+  std::uint64_t lds_bytes = 0;
 };
 
 /// Computes `resources` on `arch`; `target_in_report` says whether the report names the target.
@@ -28,8 +31,8 @@ kernel_occupancy compute_kernel_occupancy(const arch_model& arch,
                                           const kernel_resources& resources,
                                           bool target_in_report);
 
-/// {"target"?, "threads_per_block", "wave_size", "unit", "active", "max", "workgroups_per_cu",
-/// "theoretical", "limiter", "limits", "suggestions"}.
+/// {"target"?, "threads_per_block", "lds_bytes", "wave_size", "unit", "active", "max",
+/// "workgroups_per_cu", "theoretical", "limiter", "limits", "suggestions"}.
 nlohmann::json to_json(const kernel_occupancy& occupancy);
 
 /// "2/8 waves per SIMD (25%, lds)": active/max, unit, occupancy in whole percent, limiter.

@@ -106,7 +106,7 @@ void add_dominant_kernel(nlohmann::json& report, const profile_report& r) {
 
 nlohmann::json to_json(const profile_report& r) {
   nlohmann::json report;
-  report["schema_version"] = "1.0";
+  report["schema_version"] = "1.1";
   report["backend"] = r.backend;
   report["command"] = r.command ? nlohmann::json(*r.command) : nlohmann::json(nullptr);
   report["databases"] = r.databases;
@@ -126,6 +126,8 @@ nlohmann::json to_json(const profile_report& r) {
   add_dominant_kernel(report, r);
   report["roofline"] = nullptr;
   report["note"] = r.note ? nlohmann::json(*r.note) : nlohmann::json(nullptr);
+  report["partial"] = r.partial;
+  report["partial_reasons"] = r.partial_reasons;
   return report;
 }
 

@@ -67,9 +67,12 @@ using dim3 = std::array<std::uint32_t, 3>;
 struct kernel_report {
   rocpd::kernel_stats runtime;
   double share = 0; ///< of the user kernels' GPU time (0 when there is none)
-  dim3 block{};     ///< the most common workgroup size
+  dim3 block{};     ///< the most common workgroup size (with launch_lds_bytes: occupancy's launch)
   dim3 grid{};      ///< the most common grid size
   std::optional<symbol_resources> resources; ///< absent when the trace has no symbol row
+  /// LDS (shared memory) per workgroup of the launch occupancy describes: the dispatches', dynamic
+  /// included (the symbol's `lds_bytes` is the static part only). Absent without dispatch sizes.
+  std::optional<std::int64_t> launch_lds_bytes;
   /// Absent for helper kernels, without a symbol, or when no architecture model applies.
   std::optional<kernel_occupancy> occupancy;
   std::optional<std::string> occupancy_note; ///< why there is no occupancy (an unknown target)
@@ -87,6 +90,12 @@ struct profile_report {
   std::vector<kernel_report> helper_kernels; ///< runtime helpers, same order
   std::string dominant_kernel;     ///< the user kernel with the largest total; empty if none
   std::optional<std::string> note; ///< a caveat about the figures (the timing backend's)
+  /// Some run's trace may miss activity: its application ended abnormally, or a database says it
+  /// is not the process's final write (trace_completeness.hpp). The figures cover what was kept.
+  bool partial = false;
+  /// Why, one sentence each: "run 2: ./app was killed by SIGABRT (Aborted)", "<file>: the
+  /// tracer's last checkpoint: ...". Empty unless `partial`.
+  std::vector<std::string> partial_reasons;
 };
 
 /// docs/schema/profile.schema.json, times in milliseconds. The single-kernel fields ("kernel",

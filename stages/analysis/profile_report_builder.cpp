@@ -9,6 +9,7 @@
 #include "stages/hardware/arch_model.hpp"
 #include "stages/hardware/kernel_resources.hpp"
 #include "stages/trace/rocpd_reader.hpp"
+#include "stages/trace/trace_completeness.hpp"
 
 namespace rpl::stages {
 
@@ -21,8 +22,11 @@ using row_key = std::pair<std::size_t, std::int64_t>;
 struct kernel_shape {
   std::map<dim3, std::size_t> blocks;
   std::map<dim3, std::size_t> grids;
-  std::map<std::int64_t, std::size_t> lds_bytes; // the dispatch's, dynamic included
-  row_key agent{0, 0};                           // of the first dispatch
+  // By block size, the dispatches' LDS/shared memory per workgroup (dynamic included): occupancy
+  // describes one launch that happened, the most common block with its most common LDS, even when
+  // a kernel is launched with several.
+  std::map<dim3, std::map<std::int64_t, std::size_t>> lds_bytes_by_block;
+  row_key agent{0, 0}; // of the first dispatch
   row_key symbol{0, 0};
 };
 
@@ -54,7 +58,8 @@ void scan_dispatches(const rocpd::reader& reader, trace_scan& scan) {
     }
     ++it->second.blocks[{row.workgroup[0], row.workgroup[1], row.workgroup[2]}];
     ++it->second.grids[{row.grid[0], row.grid[1], row.grid[2]}];
-    ++it->second.lds_bytes[row.group_segment_size];
+    ++it->second.lds_bytes_by_block[{row.workgroup[0], row.workgroup[1], row.workgroup[2]}]
+                                   [row.group_segment_size];
   });
   scan.summary = accumulator.finish();
 }
@@ -110,7 +115,7 @@ void add_occupancy(kernel_report& out,
     const dim3& b = out.block;
     const std::uint32_t block_size = b[0] * std::max(1u, b[1]) * std::max(1u, b[2]);
     const auto resources =
-        kernel_resources::from_rocpd_symbol(symbol, block_size, most_common(shape.lds_bytes));
+        kernel_resources::from_rocpd_symbol(symbol, block_size, *out.launch_lds_bytes);
     out.occupancy = compute_kernel_occupancy(model, resources, true);
   } catch (const arch_error& error) {
     out.occupancy_note = error.what();
@@ -128,6 +133,7 @@ kernel_report describe_kernel(const rocpd::kernel_stats& k,
   const kernel_shape& shape = scan.shapes.at(k.name);
   out.block = most_common(shape.blocks);
   out.grid = most_common(shape.grids);
+  const std::int64_t dispatch_lds = most_common(shape.lds_bytes_by_block.at(out.block));
   const auto symbol = scan.symbols.find(shape.symbol);
   if (symbol == scan.symbols.end()) {
     return out;
@@ -136,6 +142,9 @@ kernel_report describe_kernel(const rocpd::kernel_stats& k,
   out.resources =
       symbol_resources{s.arch_vgpr_count,    s.accum_vgpr_count,     s.sgpr_count,
                        s.group_segment_size, s.private_segment_size, s.kernarg_segment_size};
+  // A dispatch's group segment includes the dynamic part; a file without the column gives 0, and
+  // then the symbol's static size is all that is known (kernel_resources::from_rocpd_symbol).
+  out.launch_lds_bytes = std::max(dispatch_lds, s.group_segment_size);
   if (with_occupancy) {
     add_occupancy(out, scan, shape, s, arch);
   }
@@ -149,10 +158,17 @@ profile_report build_profile_report(const std::vector<std::vector<std::filesyste
   // Per run: the total GPU time, for stability across runs.
   std::vector<rocpd::runtime_summary> per_run;
   std::vector<std::filesystem::path> all_paths;
+  std::vector<std::string> partial_reasons;
   for (const auto& paths : runs) {
     const auto reader = rocpd::reader::open(paths);
     per_run.push_back(rocpd::summarize(reader));
     all_paths.insert(all_paths.end(), reader.paths().begin(), reader.paths().end());
+    for (const rocpd::database_info& database : reader.databases()) {
+      const std::string why = rocpd::describe_partial(rocpd::read_completeness(database.metadata));
+      if (!why.empty()) {
+        partial_reasons.push_back(database.path.string() + ": " + why);
+      }
+    }
   }
   // All runs together: the per-kernel table, with the dispatch shapes seen on the way.
   trace_scan scan = scan_trace(all_paths);
@@ -176,6 +192,8 @@ profile_report build_profile_report(const std::vector<std::vector<std::filesyste
     report.helper_kernels.push_back(describe_kernel(k, scan, false, context.arch));
   }
   report.dominant_kernel = summary.dominant_kernel;
+  report.partial = !partial_reasons.empty();
+  report.partial_reasons = std::move(partial_reasons);
   return report;
 }
 

@@ -24,10 +24,10 @@ public:
 
 /// What a report is about, beyond the databases.
 struct report_context {
-  std::string backend;                             ///< "rocm", "cuda" or "rocpd"
-  std::optional<std::vector<std::string>> command; ///< the profiled argv; none for analyze
+  std::string backend{};                             ///< "rocm", "cuda" or "rocpd"
+  std::optional<std::vector<std::string>> command{}; ///< the profiled argv; none for analyze
   /// The target for occupancy (any spelling load_arch accepts); empty: each kernel's agent.
-  std::string arch;
+  std::string arch{};
 };
 
 /// Reads `runs` (each run: rocpd files or folders of them) and builds the report. Stability is

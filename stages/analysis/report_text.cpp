@@ -53,6 +53,9 @@ void summary_line(std::string& out, const profile_report& r, bool timing) {
   if (r.note) {
     appendf(out, "note: %s\n", r.note->c_str());
   }
+  for (const std::string& reason : r.partial_reasons) {
+    appendf(out, "partial trace: %s\n", reason.c_str());
+  }
 }
 
 void agents_and_totals(std::string& out, const profile_report& r) {
@@ -73,7 +76,7 @@ void kernel_row(std::string& out, const kernel_report& k) {
     std::snprintf(
         text, sizeof text, "%5lld %5lld %5lld %7lld", static_cast<long long>(k.resources->vgpr),
         static_cast<long long>(k.resources->agpr), static_cast<long long>(k.resources->sgpr),
-        static_cast<long long>(k.resources->lds_bytes));
+        static_cast<long long>(k.launch_lds_bytes.value_or(k.resources->lds_bytes)));
     res = text;
   }
   const std::string occ = k.occupancy ? occupancy_summary(k.occupancy->result) : "-";
@@ -87,7 +90,7 @@ void kernel_row(std::string& out, const kernel_report& k) {
 
 void kernel_table(std::string& out, const profile_report& r) {
   // NVIDIA agents (sm_XY) store registers per thread where AMD stores VGPRs, and shared memory as
-  // LDS.
+  // LDS. The LDS/SMEM column is the launch's (dynamic included), what occupancy was computed with.
   bool nvidia = false;
   for (const auto& a : r.agents) {
     nvidia = nvidia || a.name.rfind("sm_", 0) == 0;

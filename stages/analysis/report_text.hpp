@@ -1,5 +1,6 @@
 #pragma once
-/// The terminal form of a profile_report: a summary line, the agents and totals, one table row per
+/// The terminal form of a profile_report: a summary line (and a "partial trace:" line per reason
+/// when the trace may miss activity), the agents and totals, one table row per
 /// user kernel (runtime, resources, occupancy), the runtime helpers, how to raise the dominant
 /// kernel's occupancy, and the per-agent/queue/stream/process split where there is more than one.
 

@@ -48,6 +48,49 @@ std::string_view as_chars(std::span<const std::byte> bytes) {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
+/// Whether `text` is well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points
+/// above U+10FFFF), as msgpack strings must be and as JSON output needs.
+bool is_utf8(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t length = 0;
+    std::uint32_t code = 0;
+    if (lead >= 0xc2 && lead <= 0xdf) {
+      length = 2;
+      code = lead & 0x1fu;
+    } else if (lead >= 0xe0 && lead <= 0xef) {
+      length = 3;
+      code = lead & 0x0fu;
+    } else if (lead >= 0xf0 && lead <= 0xf4) {
+      length = 4;
+      code = lead & 0x07u;
+    } else {
+      return false;
+    }
+    if (text.size() - i < length) {
+      return false;
+    }
+    for (std::size_t k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xc0u) != 0x80u) {
+        return false;
+      }
+      code = (code << 6) | (next & 0x3fu);
+    }
+    if ((length == 3 && (code < 0x800 || (code >= 0xd800 && code <= 0xdfff))) ||
+        (length == 4 && (code < 0x10000 || code > 0x10ffff))) {
+      return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
 /// Bounds-checked little-endian loads from a byte range; every failure names the origin.
 class byte_reader {
 public:
@@ -299,7 +342,14 @@ public:
     if (value->type != msgpack::type::STR) {
       wrong_type(where, key, "a string");
     }
-    return std::string(value->via.str.ptr, value->via.str.size);
+    const std::string_view text(value->via.str.ptr, value->via.str.size);
+    // Names are printed and written as JSON (inspect, profile), which needs UTF-8 (found by
+    // tests/fuzz/fuzz_code_object).
+    if (!is_utf8(text)) {
+      fail(origin_, "metadata " + where + " key " + std::string(key) +
+                        " is not UTF-8 text; the code object is corrupt, rebuild it");
+    }
+    return std::string(text);
   }
 
   template <class Unsigned>

@@ -1,5 +1,6 @@
 #include "stages/search/expression.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -274,9 +275,40 @@ private:
   const token& current() const { return tokens_[position_]; }
   const token& advance() { return tokens_[position_++]; }
 
+  /// Appends `value`, refusing a tree taller than max_expression_depth: evaluation recurses once
+  /// per level, so a chain such as 1+1+...+1 of 100000 terms would overflow the stack there.
   std::size_t add(node value) {
+    std::size_t height = 1;
+    if (value.kind == node_kind::negate || value.kind == node_kind::logical_not) {
+      height += heights_[value.lhs];
+    } else if (value.kind == node_kind::binary) {
+      height += std::max(heights_[value.lhs], heights_[value.rhs]);
+    }
+    if (height > max_expression_depth) {
+      throw too_deep(value.column);
+    }
     result_.nodes_.push_back(value);
+    heights_.push_back(height);
     return result_.nodes_.size() - 1;
+  }
+
+  static expression_error too_deep(std::size_t column) {
+    return expression_error(column, "the expression nests deeper than " +
+                                        std::to_string(max_expression_depth) +
+                                        " levels (parentheses, not, unary minus or a chain of "
+                                        "operators); fix: split it into several constraints");
+  }
+
+  /// Runs `parse` one level deeper (after a '(', `not` or unary '-'), refusing more than
+  /// max_expression_depth levels before the recursion can overflow the stack (found while fuzzing
+  /// the space parser: a constraint of 10000 '(' crashed it).
+  template <class Parse> std::size_t nested(std::size_t column, Parse&& parse) {
+    if (++depth_ > max_expression_depth) {
+      throw too_deep(column);
+    }
+    const std::size_t index = parse();
+    --depth_;
+    return index;
   }
 
   std::size_t add_binary(binary_op op, std::size_t lhs, std::size_t rhs, std::size_t column) {
@@ -312,7 +344,7 @@ private:
       const std::size_t column = advance().column;
       node value;
       value.kind = node_kind::logical_not;
-      value.lhs = parse_not();
+      value.lhs = nested(column, [this] { return parse_not(); });
       value.column = column;
       return add(value);
     }
@@ -371,7 +403,7 @@ private:
       const std::size_t column = advance().column;
       node value;
       value.kind = node_kind::negate;
-      value.lhs = parse_unary();
+      value.lhs = nested(column, [this] { return parse_unary(); });
       value.column = column;
       return add(value);
     }
@@ -400,7 +432,7 @@ private:
     }
     case token_kind::open_paren: {
       advance();
-      const std::size_t inner = parse_or();
+      const std::size_t inner = nested(here.column, [this] { return parse_or(); });
       if (current().kind == token_kind::close_paren) {
         advance();
         return inner;
@@ -456,6 +488,8 @@ private:
 
   std::vector<token> tokens_;
   std::size_t position_ = 0;
+  std::size_t depth_ = 0;            ///< '(', not and unary '-' being parsed
+  std::vector<std::size_t> heights_; ///< of each node's subtree, parallel to result_.nodes_
   expression result_;
 };
 

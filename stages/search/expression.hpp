@@ -24,6 +24,9 @@
 ///   - Comparisons and logic give the integers 1 (true) and 0 (false); any non-zero value is true.
 ///   - `and` / `or` short-circuit, so `B != 0 and A / B > 2` is safe.
 ///   - Comparisons do not chain: `a < b < c` is rejected; write `a < b and b < c`.
+///   - Nesting is limited to max_expression_depth levels, counting parentheses, `not`, unary `-`
+///     and each operator of a chain (`a + b + c` is two levels), so that neither parsing nor
+///     evaluation can exhaust the stack.
 
 #include <cstddef>
 #include <cstdint>
@@ -36,6 +39,9 @@
 #include <vector>
 
 namespace rpl::stages {
+
+/// How deeply an expression may nest (see above); far beyond any real constraint.
+inline constexpr std::size_t max_expression_depth = 256;
 
 /// A parse or evaluation error; what() is "column N: problem; fix: ...".
 class expression_error : public std::runtime_error {

@@ -418,6 +418,10 @@ ojson parse_json(std::string_view text, const spec_reader& reader) {
   } catch (const ojson::parse_error& error) {
     reader.fail("", std::string("invalid JSON: ") + error.what() +
                         "; fix: correct the JSON syntax at that byte");
+  } catch (const ojson::out_of_range& error) {
+    // A number beyond a double (1e400), as tests/fuzz/fuzz_space found in space files.
+    reader.fail("", std::string("invalid JSON: ") + error.what() +
+                        "; fix: use a number that fits a 64-bit float, or a string");
   }
 }
 

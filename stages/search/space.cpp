@@ -102,6 +102,23 @@ ojson parse_json(std::string_view text, const std::string& origin) {
     fail(origin, "line " + std::to_string(line) + ", column " + std::to_string(column) +
                      ": invalid JSON: " + parse_error_detail(error.what()) +
                      "; fix: correct the JSON syntax at that position");
+  } catch (const ojson::out_of_range& error) {
+    // A number beyond a double (1e400). nlohmann quotes it but says not where it is: the place
+    // given is where that text first appears (found by tests/fuzz/fuzz_space).
+    const std::string what = error.what();
+    const std::size_t open = what.find('\'');
+    const std::size_t close = what.rfind('\'');
+    std::string number = "a number";
+    std::string place;
+    if (open != std::string::npos && close > open + 1) {
+      number = what.substr(open + 1, close - open - 1);
+      if (const std::size_t at = text.find(number); at != std::string_view::npos) {
+        const auto [line, column] = line_column(text, at + 1);
+        place = "line " + std::to_string(line) + ", column " + std::to_string(column) + ": ";
+      }
+    }
+    fail(origin, place + number +
+                     " is too large for a 64-bit float; fix: use a smaller number, or a string");
   }
 }
 

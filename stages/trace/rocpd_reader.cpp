@@ -1,6 +1,7 @@
 #include "stages/trace/rocpd_reader.hpp"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <utility>
@@ -145,6 +146,8 @@ struct reader::database {
   std::string schema_version(const std::string& suffix) const;
   /// The uuid suffixes of a rocpd file (one per rocpd_metadata table), refusing other files.
   std::vector<std::string> suffixes(const schema_names& names) const;
+  /// Every row of the metadata table of `suffix`, by tag (the last of a repeated tag).
+  std::map<std::string, std::string> metadata(const std::string& suffix) const;
 };
 
 reader::reader() = default;
@@ -253,6 +256,18 @@ std::string reader::database::schema_version(const std::string& suffix) const {
   return version;
 }
 
+std::map<std::string, std::string> reader::database::metadata(const std::string& suffix) const {
+  std::map<std::string, std::string> rows;
+  sqlite::statement stmt = prepare("SELECT tag, value FROM " +
+                                   quote_identifier("rocpd_metadata" + suffix) + " ORDER BY id");
+  each(stmt, [&](const sqlite::statement& s) {
+    if (const auto tag = s.column_nullable_text(0)) {
+      rows[std::string(*tag)] = std::string(s.column_nullable_text(1).value_or(""));
+    }
+  });
+  return rows;
+}
+
 reader reader::open(const std::vector<std::filesystem::path>& paths) {
   reader result;
   result.paths_ = expand(paths);
@@ -266,6 +281,7 @@ reader reader::open(const std::vector<std::filesystem::path>& paths) {
       const std::string version = db->schema_version(suffix);
       if (info.schema_version.empty()) {
         info.schema_version = version;
+        info.metadata = db->metadata(suffix);
       }
       for (const std::string_view base : required_tables) {
         if (names.tables.count(std::string(base) + suffix) == 0) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -95,6 +96,9 @@ struct database_info {
   std::filesystem::path path;
   std::string schema_version;     ///< "3", or "3.0.x" from later rocprofv3 releases
   std::vector<std::string> uuids; ///< the table suffixes ("_0197..."), usually one per file
+  /// The rocpd_metadata rows of the first suffix, by tag: schema_version, uuid, guid, and what a
+  /// producer adds (our CUPTI tracer says whether the trace is complete: trace_completeness.hpp).
+  std::map<std::string, std::string> metadata;
 };
 
 /// A validated set of rocpd files, read-only. Rows come from every file, and inside a file from

@@ -203,9 +203,9 @@ struct writer::impl {
   std::int64_t next_copy_id = 1;
   std::int64_t next_pmc_event_id = 1;
 
-  insert string_insert, node_insert, process_insert, thread_insert, agent_insert, queue_insert,
-      stream_insert, code_object_insert, symbol_insert, event_insert, dispatch_insert, copy_insert,
-      region_insert, pmc_info_insert, pmc_event_insert;
+  insert metadata_insert, string_insert, node_insert, process_insert, thread_insert, agent_insert,
+      queue_insert, stream_insert, code_object_insert, symbol_insert, event_insert, dispatch_insert,
+      copy_insert, region_insert, pmc_info_insert, pmc_event_insert;
 
   ~impl() {
     if (db && in_transaction) {
@@ -308,6 +308,7 @@ writer::writer(const std::filesystem::path& path, std::string uuid)
   w.exec(rocpd_schema_sql(w.suffix, w.guid), "create the rocpd schema");
 
   constexpr std::size_t batch = 64; // rows per statement for the high-volume tables
+  w.metadata_insert = w.prepare("rocpd_metadata", "tag, value", "a metadata row");
   w.string_insert = w.prepare("rocpd_string", "string", "a string");
   w.node_insert = w.prepare("rocpd_info_node",
                             "id, hash, machine_id, system_name, hostname, "
@@ -634,6 +635,10 @@ std::int64_t writer::add_pmc_event(std::int64_t event_id, std::int64_t pmc_id, d
 
 std::int64_t writer::last_event_id() const {
   return impl_->last_event;
+}
+
+void writer::add_metadata(std::string_view tag, std::string_view value) {
+  impl_->metadata_insert.text(tag).text(value).run();
 }
 
 void writer::commit() {

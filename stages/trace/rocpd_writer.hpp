@@ -245,6 +245,10 @@ public:
   std::int64_t add_pmc_event(std::int64_t event_id, std::int64_t pmc_id, double value);
   /// The event the last add_dispatch/add_memory_copy/add_region created or used (for PMC rows).
   std::int64_t last_event_id() const;
+  /// One more row of rocpd_metadata (beside schema_version, uuid and guid, which the schema
+  /// writes): a producer's own facts, such as whether the trace is complete
+  /// (trace_completeness.hpp).
+  void add_metadata(std::string_view tag, std::string_view value);
 
   /// Commits what was added so far and opens the next transaction.
   void commit();

@@ -381,5 +381,46 @@ TEST_F(broker_test, stopping_answers_every_waiting_job) {
   }
 }
 
+TEST_F(broker_test, says_how_long_jobs_have_waited_with_no_worker_connected) {
+  std::atomic<std::int64_t> waited_ms{-1};
+  std::atomic<std::size_t> queued{0};
+  broker b(config_);
+  b.set_tick([&] {
+    waited_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(b.waiting_for_workers()).count();
+    queued = b.queued_jobs();
+  });
+  b.start();
+  // Nothing queued: nothing waits, however long there is no worker.
+  clock_.advance(60s);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return waited_ms == 0; }, 2s));
+
+  collected out;
+  submit(b, out);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return queued == 1; }, 2s));
+  clock_.advance(7s);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return waited_ms == 7000; }, 2s)) << waited_ms.load();
+
+  // A worker connects and takes the job: nothing waits any more, even while it is busy.
+  fake_worker w(context_, endpoint_, "w1");
+  w.ready();
+  ASSERT_TRUE(w.receive(2s).has_value());
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return queued == 0 && waited_ms == 0; }, 2s));
+  submit(b, out);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return queued == 1; }, 2s));
+  clock_.advance(100ms); // within the worker's liveness window (150 ms)
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(waited_ms, 0);
+
+  // The worker goes silent and expires: the queued jobs wait again, from the expiry on.
+  w.heartbeating = false;
+  clock_.advance(1s);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.live_workers() == 0; }, 2s));
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return queued == 2; }, 2s)) << "job re-queued";
+  clock_.advance(5s);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return waited_ms == 5000; }, 2s)) << waited_ms.load();
+  b.stop();
+}
+
 } // namespace
 } // namespace rpl::engine

@@ -98,7 +98,7 @@ TEST(results_store, keeps_a_candidates_clock_evidence_and_none_where_there_was_n
   }
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM candidate_clocks WHERE throttled=1"), 1);
   EXPECT_EQ(rpl::testing::query_texts(db, "SELECT value FROM meta WHERE key='schema_version'")[0],
-            "3");
+            "4");
   const auto rows = results_store(db).candidates("run-a");
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_TRUE(rows[0].clocks.read);
@@ -108,6 +108,41 @@ TEST(results_store, keeps_a_candidates_clock_evidence_and_none_where_there_was_n
   EXPECT_EQ(rows[0].clocks.thermal_violation_ns, -1) << "unknown stays unknown";
   EXPECT_TRUE(rows[0].clocks.throttled);
   EXPECT_FALSE(rows[1].clocks.read) << "no evidence is not evidence of no throttling";
+}
+
+TEST(results_store, keeps_the_processes_a_candidate_left_behind_and_none_from_older_files) {
+  temp_dir dir;
+  const auto db = dir / "r.db";
+  auto daemonizing = make_candidate("k1", true);
+  daemonizing.measure.leftover_processes = 3;
+  {
+    results_store store(db);
+    store.create_run(make_run("run-a", "fp"));
+    store.record("run-a", daemonizing);
+    store.record("run-a", make_candidate("k2", true));
+  }
+  EXPECT_EQ(query_int(db, "SELECT leftover_processes FROM candidate_processes WHERE key='k1'"), 3);
+  {
+    const auto rows = results_store(db).candidates("run-a");
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0].leftover_processes, std::optional<std::uint32_t>(3));
+    EXPECT_EQ(rows[1].leftover_processes, std::optional<std::uint32_t>(0));
+  }
+  // A file written before schema 4 has no candidate_processes: it opens, gains the table, and
+  // its candidates say "not recorded" rather than "none".
+  {
+    stages::sqlite::connection older(db, SQLITE_OPEN_READWRITE);
+    older.exec("DROP TABLE candidate_processes");
+    older.exec("UPDATE meta SET value = '3' WHERE key = 'schema_version'");
+  }
+  results_store reopened(db);
+  EXPECT_EQ(rpl::testing::query_texts(db, "SELECT value FROM meta WHERE key='schema_version'")[0],
+            "4");
+  reopened.record("run-a", make_candidate("k3", true));
+  const auto rows = reopened.candidates("run-a");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_FALSE(rows[0].leftover_processes.has_value());
+  EXPECT_EQ(rows[2].leftover_processes, std::optional<std::uint32_t>(0));
 }
 
 TEST(results_store, finds_the_latest_run_with_a_fingerprint) {

@@ -2,6 +2,7 @@
 // process. A whole candidate goes through the graph and the test asserts what was stored.
 
 #include <algorithm>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -86,7 +87,7 @@ public:
       : n_(n), fail_build_(std::move(fail_build)) {}
 
   candidate_ptr next_candidate() override {
-    if (next_ == n_) {
+    if (next_ == n_ || stop_) {
       return nullptr;
     }
     auto c = std::make_shared<candidate_state>();
@@ -129,6 +130,9 @@ public:
     observed_.push_back(c.key);
     observing_ = false;
   }
+  bool stopping() const override { return stop_; }
+
+  std::atomic<bool> stop_{false};
 
   std::size_t n_;
   std::set<std::size_t> fail_build_;
@@ -212,6 +216,135 @@ TEST(engine_tuning_graph, a_lane_that_throws_makes_the_candidate_invalid_not_the
     EXPECT_NE(c.measure.reason.find("lane error"), std::string::npos) << c.measure.reason;
     EXPECT_EQ(c.verdict.decision, messages::verdict_kind::invalid);
   }
+}
+
+/// A compile service with no worker: it keeps every request and answers none until told to.
+class silent_compile_service final : public compile_service {
+public:
+  void submit(messages::compile_request, reply_fn on_reply) override {
+    std::lock_guard lock(mutex_);
+    pending_.push_back(std::move(on_reply));
+  }
+  std::size_t pending() {
+    std::lock_guard lock(mutex_);
+    return pending_.size();
+  }
+  /// Answers every request with worker_lost, as the broker does when it stops.
+  void answer_all() {
+    std::vector<reply_fn> replies;
+    {
+      std::lock_guard lock(mutex_);
+      replies.swap(pending_);
+    }
+    messages::compile_reply reply;
+    reply.status = messages::compile_status::worker_lost;
+    reply.error = "engine stopping";
+    for (auto& on_reply : replies) {
+      on_reply(reply);
+    }
+  }
+
+private:
+  std::mutex mutex_;
+  std::vector<reply_fn> pending_;
+};
+
+/// Runs the graph on its own thread; the future is ready when run() returned.
+std::future<void>
+run_in_background(tuning_graph& graph, std::size_t max_in_flight, std::chrono::milliseconds grace) {
+  return std::async(std::launch::async,
+                    [&graph, max_in_flight, grace] { graph.run(max_in_flight, grace); });
+}
+
+TEST(engine_tuning_graph, a_stop_drops_candidates_waiting_for_a_compile_and_records_none) {
+  recording_policy policy(10, {});
+  silent_compile_service compiler;
+  std::vector<std::unique_ptr<lane_worker>> lanes;
+  lanes.push_back(std::make_unique<lane_worker>(make_fake_lane("fake0", medians_for(10)), -1));
+  {
+    tuning_graph graph(policy, compiler, lanes);
+    auto done = run_in_background(graph, 4, std::chrono::seconds(10));
+    ASSERT_TRUE(
+        rpl::testing::wait_until([&] { return compiler.pending() == 4; }, std::chrono::seconds(5)));
+    // No reply ever comes: without a stop the graph waits for ever.
+    EXPECT_EQ(done.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout);
+    policy.stop_ = true;
+    ASSERT_EQ(done.wait_for(std::chrono::seconds(2)), std::future_status::ready)
+        << "a stop must not wait for compile replies";
+    done.get();
+  }
+  // The late replies (the broker failing its queue) reach a graph that is gone: dropped.
+  compiler.answer_all();
+  EXPECT_TRUE(policy.recorded_.empty());
+  EXPECT_TRUE(policy.observed_.empty());
+}
+
+TEST(engine_tuning_graph, a_stop_lets_the_running_measurement_finish_and_drops_the_queued_ones) {
+  recording_policy policy(6, {});
+  fake_compile_service compiler;
+  auto lane = make_fake_lane("fake0", medians_for(6));
+  lane->sleep_for(std::chrono::milliseconds(300));
+  auto* fake = lane.get();
+  std::vector<std::unique_ptr<lane_worker>> lanes;
+  lanes.push_back(std::make_unique<lane_worker>(std::move(lane), -1));
+  {
+    tuning_graph graph(policy, compiler, lanes);
+    auto done = run_in_background(graph, 4, std::chrono::seconds(10));
+    // Four compiled candidates wait for the one lane; the first is being measured.
+    ASSERT_TRUE(rpl::testing::wait_until([&] { return lanes[0]->outstanding() == 4; },
+                                         std::chrono::seconds(5)));
+    policy.stop_ = true;
+    ASSERT_EQ(done.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+    done.get();
+  }
+  EXPECT_EQ(fake->calls(), 1u) << "nothing queued on a lane starts after the stop";
+  ASSERT_EQ(policy.recorded_.size(), 1u) << "the measurement in flight finished and was recorded";
+  EXPECT_EQ(policy.recorded_.begin()->second.measure.status, messages::measure_status::ok);
+  EXPECT_EQ(policy.observed_.size(), 1u);
+  EXPECT_EQ(lanes[0]->outstanding(), 0u);
+}
+
+TEST(engine_tuning_graph, a_measurement_longer_than_the_grace_period_is_abandoned) {
+  recording_policy policy(2, {});
+  fake_compile_service compiler;
+  auto lane = make_fake_lane("fake0", medians_for(2));
+  lane->sleep_for(std::chrono::seconds(2));
+  std::vector<std::unique_ptr<lane_worker>> lanes;
+  lanes.push_back(std::make_unique<lane_worker>(std::move(lane), -1));
+  {
+    tuning_graph graph(policy, compiler, lanes);
+    auto done = run_in_background(graph, 1, std::chrono::milliseconds(200));
+    ASSERT_TRUE(rpl::testing::wait_until([&] { return lanes[0]->outstanding() == 1; },
+                                         std::chrono::seconds(5)));
+    const auto stopped = std::chrono::steady_clock::now();
+    policy.stop_ = true;
+    ASSERT_EQ(done.wait_for(std::chrono::seconds(1)), std::future_status::ready);
+    done.get();
+    EXPECT_LT(std::chrono::steady_clock::now() - stopped, std::chrono::seconds(1));
+  }
+  EXPECT_TRUE(policy.recorded_.empty());
+  // The lane is destroyed with its measurement still running: it does not wait for it.
+  const auto destroying = std::chrono::steady_clock::now();
+  lanes.clear();
+  EXPECT_LT(std::chrono::steady_clock::now() - destroying, std::chrono::milliseconds(500));
+}
+
+TEST(engine_lane_worker, abandon_releases_a_caller_waiting_for_a_measurement) {
+  auto lane = make_fake_lane("fake0", {{"k0", 1e6}});
+  lane->sleep_for(std::chrono::seconds(2));
+  auto worker = std::make_unique<lane_worker>(std::move(lane), -1);
+  messages::measure_request request;
+  request.candidate_key = "k0";
+  auto result = std::async(std::launch::async, [&] { return worker->measure_now(request); });
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return worker->outstanding() == 1; },
+                                       std::chrono::seconds(5)));
+  worker->abandon();
+  ASSERT_EQ(result.wait_for(std::chrono::milliseconds(500)), std::future_status::ready);
+  const auto measured = result.get();
+  EXPECT_EQ(measured.status, messages::measure_status::not_run);
+  EXPECT_NE(measured.reason.find("abandoned"), std::string::npos) << measured.reason;
+  EXPECT_EQ(worker->measure_now(request).status, messages::measure_status::not_run);
+  worker.reset(); // does not wait for the measurement still running
 }
 
 /// Records what the strategy is told: the observations of live and resumed results.

@@ -140,6 +140,7 @@ TEST(workers_child_process, timeout_kills_grandchildren) {
   const pid_t grandchild = static_cast<pid_t>(std::stol(outcome.output));
   ASSERT_GT(grandchild, 1);
   EXPECT_TRUE(gone_within(grandchild, 2s)) << "grandchild " << grandchild << " survived";
+  EXPECT_TRUE(outcome.leftovers.empty()) << "the group was killed on purpose: not a leftover";
 }
 
 TEST(workers_child_process, background_grandchild_does_not_outlive_a_normal_exit) {
@@ -150,6 +151,7 @@ TEST(workers_child_process, background_grandchild_does_not_outlive_a_normal_exit
   ASSERT_TRUE(outcome.succeeded());
   const pid_t grandchild = static_cast<pid_t>(std::stol(outcome.output));
   EXPECT_TRUE(gone_within(grandchild, 2s));
+  EXPECT_EQ(outcome.leftovers, std::vector<pid_t>{grandchild}) << "it was still running";
 }
 
 TEST(workers_child_process, wall_time_is_plausible) {

@@ -1,4 +1,6 @@
+#include <cerrno>
 #include <filesystem>
+#include <fstream>
 #include <signal.h>
 #include <string>
 #include <unistd.h>
@@ -94,6 +96,7 @@ TEST(workers_timing_lane, hang_times_out) {
   EXPECT_EQ(result.failed_run, 0);
   EXPECT_EQ(result.term_signal, SIGKILL);
   EXPECT_EQ(result.reason, "run 0 timed out after 150 ms; its process group was killed");
+  EXPECT_EQ(result.leftover_processes, 0u) << "its group was killed on purpose";
 }
 
 TEST(workers_timing_lane, timeout_reason_in_seconds) {
@@ -120,6 +123,47 @@ TEST(workers_timing_lane, warmup_failure_is_reported) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_EQ(result.reason, "warm-up 1 exited with status 2");
   EXPECT_TRUE(result.samples_ns.empty());
+}
+
+TEST(workers_timing_lane, a_daemonizing_candidate_leaves_nothing_behind_and_is_flagged) {
+  // Each run starts a daemon (setsid: out of the run's process group and session) and exits as
+  // soon as the daemon has written its pid into the folder.
+  const auto folder = std::filesystem::temp_directory_path() /
+                      ("rpl_timing_lane_daemons_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  const std::string script =
+      "F=\"$0/d.$$\"; (setsid sh -c \"echo \\$\\$ > $F; exec sleep 300\" &); "
+      "while [ ! -s \"$F\" ]; do sleep 0.01; done";
+  const auto result = measure(request_for({"sh", "-c", script, folder.string()}, 2, 1));
+  std::vector<pid_t> daemons;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    std::ifstream in(entry.path());
+    long pid = 0;
+    in >> pid;
+    daemons.push_back(static_cast<pid_t>(pid));
+  }
+  std::filesystem::remove_all(folder);
+  EXPECT_EQ(result.status, measure_status::ok) << result.reason;
+  EXPECT_EQ(result.samples_ns.size(), 2u) << "the samples stand";
+  EXPECT_EQ(result.leftover_processes, 3u) << "one daemon per run, the warm-up's too";
+  ASSERT_EQ(daemons.size(), 3u);
+  for (const pid_t daemon : daemons) {
+    ASSERT_GT(daemon, 1);
+    EXPECT_TRUE(::kill(daemon, 0) != 0 && errno == ESRCH) << "daemon " << daemon << " survived";
+  }
+}
+
+TEST(workers_timing_lane, a_failing_candidate_is_flagged_too) {
+  const auto folder = std::filesystem::temp_directory_path() /
+                      ("rpl_timing_lane_failing_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(folder);
+  const std::string script = "F=\"$0/d\"; (setsid sh -c \"echo \\$\\$ > $F; exec sleep 300\" &); "
+                             "while [ ! -s \"$F\" ]; do sleep 0.01; done; exit 3";
+  const auto result = measure(request_for({"sh", "-c", script, folder.string()}, 2, 0));
+  std::filesystem::remove_all(folder);
+  EXPECT_EQ(result.status, measure_status::nonzero_exit);
+  EXPECT_EQ(result.leftover_processes, 1u);
 }
 
 TEST(workers_timing_lane, one_lane_serves_many_measurements) {

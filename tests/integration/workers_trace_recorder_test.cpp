@@ -2,6 +2,7 @@
 // stand-in), the CUPTI injection runner (with a shell script standing in for a CUDA program) and
 // timing; each run's outcome, its databases, and the reasons profile quotes after "run N: ".
 
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -106,6 +107,52 @@ TEST(workers_trace_recorder, a_failing_cuda_program_is_named_with_its_output) {
   EXPECT_EQ(run.status, record_status::run_failed);
   EXPECT_EQ(run.reason, "/bin/sh -c echo boom; exit 3 exited with status 3 under the CUPTI tracer; "
                         "fix: run it alone, or with --debug to see its output\nboom\n");
+}
+
+TEST(workers_trace_recorder, a_cuda_program_that_fails_still_lists_the_databases_it_left) {
+  // What the tracer does when the program aborts: the database was written before the end.
+  temp_dir dir;
+  cupti_recorder recorder({"/opt/lib/librpl_cupti_tracer.so", 60s, false});
+  const std::string script = "mkdir -p \"$RPL_TRACE_DIR/host\" && : > "
+                             "\"$RPL_TRACE_DIR/host/8_results.db\" && kill -ABRT $$";
+  const recorded_run run = recorder.record({"/bin/sh", "-c", script}, dir / "r", 1);
+  EXPECT_EQ(run.status, record_status::run_failed);
+  EXPECT_EQ(run.reason.substr(0, run.reason.find(';')),
+            "/bin/sh -c " + script + " was killed by SIGABRT (Aborted) under the CUPTI tracer");
+  EXPECT_EQ(run.databases, std::vector<std::filesystem::path>{dir / "r" / "host" / "8_results.db"});
+}
+
+TEST(workers_trace_recorder, the_timeout_sends_sigterm_first_for_the_tracers_last_write) {
+  temp_dir dir;
+  cupti_recorder_options options{"/opt/lib/librpl_cupti_tracer.so", 300ms, false};
+  options.term_grace = 20s;
+  cupti_recorder recorder(options);
+  // The stand-in writes its database when SIGTERM comes, as the tracer's handler does.
+  const std::string script =
+      "trap 'mkdir -p \"$RPL_TRACE_DIR/host\"; : > \"$RPL_TRACE_DIR/host/9_results.db\"; exit 143' "
+      "TERM; while :; do sleep 0.05; done";
+  const auto started = std::chrono::steady_clock::now();
+  const recorded_run run = recorder.record({"/bin/sh", "-c", script}, dir / "r", 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 10s); // not the 20 s grace
+  EXPECT_EQ(run.status, record_status::run_failed);
+  EXPECT_NE(run.reason.find(" timed out under the CUPTI tracer"), std::string::npos) << run.reason;
+  EXPECT_EQ(run.databases, std::vector<std::filesystem::path>{dir / "r" / "host" / "9_results.db"});
+}
+
+TEST(workers_trace_recorder, a_program_that_ignores_sigterm_is_killed_after_the_grace) {
+  temp_dir dir;
+  cupti_recorder_options options{"/opt/lib/librpl_cupti_tracer.so", 200ms, false};
+  options.term_grace = 300ms;
+  cupti_recorder recorder(options);
+  const auto started = std::chrono::steady_clock::now();
+  const recorded_run run = recorder.record(
+      {"/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"}, dir / "r", 1);
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_GE(took, 500ms); // the timeout, then the grace
+  EXPECT_LT(took, 10s);
+  EXPECT_EQ(run.status, record_status::run_failed);
+  EXPECT_NE(run.reason.find(" timed out under the CUPTI tracer"), std::string::npos) << run.reason;
+  EXPECT_TRUE(run.databases.empty());
 }
 
 TEST(workers_trace_recorder, timing_measures_the_wall_time_and_names_failures) {

@@ -4,6 +4,7 @@
 
 #include "stages/sqlite/sqlite_statement.hpp"
 #include "support/json_schema.hpp"
+#include "support/rocpd_fixtures.hpp"
 #include "support/test_support.hpp"
 
 namespace rpl {
@@ -192,6 +193,98 @@ TEST(cli_profile, a_failing_tracer_or_application_is_an_error_naming_the_run) {
   }
   const auto out = run_rocm_perf({"profile", "--rocprofv3", fake_rocprofv3, "--", "/bin/false"});
   EXPECT_EQ(out.exit_code, 1) << out.output;
+}
+
+/// A tracer's database marked with `state` (and `signal`), as the CUPTI tracer leaves it when its
+/// process dies: `path` holds 30 dispatches of two kernels.
+void write_marked_trace(const std::filesystem::path& path,
+                        const std::string& state,
+                        const std::string& signal = {}) {
+  const std::string guid = "0197abcd-1234-7abc-8def-0123456789ab";
+  rpl::testing::write_process_trace(path, 42, {"gemm_tile", "reduce"}, 30, 7, 1'000'000'000, guid);
+  rpl::testing::sqlite_db db(path);
+  std::string rows = "('rpl_trace_state', '" + state + "'), ('rpl_checkpoint_period_ms', '500')";
+  if (!signal.empty()) {
+    rows += ", ('rpl_trace_signal', '" + signal + "')";
+  }
+  db.exec("INSERT INTO rocpd_metadata_0197abcd_1234_7abc_8def_0123456789ab (tag, value) VALUES " +
+          rows);
+}
+
+TEST(cli_profile, cuda_backend_reports_what_a_crashed_application_left_as_partial) {
+  // A stand-in for a CUDA program under the tracer: it leaves the database the tracer's signal
+  // handler writes, then aborts. No GPU or tracer is involved (--tracer only names the library).
+  temp_dir dir;
+  write_marked_trace(dir / "left.db", "signal", "SIGABRT");
+  const std::string script = "mkdir -p \"$RPL_TRACE_DIR/host\" && cp " +
+                             (dir / "left.db").string() +
+                             " \"$RPL_TRACE_DIR/host/42_results.db\" && kill -ABRT $$";
+  const auto out = run_rocm_perf({"profile", "--backend", "cuda", "--tracer",
+                                  "/nonexistent/librpl_cupti.so", "--runs", "3", "--json", "--out",
+                                  (dir / "out").string(), "--", "/bin/sh", "-c", script});
+  EXPECT_EQ(out.exit_code, 1) << out.output;
+  EXPECT_NE(out.output.find("rocm-perf profile: error: run 1: /bin/sh -c"), std::string::npos)
+      << out.output;
+  EXPECT_NE(out.output.find("the report is partial: it holds what the tracer wrote before the "
+                            "application ended (later runs were not started)"),
+            std::string::npos)
+      << out.output;
+  const auto doc = nlohmann::json::parse(rpl::testing::read_text(dir / "out" / "profile.json"));
+  EXPECT_EQ(validate(doc, "profile.schema.json"), std::vector<std::string>{});
+  EXPECT_EQ(doc["schema_version"], "1.1");
+  EXPECT_EQ(doc["partial"], true);
+  ASSERT_EQ(doc["partial_reasons"].size(), 2u) << doc["partial_reasons"].dump(2);
+  EXPECT_EQ(doc["partial_reasons"][0],
+            "run 1: the application ended abnormally: /bin/sh -c " + script +
+                " was killed by SIGABRT (Aborted) under the CUPTI tracer");
+  EXPECT_EQ(doc["partial_reasons"][1],
+            (dir / "out" / "traces" / "run-1" / "host" / "42_results.db").string() +
+                ": written when the process received SIGABRT, before it ended: kernels still "
+                "running then are missing");
+  EXPECT_EQ(doc["stability"]["runs"], 1);
+  EXPECT_EQ(doc["totals"]["dispatches"], 30);
+  // The text report says it under the summary line.
+  const auto text = run_rocm_perf({"profile", "--backend", "cuda", "--tracer", "/nonexistent/t.so",
+                                   "--", "/bin/sh", "-c", script});
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_NE(text.output.find("\npartial trace: run 1: the application ended abnormally: "),
+            std::string::npos)
+      << text.output;
+}
+
+TEST(cli_profile, cuda_backend_a_successful_run_with_a_checkpoint_only_trace_is_partial) {
+  // As after _exit(0): the exit status says success, the database says it is not the final write.
+  temp_dir dir;
+  write_marked_trace(dir / "left.db", "checkpoint");
+  const std::string script = "mkdir -p \"$RPL_TRACE_DIR/host\" && cp " +
+                             (dir / "left.db").string() + " \"$RPL_TRACE_DIR/host/42_results.db\"";
+  const auto out = run_rocm_perf({"profile", "--backend", "cuda", "--tracer",
+                                  "/nonexistent/librpl_cupti.so", "--runs", "2", "--json", "--out",
+                                  (dir / "out").string(), "--", "/bin/sh", "-c", script});
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  const auto doc = nlohmann::json::parse(rpl::testing::read_text(dir / "out" / "profile.json"));
+  EXPECT_EQ(doc["partial"], true);
+  ASSERT_EQ(doc["partial_reasons"].size(), 2u); // one per run's database
+  EXPECT_NE(doc["partial_reasons"][0].get<std::string>().find(
+                "the tracer's last checkpoint: the process ended without a final write"),
+            std::string::npos)
+      << doc["partial_reasons"].dump(2);
+  EXPECT_NE(doc["partial_reasons"][0].get<std::string>().find("within the last 500 ms"),
+            std::string::npos);
+  // analyze says the same of the same files.
+  const auto analyzed = run_rocm_perf({"analyze", "--json", (dir / "out" / "traces").string()});
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.output;
+  EXPECT_EQ(parse_json_output(analyzed.output)["partial"], true);
+}
+
+TEST(cli_profile, cuda_backend_a_crash_that_left_no_trace_is_an_error_naming_the_run) {
+  const auto out = run_rocm_perf({"profile", "--backend", "cuda", "--tracer", "/nonexistent/t.so",
+                                  "--", "/bin/sh", "-c", "kill -SEGV $$"});
+  EXPECT_EQ(out.exit_code, 1) << out.output;
+  EXPECT_NE(out.output.find("run 1: /bin/sh -c kill -SEGV $$ was killed by SIGSEGV"),
+            std::string::npos)
+      << out.output;
+  EXPECT_EQ(out.output.find("partial"), std::string::npos) << out.output;
 }
 
 void make_legacy_rpd(const std::filesystem::path& path) {

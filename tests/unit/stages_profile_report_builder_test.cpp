@@ -10,7 +10,9 @@
 
 #include "stages/analysis/profile_report_builder.hpp"
 #include "stages/analysis/report_text.hpp"
+#include "stages/trace/cupti_mapping.hpp"
 #include "stages/trace/rocpd_writer.hpp"
+#include "stages/trace/trace_completeness.hpp"
 #include "support/json_schema.hpp"
 #include "support/test_support.hpp"
 
@@ -34,9 +36,13 @@ std::int64_t write_run(const std::filesystem::path& path,
                        std::int64_t pid,
                        const std::string& agent,
                        std::int64_t start_ns,
-                       const std::vector<launch>& launches) {
+                       const std::vector<launch>& launches,
+                       const rocpd::trace_completeness& completeness = {}) {
   std::filesystem::create_directories(path.parent_path());
   rocpd::writer w(path);
+  for (const auto& [tag, value] : rocpd::completeness_metadata(completeness)) {
+    w.add_metadata(tag, value);
+  }
   rocpd::node_info node;
   node.hostname = "testhost";
   w.add_node(node);
@@ -186,6 +192,7 @@ TEST_F(stages_profile_report_builder, resources_and_occupancy_use_the_dispatch_l
   EXPECT_EQ(gemm.resources->vgpr, 128);
   EXPECT_EQ(gemm.resources->sgpr, 48);
   EXPECT_EQ(gemm.resources->lds_bytes, 16384); // the symbol's static part, as recorded
+  EXPECT_EQ(gemm.launch_lds_bytes, 32768);     // the dispatches', dynamic included
   EXPECT_EQ(gemm.resources->scratch_bytes, 8);
   EXPECT_EQ(gemm.resources->kernarg_bytes, 24);
   // 128 VGPRs allow 4 waves per SIMD, but 32 KiB of LDS per 4-wave workgroup leaves 2
@@ -193,6 +200,7 @@ TEST_F(stages_profile_report_builder, resources_and_occupancy_use_the_dispatch_l
   ASSERT_TRUE(gemm.occupancy.has_value());
   EXPECT_EQ(gemm.occupancy->target, "gfx90a");
   EXPECT_EQ(gemm.occupancy->threads_per_block, 256u);
+  EXPECT_EQ(gemm.occupancy->lds_bytes, 32768u);
   EXPECT_EQ(gemm.occupancy->result.active_waves_per_simd, 2u);
   EXPECT_EQ(gemm.occupancy->result.limiter, occupancy_limiter::lds);
   EXPECT_FALSE(gemm.occupancy_note.has_value());
@@ -227,6 +235,120 @@ TEST_F(stages_profile_report_builder, a_trace_without_dispatches_names_the_files
                         ": no kernel dispatches in the trace; fix: check that the application "
                         "launches GPU kernels and was recorded with rocprofv3 --kernel-trace");
   }
+}
+
+TEST_F(stages_profile_report_builder, occupancy_is_of_the_most_common_block_with_its_own_lds) {
+  // reduce: block 256 three times (8 KiB twice, 12 KiB once), block 128 twice with 12 KiB. The
+  // most common LDS over all launches (12 KiB) never ran with the most common block.
+  write_run(dir_ / "mixed" / "400_results.db", 400, "gfx90a", 0,
+            {{2, 1000, 256, 8192},
+             {2, 1000, 256, 8192},
+             {2, 1000, 256, 12288},
+             {2, 1000, 128, 12288},
+             {2, 1000, 128, 12288}});
+  const profile_report r = build_profile_report({{dir_ / "mixed"}}, report_context{});
+  ASSERT_EQ(r.kernels.size(), 1u);
+  EXPECT_EQ(r.kernels[0].block, (dim3{256, 1, 1}));
+  EXPECT_EQ(r.kernels[0].launch_lds_bytes, 8192);
+  ASSERT_TRUE(r.kernels[0].occupancy.has_value());
+  EXPECT_EQ(r.kernels[0].occupancy->lds_bytes, 8192u);
+}
+
+TEST_F(stages_profile_report_builder, a_complete_or_unmarked_trace_is_not_partial) {
+  write_run(dir_ / "complete" / "500_results.db", 500, "gfx90a", 0, {{1, 1000}},
+            {.end = rocpd::trace_end::complete, .checkpoint_period_ms = 500});
+  EXPECT_FALSE(build_profile_report({{dir_ / "complete"}}, report_context{}).partial);
+  const profile_report unmarked = build(); // rocprofv3 writes no mark
+  EXPECT_FALSE(unmarked.partial);
+  EXPECT_TRUE(unmarked.partial_reasons.empty());
+  EXPECT_EQ(to_json(unmarked)["partial"], false);
+}
+
+TEST_F(stages_profile_report_builder, a_database_that_is_not_the_final_write_makes_it_partial) {
+  const auto checkpoint = dir_ / "cut" / "run-1" / "600_results.db";
+  const auto signalled = dir_ / "cut" / "run-2" / "700_results.db";
+  write_run(checkpoint, 600, "gfx90a", 0, {{1, 1000}, {2, 500}},
+            {.end = rocpd::trace_end::checkpoint, .checkpoint_period_ms = 500});
+  write_run(signalled, 700, "gfx90a", 0, {{1, 1000}},
+            {.end = rocpd::trace_end::signal, .signal = "SIGABRT", .checkpoint_period_ms = 500});
+  const profile_report r = build_profile_report(
+      {{checkpoint.parent_path()}, {signalled.parent_path()}}, {.backend = "rocpd"});
+  EXPECT_TRUE(r.partial);
+  EXPECT_EQ(r.partial_reasons,
+            (std::vector<std::string>{
+                checkpoint.string() +
+                    ": the tracer's last checkpoint: the process ended without a final write "
+                    "(killed by SIGKILL, _exit(), or a crash the tracer could not catch), so "
+                    "kernels that ran within the last 500 ms (the checkpoint period) before it "
+                    "ended may be missing",
+                signalled.string() + ": written when the process received SIGABRT, before it "
+                                     "ended: kernels still running then are missing"}));
+  // What was kept is reported as usual.
+  EXPECT_EQ(r.totals->dispatches, 3u);
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(rpl::testing::schema_errors(j, "profile.schema.json"), std::vector<std::string>{});
+  EXPECT_EQ(j["partial"], true);
+  EXPECT_EQ(j["partial_reasons"].size(), 2u);
+  EXPECT_NE(report_text(r).find("\npartial trace: " + checkpoint.string()), std::string::npos);
+}
+
+/// An NVIDIA trace as the CUPTI tracer writes it (through stages/trace/cupti_mapping): `plain` and
+/// `staged` both run 128 threads with 32 registers; staged asks for 48 KiB of dynamic shared
+/// memory per block, which CUPTI records per launch and not in the kernel's static size.
+TEST(stages_profile_report_builder_nvidia, dynamic_shared_memory_lowers_occupancy_and_limits_it) {
+  rpl::testing::temp_dir dir;
+  cupti::cupti_trace trace;
+  trace.host.pid = 77;
+  trace.host.hostname = "gpuhost";
+  trace.start_ns = 1000;
+  trace.end_ns = 100'000;
+  cupti::driver_device h100;
+  h100.available = true;
+  h100.name = "NVIDIA H100 80GB HBM3";
+  h100.compute_capability_major = 9;
+  h100.compute_capability_minor = 0;
+  trace.driver_devices[0] = h100;
+  const auto launch = [](std::string_view name, std::uint64_t start_ns, std::int32_t dynamic) {
+    cupti::kernel_record k;
+    k.name = name;
+    k.context_id = 1;
+    k.stream_id = 7;
+    k.start_ns = start_ns;
+    k.end_ns = start_ns + 1000;
+    k.grid[0] = 264;
+    k.block[0] = 128;
+    k.registers_per_thread = 32;
+    k.dynamic_shared_memory = dynamic;
+    return k;
+  };
+  trace.kernels = {launch("_Z5plainPf", 2000, 0), launch("_Z6stagedPf", 4000, 48 * 1024),
+                   launch("_Z6stagedPf", 6000, 48 * 1024)};
+  std::filesystem::create_directories(dir / "run-1");
+  {
+    rocpd::writer writer(dir / "run-1" / "77_results.db");
+    cupti::writer_sink sink(writer);
+    cupti::map_trace(trace, sink);
+    writer.commit();
+  }
+  const profile_report r = build_profile_report({{dir / "run-1"}}, {.backend = "cuda"});
+  ASSERT_EQ(r.kernels.size(), 2u);
+  const kernel_report& staged = r.kernels[0]; // the larger total
+  const kernel_report& plain = r.kernels[1];
+  ASSERT_EQ(staged.runtime.name, "staged(float*)");
+  ASSERT_TRUE(staged.occupancy.has_value() && plain.occupancy.has_value());
+  EXPECT_EQ(staged.occupancy->target, "sm_90");
+  // 48 KiB + the 1 KiB the driver reserves per block: 4 blocks in 228 KiB, 16 of 64 warps.
+  EXPECT_EQ(staged.resources->lds_bytes, 0); // no static shared memory
+  EXPECT_EQ(staged.launch_lds_bytes, 48 * 1024);
+  EXPECT_EQ(staged.occupancy->lds_bytes, 48u * 1024);
+  EXPECT_EQ(staged.occupancy->result.active_workgroups_per_cu, 4u);
+  EXPECT_EQ(staged.occupancy->result.active_waves_per_simd, 16u);
+  EXPECT_EQ(staged.occupancy->result.limiter, occupancy_limiter::shared_memory);
+  // The same kernel body without it: 16 blocks, every warp slot.
+  EXPECT_EQ(plain.occupancy->result.active_workgroups_per_cu, 16u);
+  EXPECT_EQ(plain.occupancy->result.active_waves_per_simd, 64u);
+  EXPECT_NE(plain.occupancy->result.limiter, occupancy_limiter::shared_memory);
+  EXPECT_EQ(to_json(r)["occupancy"]["limiter"], "shared_memory"); // staged dominates
 }
 
 TEST(stages_profile_report_builder_timing, wall_times_become_the_stability_and_a_note) {
@@ -266,7 +388,7 @@ TEST_F(stages_profile_report_builder, renders_schema_valid_json_and_the_golden_t
             "kernel                                     calls    total ms    mean us  median us "
             "    p95 us      cv  share  VGPR  AGPR  SGPR     LDS  occupancy\n"
             "gemm                                           6       0.026       4.30       4.30 "
-            "      4.60   0.055  81.9%   128     0    48   16384  2/8 waves per SIMD (25%, lds)\n"
+            "      4.60   0.055  81.9%   128     0    48   32768  2/8 waves per SIMD (25%, lds)\n"
             "reduce                                         4       0.005       1.15       1.15 "
             "      1.30   0.112  14.6%    32     0    24    4096  8/8 waves per SIMD (100%, "
             "waves)\n"

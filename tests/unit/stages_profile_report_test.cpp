@@ -50,7 +50,7 @@ profile_report trace_report() {
   o.limit_by_resource = {{"vgprs", 4}, {"waves", 8}};
   o.unit = "waves per SIMD";
   o.wave_size = 64;
-  gemm.occupancy = kernel_occupancy{"gfx90a", 256, o};
+  gemm.occupancy = kernel_occupancy{"gfx90a", 256, o, 16384};
   r.kernels = {gemm};
   kernel_report fill;
   fill.runtime = stats("__amd_rocclr_fillBufferAligned", 1, 500'000);
@@ -65,12 +65,12 @@ TEST(stages_profile_report, a_trace_report_is_the_documented_json_in_millisecond
   const nlohmann::json j = to_json(trace_report());
   EXPECT_EQ(rpl::testing::schema_errors(j, "profile.schema.json"), std::vector<std::string>{});
   const auto occupancy = nlohmann::json::parse(R"json({"target": "gfx90a", "threads_per_block": 256,
-    "wave_size": 64, "unit": "waves per SIMD", "active": 4, "max": 8, "workgroups_per_cu": 4,
+    "lds_bytes": 16384, "wave_size": 64, "unit": "waves per SIMD", "active": 4, "max": 8, "workgroups_per_cu": 4,
     "theoretical": 0.5, "limiter": "vgprs", "limits": {"vgprs": 4, "waves": 8}, "suggestions": []})json");
   const auto resources = nlohmann::json::parse(R"json({"vgpr": 128, "agpr": 4, "sgpr": 48,
     "lds_bytes": 16384, "scratch_bytes": 0, "kernarg_bytes": 24})json");
   nlohmann::json expected = nlohmann::json::parse(R"json({
-    "schema_version": "1.0", "backend": "rocm", "command": ["./app", "-n", "4"],
+    "schema_version": "1.1", "backend": "rocm", "command": ["./app", "-n", "4"],
     "databases": ["/t/run-1/h/1_results.db", "/t/run-2/h/2_results.db"],
     "gpu": {"agents": [{"name": "gfx90a", "product_name": "AMD Instinct MI210", "logical_index": 0}]},
     "runtime_ms": 3.0,
@@ -87,7 +87,8 @@ TEST(stages_profile_report, a_trace_report_is_the_documented_json_in_millisecond
     "per_agent": [{"name": "gfx90a (agent 1)", "dispatches": 5, "total_ms": 6.0}],
     "per_queue": [], "per_stream": [], "per_process": [],
     "kernel": {"name": "gemm", "grid": [65536, 2, 1], "block": [256, 1, 1]},
-    "dominant_kernel": "gemm", "roofline": null, "note": null})json");
+    "dominant_kernel": "gemm", "roofline": null, "note": null,
+    "partial": false, "partial_reasons": []})json");
   expected["kernels"][0]["resources"] = resources;
   expected["kernels"][0]["occupancy"] = occupancy;
   expected["resources"] = resources;
@@ -136,6 +137,23 @@ TEST(stages_profile_report, a_timing_report_has_no_totals_or_groups) {
   EXPECT_EQ(j["kernels"], nlohmann::json::array());
   EXPECT_DOUBLE_EQ(j["runtime_ms"].get<double>(), 1.5);
   EXPECT_EQ(j["note"], "timing backend: whole-process wall times");
+}
+
+TEST(stages_profile_report, a_partial_report_says_so_with_its_reasons) {
+  profile_report r = trace_report();
+  r.partial = true;
+  r.partial_reasons = {"run 1: the application ended abnormally: ./app was killed by SIGABRT "
+                       "(Aborted) under the CUPTI tracer",
+                       "/t/run-1/h/1_results.db: written when the process received SIGABRT, "
+                       "before it ended: kernels still running then are missing"};
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(rpl::testing::schema_errors(j, "profile.schema.json"), std::vector<std::string>{});
+  EXPECT_EQ(j["partial"], true);
+  EXPECT_EQ(j["partial_reasons"], nlohmann::json(r.partial_reasons));
+  // Both fields are required: a 1.1 document without them fails the schema.
+  nlohmann::json without = j;
+  without.erase("partial");
+  EXPECT_FALSE(rpl::testing::schema_errors(without, "profile.schema.json").empty());
 }
 
 } // namespace

@@ -88,5 +88,25 @@ TEST(stages_report_text, no_dominant_kernel_means_no_suggestions) {
   EXPECT_EQ(text.find("to raise occupancy"), std::string::npos) << text;
 }
 
+TEST(stages_report_text, a_partial_trace_says_why_under_the_summary) {
+  profile_report r = nvidia_report();
+  r.partial = true;
+  r.partial_reasons = {"run 1: the application ended abnormally: ./app was killed by SIGABRT",
+                       "/t/1_results.db: written when the process received SIGABRT"};
+  const std::string text = report_text(r);
+  EXPECT_EQ(text.substr(0, text.find("agent ")),
+            "backend cuda, 1 run(s): GPU time per run median 1.000 ms (mean 1.000, cv 0.0000, "
+            "stable)\n"
+            "partial trace: run 1: the application ended abnormally: ./app was killed by SIGABRT\n"
+            "partial trace: /t/1_results.db: written when the process received SIGABRT\n");
+}
+
+TEST(stages_report_text, the_shared_memory_column_is_the_launchs_dynamic_included) {
+  profile_report r = nvidia_report();
+  r.kernels[0].launch_lds_bytes = 49152 + 16384; // 16 KiB of dynamic shared memory on top
+  const std::string text = report_text(r);
+  EXPECT_NE(text.find("   168     0     0   65536  8/64 warps per SM"), std::string::npos) << text;
+}
+
 } // namespace
 } // namespace rpl::stages

@@ -11,6 +11,8 @@
 #include <unistd.h>
 #include <utility>
 
+#include "workers/process/descendant_reaper.hpp"
+
 namespace rpl::workers {
 
 namespace {
@@ -73,7 +75,8 @@ child_environment(const std::vector<std::pair<std::string, std::optional<std::st
 /// Everything exec needs, prepared before fork: after fork in a threaded process only
 /// async-signal-safe calls are allowed. Not movable, because args and envp point into it.
 struct exec_plan {
-  explicit exec_plan(const child_options& options)
+  /// `run_token`: the child's RPL_RUN_TOKEN value, empty when descendants are not tracked.
+  exec_plan(const child_options& options, const std::string& run_token)
       : cwd(options.cwd.string()), capture_output(options.capture_output),
         kill_on_parent_death(options.kill_on_parent_death) {
     args.reserve(options.argv.size() + 1);
@@ -81,8 +84,11 @@ struct exec_plan {
       args.push_back(const_cast<char*>(word.c_str()));
     }
     args.push_back(nullptr);
-    if (!options.environment.empty()) {
-      env_entries = child_environment(options.environment);
+    auto changes = options.environment;
+    if (!run_token.empty())
+      changes.emplace_back(run_token_variable, run_token_value(run_token));
+    if (!changes.empty()) {
+      env_entries = child_environment(changes);
       for (std::string& entry : env_entries) {
         envp.push_back(entry.data());
       }
@@ -185,7 +191,12 @@ child_process child_process::spawn(const child_options& options) {
     child.outcome_.launch_error = "empty argv: nothing to run";
     return child;
   }
-  const exec_plan plan(options);
+  if (options.reap_descendants) {
+    // Before fork: only processes forked after it are reparented here when orphaned.
+    become_subreaper();
+    child.run_token_ = new_run_token();
+  }
+  const exec_plan plan(options, child.run_token_);
   spawn_fds fds;
   if (std::string error = fds.open(options.capture_output); !error.empty()) {
     child.outcome_.launch_error = std::move(error);
@@ -194,13 +205,23 @@ child_process child_process::spawn(const child_options& options) {
 
   const pid_t parent = ::getpid();
   child.start_ = std::chrono::steady_clock::now();
-  const pid_t pid = ::fork();
+  pid_t pid = -1;
+  int fork_error = 0;
+  {
+    // Registered before any sweep can see it (the child only execs: it never touches the lock).
+    const auto registry = lock_direct_children();
+    pid = ::fork();
+    if (pid == 0)
+      exec_in_child(plan, fds, parent);
+    if (pid > 0)
+      add_direct_child(pid, registry);
+    else
+      fork_error = errno;
+  }
   if (pid < 0) {
-    child.outcome_.launch_error = "fork: " + errno_text(errno);
+    child.outcome_.launch_error = "fork: " + errno_text(fork_error);
     return child;
   }
-  if (pid == 0)
-    exec_in_child(plan, fds, parent);
 
   // Also set the group from the parent: whichever runs first wins, so a kill_group() issued right
   // after spawn cannot miss. EACCES (the child already exec'd) is fine.
@@ -219,6 +240,7 @@ child_process child_process::spawn(const child_options& options) {
 
   if (got > 0) {
     child.outcome_.launch_error = exec_failure_text(failure, options);
+    child.run_token_.clear(); // it never ran: nothing of it to seek
     child.reap_blocking();
     child.outcome_.launched = false;
     child.outcome_.exit_code = -1;
@@ -238,7 +260,8 @@ child_process child_process::spawn(const child_options& options) {
 child_process::child_process(child_process&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)), output_fd_(std::exchange(other.output_fd_, -1)),
       exit_fd_(std::exchange(other.exit_fd_, -1)), reaped_(std::exchange(other.reaped_, true)),
-      max_output_bytes_(other.max_output_bytes_), start_(other.start_),
+      max_output_bytes_(other.max_output_bytes_), run_token_(std::move(other.run_token_)),
+      group_signalled_(other.group_signalled_), start_(other.start_),
       outcome_(std::move(other.outcome_)) {}
 
 child_process& child_process::operator=(child_process&& other) noexcept {
@@ -249,6 +272,8 @@ child_process& child_process::operator=(child_process&& other) noexcept {
     exit_fd_ = std::exchange(other.exit_fd_, -1);
     reaped_ = std::exchange(other.reaped_, true);
     max_output_bytes_ = other.max_output_bytes_;
+    run_token_ = std::move(other.run_token_);
+    group_signalled_ = other.group_signalled_;
     start_ = other.start_;
     outcome_ = std::move(other.outcome_);
   }
@@ -315,18 +340,26 @@ bool child_process::try_reap() {
     // ECHILD: someone else reaped it (SIGCHLD set to SIG_IGN); the status is lost.
     outcome_.wall = std::chrono::steady_clock::now() - start_;
     reaped_ = true;
+    remove_direct_child(pid_);
     close_fd(exit_fd_);
     return true;
   }
   if (info.si_pid == 0)
     return false;
   const auto end = std::chrono::steady_clock::now();
-  ::kill(-pid_, SIGKILL); // a background grandchild must not outlive the job or hold the pipe
+  // A background grandchild must not outlive the job or hold the pipe, nor a daemon that left the
+  // group (setsid) hold the device the next run measures.
+  if (run_token_.empty()) {
+    ::kill(-pid_, SIGKILL);
+  } else {
+    outcome_.leftovers = reap_leftovers({pid_, run_token_, group_signalled_});
+  }
   int status = 0;
   pid_t got = 0;
   do {
     got = ::waitpid(pid_, &status, 0);
   } while (got < 0 && errno == EINTR);
+  remove_direct_child(pid_);
   if (got == pid_)
     record_status(status);
   outcome_.wall = end - start_;
@@ -346,6 +379,7 @@ void child_process::reap_blocking() {
   (void)try_reap();
   if (!reaped_) { // waitid failed for another reason; do not hang or leak the state
     reaped_ = true;
+    remove_direct_child(pid_);
     outcome_.wall = std::chrono::steady_clock::now() - start_;
   }
 }
@@ -353,6 +387,7 @@ void child_process::reap_blocking() {
 void child_process::kill_group(int sig) {
   if (pid_ <= 0 || reaped_)
     return;
+  group_signalled_ = true;
   if (::kill(-pid_, sig) != 0)
     ::kill(pid_, sig);
 }

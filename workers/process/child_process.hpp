@@ -1,8 +1,9 @@
 #pragma once
 /// Child processes run as argv vectors (never through a shell), each leading its own process group
-/// so that a timeout or a cancel kills its grandchildren too. Used by the compile worker
-/// (compilers) and the timing lane (benchmark runs). Expected failures (missing binary, crash,
-/// timeout) are reported in child_outcome, never thrown.
+/// so that a timeout or a cancel kills its grandchildren too, and (by default) tracked beyond it:
+/// what the child leaves running when it exits is killed and reported (descendant_reaper.hpp).
+/// Used by the compile worker (compilers), the lanes and tracers (benchmark and profiled runs).
+/// Expected failures (missing binary, crash, timeout) are reported in child_outcome, never thrown.
 
 #include <chrono>
 #include <csignal>
@@ -33,6 +34,11 @@ struct child_options {
   /// Changes to the child's environment, applied in order over the parent's: a value sets the
   /// variable, nullopt removes it. The parent's own environment never changes.
   std::vector<std::pair<std::string, std::optional<std::string>>> environment;
+  /// Track everything the child starts, even what escapes its process group (setsid, double
+  /// fork): when it exits, whatever it left running is killed and listed in
+  /// child_outcome::leftovers (descendant_reaper.hpp). Makes this process the child subreaper and
+  /// sets RPL_RUN_TOKEN in the child's environment.
+  bool reap_descendants = true;
 };
 
 /// Everything known about a finished (or never started) child.
@@ -45,6 +51,9 @@ struct child_outcome {
   std::chrono::nanoseconds wall{0}; ///< steady_clock, from just before fork to the exit being seen
   std::string output;               ///< merged stdout+stderr, at most max_output_bytes
   bool output_truncated = false;
+  /// Descendants still running when the child exited (setsid daemons, background jobs), killed
+  /// and reaped then; members of a group already killed at a timeout or cancel are not listed.
+  std::vector<pid_t> leftovers;
 
   /// True when the child ran and exited with status 0.
   bool succeeded() const { return launched && !timed_out && term_signal == 0 && exit_code == 0; }
@@ -79,7 +88,8 @@ public:
   /// Reads whatever output is available without blocking; closes the pipe at EOF.
   void drain_output();
   /// Non-blocking: returns true when the child has exited (and records its status). Any process
-  /// still left in its group is killed first, so nothing it started outlives it.
+  /// still left in its group, or (with reap_descendants) carrying its run token, is killed first,
+  /// so nothing it started outlives it.
   bool try_reap();
   /// Sends `sig` to the child's whole process group (grandchildren included).
   void kill_group(int sig = SIGKILL);
@@ -100,6 +110,8 @@ private:
   int exit_fd_ = -1;
   bool reaped_ = false;
   std::size_t max_output_bytes_ = 0;
+  std::string run_token_;        ///< empty: descendants are not tracked beyond the group
+  bool group_signalled_ = false; ///< kill_group() was called: group members are expected to die
   std::chrono::steady_clock::time_point start_{};
   child_outcome outcome_;
 };

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 namespace rpl::workers {
@@ -32,6 +33,9 @@ struct recorded_run {
   /// "rocprofv3 exited with status 1; fix: run with --debug to see rocprofv3's output\n<its
   /// output>".
   std::string reason;
+  /// Processes the run left running when it ended (daemons, background jobs): killed then
+  /// (child_options::reap_descendants); the run itself still counts.
+  std::vector<pid_t> leftovers;
 
   bool recorded() const { return status == record_status::recorded; }
 };

@@ -24,7 +24,9 @@ messages::measure_result adaptive_lane::measure(const messages::measure_request&
       batch.runs = batch_runs_;
     }
     auto result = inner_->measure(batch);
+    total.leftover_processes += result.leftover_processes;
     if (result.status != messages::measure_status::ok) {
+      result.leftover_processes = total.leftover_processes;
       // A failure in any batch fails the candidate, as one long measurement would.
       result.samples_ns.insert(result.samples_ns.begin(), total.samples_ns.begin(),
                                total.samples_ns.end());

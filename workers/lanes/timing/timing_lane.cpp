@@ -3,7 +3,10 @@
 #include <chrono>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 #include "workers/process/child_process.hpp"
+#include "workers/process/descendant_reaper.hpp"
 
 namespace rpl::workers {
 
@@ -35,6 +38,18 @@ void record_failure(messages::measure_result& result,
   }
 }
 
+/// Flags the result and says so in the log, once per measurement.
+void report_leftovers(messages::measure_result& result,
+                      const messages::measure_request& request,
+                      const std::vector<pid_t>& leftovers) {
+  if (leftovers.empty())
+    return;
+  result.leftover_processes = static_cast<std::uint32_t>(leftovers.size());
+  spdlog::warn("candidate {}: its runs on lane {} {}, killed them; the samples stand, the "
+               "candidate is flagged (leftover_processes)",
+               request.candidate_key, result.lane, describe_leftovers(leftovers));
+}
+
 } // namespace
 
 timing_lane::timing_lane(std::string name) : name_(std::move(name)) {}
@@ -52,6 +67,7 @@ messages::measure_result timing_lane::measure(const messages::measure_request& r
   options.kill_on_parent_death = true;
   const std::chrono::milliseconds timeout(request.timeout_ms);
 
+  std::vector<pid_t> leftovers; // over every run, warm-ups included
   const auto total = static_cast<std::int64_t>(request.warmup) + request.runs;
   for (std::int64_t index = 0; index < total; ++index) {
     const bool warmup = index < request.warmup;
@@ -59,6 +75,7 @@ messages::measure_result timing_lane::measure(const messages::measure_request& r
     const auto run_index =
         static_cast<std::int32_t>(warmup ? -(index + 1) : index - request.warmup);
     const child_outcome outcome = run_child(options, timeout);
+    leftovers.insert(leftovers.end(), outcome.leftovers.begin(), outcome.leftovers.end());
     if (outcome.succeeded()) {
       if (!warmup)
         result.samples_ns.push_back(outcome.wall.count());
@@ -69,11 +86,13 @@ messages::measure_result timing_lane::measure(const messages::measure_request& r
                    warmup ? "warm-up " + std::to_string(-run_index)
                           : "run " + std::to_string(run_index),
                    timeout);
+    report_leftovers(result, request, leftovers);
     return result;
   }
 
   result.status = messages::measure_status::ok;
   result.failed_run = -1;
+  report_leftovers(result, request, leftovers);
   return result;
 }
 

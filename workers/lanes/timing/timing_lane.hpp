@@ -14,6 +14,8 @@ namespace rpl::workers {
 /// killed after `request.timeout_ms`. The first failing run (warm-up or timed) stops the
 /// measurement: status says how it failed, failed_run says which run (warm-ups negative: -1 is the
 /// first), and reason is one human-readable sentence. samples_ns holds only successful timed runs.
+/// Whatever a run leaves running when it exits (a setsid daemon, a background job) is killed
+/// (child_options::reap_descendants), counted in leftover_processes and logged as a warning.
 /// Holds no state between measurements, so one object may serve one lane for a whole run.
 class timing_lane final : public lane_backend {
 public:

@@ -8,9 +8,11 @@
 #include <system_error>
 #include <utility>
 
+#include <spdlog/spdlog.h>
 #include <stdlib.h>
 
 #include "stages/trace/rocpd_reader.hpp"
+#include "workers/process/descendant_reaper.hpp"
 
 namespace rpl::workers {
 
@@ -139,6 +141,16 @@ messages::measure_result trace_lane::measure(const messages::measure_request& re
 
   const auto total = static_cast<std::int64_t>(request.warmup) + request.runs;
   std::vector<std::int64_t> samples;
+  std::vector<pid_t> leftovers; // over every run, warm-ups included
+  // Flags the result and says so in the log, once per measurement, on every way out.
+  const auto report_leftovers = [&] {
+    if (leftovers.empty())
+      return;
+    result.leftover_processes = static_cast<std::uint32_t>(leftovers.size());
+    spdlog::warn("candidate {}: its runs on lane {} {}, killed them; the samples stand, the "
+                 "candidate is flagged (leftover_processes)",
+                 request.candidate_key, result.lane, describe_leftovers(leftovers));
+  };
   for (std::int64_t index = 0; index < total; ++index) {
     const bool warmup = index < request.warmup;
     // Warm-ups are numbered -1, -2, ... and named "warm-up 1, 2, ..."; timed runs from 0.
@@ -151,6 +163,7 @@ messages::measure_result trace_lane::measure(const messages::measure_request& re
         (warmup ? "warm-up-" + std::to_string(-run_index) : "run-" + std::to_string(run_index));
     const recorded_run run =
         recorder->record(request.argv, run_folder, static_cast<unsigned>(index + 1));
+    leftovers.insert(leftovers.end(), run.leftovers.begin(), run.leftovers.end());
 
     run_samples read;
     if (run.status == record_status::run_failed) {
@@ -179,6 +192,7 @@ messages::measure_result trace_lane::measure(const messages::measure_request& re
         std::error_code ec;
         std::filesystem::remove_all(folder, ec);
       }
+      report_leftovers();
       return result;
     }
     if (!warmup) {
@@ -194,6 +208,7 @@ messages::measure_result trace_lane::measure(const messages::measure_request& re
   result.exit_code = 0;
   result.failed_run = -1;
   result.samples_ns = std::move(samples);
+  report_leftovers();
   return result;
 }
 

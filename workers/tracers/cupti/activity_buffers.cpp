@@ -23,7 +23,7 @@ void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::si
   *buffer = static_cast<std::uint8_t*>(memory);
   *size = memory != nullptr ? bytes : 0;
   if (memory == nullptr && g_state != nullptr) {
-    std::lock_guard<std::mutex> lock(g_state->mutex);
+    std::lock_guard<std::timed_mutex> lock(g_state->mutex);
     if (g_state->counts.allocation_failures++ == 0) {
       warn("could not allocate a " + std::to_string(bytes) +
            "-byte activity buffer; CUPTI drops records until memory is available");

@@ -85,7 +85,7 @@ void read_attributes(CUdevice dev, cupti::driver_device& d) {
 
 } // namespace
 
-cupti::host_facts read_host_facts(std::int64_t pid, const std::set<std::int64_t>& threads) {
+cupti::host_facts read_host_facts(std::int64_t pid) {
   cupti::host_facts host;
   host.hostname = hostname();
   host.machine_id = read_first_line("/etc/machine-id");
@@ -97,9 +97,6 @@ cupti::host_facts read_host_facts(std::int64_t pid, const std::set<std::int64_t>
   host.ppid = static_cast<std::int64_t>(getppid());
   host.command = command_line();
   host.environment = cupti::environment_json(environ);
-  for (const std::int64_t tid : threads) {
-    host.thread_names[tid] = read_first_line("/proc/self/task/" + std::to_string(tid) + "/comm");
-  }
   std::uint32_t cupti_version = 0;
   if (cuptiGetVersion(&cupti_version) == CUPTI_SUCCESS) {
     host.cupti_version = static_cast<int>(cupti_version);
@@ -109,6 +106,17 @@ cupti::host_facts read_host_facts(std::int64_t pid, const std::set<std::int64_t>
   (void)cuDriverGetVersion(&driver_version);
   host.cuda_driver_version = driver_version;
   return host;
+}
+
+std::map<std::int64_t, std::string> read_thread_names(const std::set<std::int64_t>& threads) {
+  std::map<std::int64_t, std::string> names;
+  for (const std::int64_t tid : threads) {
+    std::string name = read_first_line("/proc/self/task/" + std::to_string(tid) + "/comm");
+    if (!name.empty()) {
+      names[tid] = std::move(name);
+    }
+  }
+  return names;
 }
 
 cupti::driver_device read_driver_device(std::uint32_t ordinal) {

@@ -1,5 +1,7 @@
 #include "workers/tracers/cupti/tracer_state.hpp"
 
+#include <iterator>
+
 namespace rpl::workers::cupti_tracer {
 
 tracer_state* g_state = nullptr;
@@ -10,13 +12,24 @@ template <typename Record> void append(std::vector<Record>& to, const std::vecto
   to.insert(to.end(), from.begin(), from.end());
 }
 
+/// Moves `from` to the end of `to` and leaves `from` empty.
+template <typename Record> void move_append(std::vector<Record>& to, std::vector<Record>& from) {
+  if (to.empty()) {
+    to.swap(from);
+  } else {
+    to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+  }
+  from.clear();
+}
+
 } // namespace
 
 void merge_buffer(tracer_state& state,
                   parsed_records& records,
                   std::optional<std::size_t> dropped) {
-  std::lock_guard<std::mutex> lock(state.mutex);
+  std::lock_guard<std::timed_mutex> lock(state.mutex);
   ++state.counts.buffers;
+  ++state.merges;
   if (dropped) {
     state.counts.dropped += *dropped;
   }
@@ -44,29 +57,35 @@ void merge_buffer(tracer_state& state,
 }
 
 bool finished(tracer_state& state) {
-  std::lock_guard<std::mutex> lock(state.mutex);
+  std::lock_guard<std::timed_mutex> lock(state.mutex);
   return state.finished;
 }
 
-cupti::cupti_trace take_trace(tracer_state& state, std::uint64_t dropped_at_exit) {
-  cupti::cupti_trace trace;
-  {
-    std::lock_guard<std::mutex> lock(state.mutex);
-    state.finished = true;
-    trace.kernels = std::move(state.kernels);
-    trace.copies = std::move(state.copies);
-    trace.memsets = std::move(state.memsets);
-    trace.syncs = std::move(state.syncs);
-    trace.apis = std::move(state.apis);
-    trace.devices = state.devices;
-    trace.context_device = state.context_device;
-    trace.counts = state.counts;
+bool take_new_records(tracer_state& state, std::chrono::milliseconds wait, bool finish) {
+  std::unique_lock<std::timed_mutex> lock(state.mutex, std::defer_lock);
+  if (!lock.try_lock_for(wait)) {
+    return false;
   }
-  trace.counts.dropped += dropped_at_exit;
-  trace.start_ns = state.start_ns;
-  trace.host.pid = static_cast<std::int64_t>(state.pid);
-  trace.names = state.api_names;
-  return trace;
+  cupti::cupti_trace& trace = state.trace;
+  // Moved, not copied: the buffer callbacks start new vectors, and the writers own these.
+  move_append(trace.kernels, state.kernels);
+  move_append(trace.copies, state.copies);
+  move_append(trace.memsets, state.memsets);
+  move_append(trace.syncs, state.syncs);
+  move_append(trace.apis, state.apis);
+  trace.devices = state.devices;
+  trace.context_device = state.context_device;
+  trace.counts = state.counts;
+  state.merges_written = state.merges;
+  if (finish) {
+    state.finished = true;
+  }
+  return true;
+}
+
+bool has_new_records(tracer_state& state) {
+  std::lock_guard<std::timed_mutex> lock(state.mutex);
+  return state.merges != state.merges_written;
 }
 
 } // namespace rpl::workers::cupti_tracer

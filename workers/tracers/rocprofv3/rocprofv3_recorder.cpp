@@ -61,6 +61,7 @@ recorded_run rocprofv3_recorder::record(const std::vector<std::string>& argv,
       child, options_.timeout, options_.echo_output, "rocprofv3, run " + std::to_string(run));
   recorded_run out;
   out.wall = outcome.wall;
+  out.leftovers = outcome.leftovers;
   if (!outcome.succeeded()) {
     out.status = record_status::run_failed;
     out.reason = "rocprofv3 " + tracers_detail::describe_failure(outcome) +

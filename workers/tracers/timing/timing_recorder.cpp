@@ -15,6 +15,7 @@ recorded_run timing_recorder::record(const std::vector<std::string>& argv,
       child, options_.timeout, options_.echo_output, "application, run " + std::to_string(run));
   recorded_run out;
   out.wall = outcome.wall;
+  out.leftovers = outcome.leftovers;
   if (!outcome.succeeded()) {
     out.status = record_status::run_failed;
     out.reason = tracers_detail::join_argv(argv) + " " + tracers_detail::describe_failure(outcome) +

@@ -1,0 +1,332 @@
+#include "workers/process/descendant_reaper.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <iterator>
+#include <optional>
+#include <signal.h>
+#include <string_view>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <dirent.h>
+
+namespace rpl::workers {
+
+namespace {
+
+/// How long a killed leftover may take to die (a process in a GPU driver call can sit in D state
+/// for a while); past it the run ends anyway and the process is left to whoever reaps it.
+constexpr auto death_wait_limit = std::chrono::seconds(10);
+
+/// Rounds of scan-and-kill: each round kills what the previous one missed (a leftover that forked
+/// between the scan and its kill). Killed processes cannot fork, so two rounds normally suffice.
+constexpr int max_kill_rounds = 16;
+
+/// One line of /proc/<pid>/stat, the fields the reaper needs.
+struct process_entry {
+  pid_t pid = -1;
+  pid_t ppid = -1;
+  pid_t pgrp = -1;
+  pid_t sid = -1;
+  char state = '?';
+  std::uint64_t start_ticks = 0; ///< since boot; tells a reused pid from the process we saw
+  bool dead() const { return state == 'Z' || state == 'X' || state == 'x'; }
+};
+
+/// Reads a whole /proc file (environ) with plain syscalls; empty when unreadable.
+std::string read_proc_file(const char* path) {
+  std::string text;
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return text;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got > 0) {
+      text.append(buffer, static_cast<std::size_t>(got));
+      continue;
+    }
+    if (got < 0 && errno == EINTR)
+      continue;
+    break;
+  }
+  ::close(fd);
+  return text;
+}
+
+std::optional<process_entry> read_process(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  // One read: the line is far shorter than the buffer, and a scan reads one per process.
+  char text[1024];
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return std::nullopt;
+  ssize_t got = 0;
+  do {
+    got = ::read(fd, text, sizeof text - 1);
+  } while (got < 0 && errno == EINTR);
+  ::close(fd);
+  if (got <= 0)
+    return std::nullopt;
+  text[got] = '\0';
+  // The command name is in parentheses and may itself contain ')' or spaces: parse after the last.
+  const char* paren = std::strrchr(text, ')');
+  if (paren == nullptr)
+    return std::nullopt;
+  // After it: state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime
+  // stime cutime cstime priority nice num_threads itrealvalue starttime (fields 3 to 22).
+  process_entry e;
+  e.pid = pid;
+  const char* at = paren + 1;
+  while (*at == ' ')
+    ++at;
+  if (*at == '\0')
+    return std::nullopt;
+  e.state = *at++;
+  long long fields[19] = {}; // fields 4 to 22
+  for (long long& field : fields) {
+    char* end = nullptr;
+    field = std::strtoll(at, &end, 10);
+    if (end == at)
+      return std::nullopt;
+    at = end;
+  }
+  e.ppid = static_cast<pid_t>(fields[0]);
+  e.pgrp = static_cast<pid_t>(fields[1]);
+  e.sid = static_cast<pid_t>(fields[2]);
+  e.start_ticks = static_cast<std::uint64_t>(fields[18]);
+  return e;
+}
+
+/// Every process this PID namespace's /proc shows.
+std::vector<process_entry> list_processes() {
+  std::vector<process_entry> out;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr)
+    return out;
+  while (const dirent* entry = ::readdir(dir)) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || end == entry->d_name || *end != '\0')
+      continue;
+    if (auto e = read_process(static_cast<pid_t>(pid)))
+      out.push_back(*e);
+  }
+  ::closedir(dir);
+  return out;
+}
+
+/// The processes below `root` in the tree `all` describes (root excluded).
+std::vector<process_entry> descendants_of(pid_t root, const std::vector<process_entry>& all) {
+  std::unordered_map<pid_t, std::vector<std::size_t>> children;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    children[all[i].ppid].push_back(i);
+  }
+  std::vector<process_entry> out;
+  std::vector<pid_t> pending{root};
+  std::unordered_set<pid_t> seen{root};
+  while (!pending.empty()) {
+    const pid_t parent = pending.back();
+    pending.pop_back();
+    const auto it = children.find(parent);
+    if (it == children.end())
+      continue;
+    for (const std::size_t i : it->second) {
+      if (seen.insert(all[i].pid).second) {
+        out.push_back(all[i]);
+        pending.push_back(all[i].pid);
+      }
+    }
+  }
+  return out;
+}
+
+std::atomic<bool> subreaper{false};
+
+std::mutex direct_children_mutex;
+/// pid -> how many registrations: a pid reaped by one thread may be forked again by another
+/// before the first unregisters it.
+std::unordered_map<pid_t, int> direct_children;
+
+/// Reaps the zombies among `processes` that were reparented here: our children (ppid = us) that
+/// no code here forked. child_process's children are registered; the engine's own long-lived
+/// children (compile workers, the kernel lane process) stay in our session and either stay in our
+/// process group or lead their own; a reparented orphan of a run is in another session (it called
+/// setsid) or in a group led by someone else (its run's).
+void reap_reparented_zombies(const std::vector<process_entry>& processes) {
+  const pid_t self = ::getpid();
+  const pid_t own_group = ::getpgrp();
+  const pid_t own_session = ::getsid(0);
+  const std::lock_guard lock(direct_children_mutex);
+  for (const process_entry& seen : processes) {
+    if (seen.ppid != self || !seen.dead() || direct_children.contains(seen.pid))
+      continue;
+    // Read again under the lock: the snapshot may be stale, and a pid reaped meanwhile may have
+    // been reused.
+    const auto e = read_process(seen.pid);
+    if (!e || e->start_ticks != seen.start_ticks || e->ppid != self || !e->dead())
+      continue;
+    const bool reparented = e->sid != own_session || (e->pgrp != e->pid && e->pgrp != own_group);
+    if (reparented) {
+      int status = 0;
+      ::waitpid(e->pid, &status, WNOHANG);
+    }
+  }
+}
+
+/// Waits until every killed leftover is gone, reaping those that are (or become, when their
+/// parent dies too) our children.
+void await_deaths(std::unordered_map<pid_t, std::uint64_t> killed) {
+  const pid_t self = ::getpid();
+  const auto deadline = std::chrono::steady_clock::now() + death_wait_limit;
+  auto pause = std::chrono::microseconds(200);
+  while (!killed.empty()) {
+    for (auto it = killed.begin(); it != killed.end();) {
+      const auto e = read_process(it->first);
+      bool gone = !e || e->start_ticks != it->second;
+      if (!gone && e->dead()) {
+        if (e->ppid == self) {
+          int status = 0;
+          const pid_t got = ::waitpid(it->first, &status, WNOHANG);
+          gone = got == it->first || (got < 0 && errno == ECHILD);
+        } else {
+          // Dead, and its parent is alive: if the parent is dying too, the zombie comes to us;
+          // otherwise it is the parent's to reap.
+          gone = !killed.contains(e->ppid);
+        }
+      }
+      it = gone ? killed.erase(it) : std::next(it);
+    }
+    if (killed.empty() || std::chrono::steady_clock::now() >= deadline)
+      return;
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(10));
+  }
+}
+
+} // namespace
+
+bool become_subreaper() {
+  static std::once_flag once;
+  std::call_once(once, [] { subreaper = ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0; });
+  return subreaper;
+}
+
+std::string new_run_token() {
+  static std::atomic<std::uint64_t> sequence{0};
+  return std::to_string(::getpid()) + "." + std::to_string(++sequence);
+}
+
+std::string run_token_value(const std::string& token) {
+  const char* outer = std::getenv(run_token_variable);
+  if (outer == nullptr || *outer == '\0')
+    return token;
+  return std::string(outer) + ":" + token;
+}
+
+bool carries_run_token(pid_t pid, const std::string& token) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/environ", static_cast<int>(pid));
+  const std::string environ_text = read_proc_file(path);
+  const std::string prefix = std::string(run_token_variable) + "=";
+  std::string_view rest(environ_text);
+  while (!rest.empty()) {
+    const auto end = rest.find('\0');
+    const std::string_view entry = rest.substr(0, end);
+    if (entry.starts_with(prefix)) {
+      std::string_view list = entry.substr(prefix.size());
+      while (!list.empty()) {
+        const auto colon = list.find(':');
+        if (list.substr(0, colon) == token)
+          return true;
+        if (colon == std::string_view::npos)
+          break;
+        list.remove_prefix(colon + 1);
+      }
+    }
+    if (end == std::string_view::npos)
+      break;
+    rest.remove_prefix(end + 1);
+  }
+  return false;
+}
+
+std::vector<pid_t> reap_leftovers(const finished_run& run) {
+  const pid_t self = ::getpid();
+  const bool tree_holds_all = become_subreaper();
+  std::vector<pid_t> found;
+  std::unordered_map<pid_t, std::uint64_t> killed; // pid -> start time
+  std::vector<process_entry> snapshot = list_processes();
+  for (int round = 0; round < max_kill_rounds; ++round) {
+    if (round > 0)
+      snapshot = list_processes();
+    // As subreaper every descendant, orphaned or not, stays in our tree: only it is searched (and
+    // only its environments read). Without it, orphans went to init: search everything.
+    const std::vector<process_entry> candidates =
+        tree_holds_all ? descendants_of(self, snapshot) : snapshot;
+    bool killed_more = false;
+    for (const process_entry& e : candidates) {
+      if (e.pid == run.leader || e.pid == self || e.dead())
+        continue;
+      if (const auto it = killed.find(e.pid); it != killed.end() && it->second == e.start_ticks)
+        continue; // killed in an earlier round, not dead yet
+      const bool in_group = e.pgrp == run.leader;
+      if (!in_group && !carries_run_token(e.pid, run.token))
+        continue;
+      ::kill(e.pid, SIGKILL);
+      killed[e.pid] = e.start_ticks;
+      killed_more = true;
+      if (!in_group || !run.group_signalled)
+        found.push_back(e.pid);
+    }
+    // The group, too: members that left the tree's reach (a process that could not be read).
+    ::kill(-run.leader, SIGKILL);
+    if (!killed_more)
+      break;
+  }
+  if (!killed.empty()) {
+    await_deaths(std::move(killed));
+    snapshot = list_processes();
+  }
+  reap_reparented_zombies(snapshot);
+  return found;
+}
+
+std::string describe_leftovers(const std::vector<pid_t>& pids) {
+  std::string text = "left " + std::to_string(pids.size()) +
+                     (pids.size() == 1 ? " process running (pid " : " processes running (pids ");
+  for (std::size_t i = 0; i < pids.size(); ++i) {
+    text += (i == 0 ? "" : ", ") + std::to_string(pids[i]);
+  }
+  return text + ")";
+}
+
+std::unique_lock<std::mutex> lock_direct_children() {
+  return std::unique_lock(direct_children_mutex);
+}
+
+void add_direct_child(pid_t pid, const std::unique_lock<std::mutex>& held) {
+  (void)held; // proof that the caller holds the lock
+  ++direct_children[pid];
+}
+
+void remove_direct_child(pid_t pid) {
+  const std::lock_guard lock(direct_children_mutex);
+  if (const auto it = direct_children.find(pid); it != direct_children.end() && --it->second <= 0)
+    direct_children.erase(it);
+}
+
+} // namespace rpl::workers

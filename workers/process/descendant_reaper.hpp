@@ -1,0 +1,61 @@
+#pragma once
+/// Finding and killing what a finished run left running. This process becomes the child
+/// subreaper (PR_SET_CHILD_SUBREAPER), so a run's orphans, even those that called setsid(), are
+/// reparented to it instead of init and stay in its process tree; each run marks its processes
+/// with a token in the environment (RPL_RUN_TOKEN), inherited by everything it starts, so that
+/// several lanes' runs, each on its own thread, are told apart. child_process uses this; other
+/// code rarely needs it.
+
+#include <mutex>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace rpl::workers {
+
+/// The environment variable that marks a run's processes: its value is a ':'-separated list of
+/// tokens, an outer reaper's first (a rocm-perf run by a test keeps the test's token too).
+inline constexpr const char* run_token_variable = "RPL_RUN_TOKEN";
+
+/// Makes this process the child subreaper, once; false when the kernel refused (then orphans go
+/// to init and reap_leftovers() searches every process instead of this process's tree).
+bool become_subreaper();
+
+/// A token unique among live processes: "<pid>.<sequence>".
+std::string new_run_token();
+
+/// The value RPL_RUN_TOKEN gets in a child: this process's own value, if it has one, then `token`.
+std::string run_token_value(const std::string& token);
+
+/// True when /proc/<pid>/environ holds `token` in RPL_RUN_TOKEN's list. False when unreadable.
+bool carries_run_token(pid_t pid, const std::string& token);
+
+/// A run whose leader has exited (and is not reaped yet: its pid, which is also its process
+/// group's id, cannot be reused while the leftovers are sought).
+struct finished_run {
+  pid_t leader = -1;            ///< the run's own process, reaped by its owner, never here
+  std::string token;            ///< its RPL_RUN_TOKEN
+  bool group_signalled = false; ///< its group was already killed: members left in it do not count
+};
+
+/// Kills (SIGKILL) every live process of the run other than its leader: those carrying its token
+/// and those still in its process group; waits (at most a few seconds) until they are dead and
+/// reaps those that became this process's children. Also reaps zombies that were reparented here
+/// (see the README for how they are told from children that other code waits for). Returns the
+/// pids found running, in the order found; members of a group that was already signalled are
+/// killed but not returned.
+std::vector<pid_t> reap_leftovers(const finished_run& run);
+
+/// "left 2 processes running (pids 812, 815)": the predicate for a log line whose subject names
+/// the run or the candidate.
+std::string describe_leftovers(const std::vector<pid_t>& pids);
+
+/// Held by child_process::spawn across fork(), until the new pid is registered, so that a sweep
+/// for reparented zombies never takes a direct child's exit status before its owner reads it.
+std::unique_lock<std::mutex> lock_direct_children();
+/// Registers a direct child (with the lock from lock_direct_children held).
+void add_direct_child(pid_t pid, const std::unique_lock<std::mutex>& held);
+/// Unregisters a direct child once its owner has reaped it.
+void remove_direct_child(pid_t pid);
+
+} // namespace rpl::workers
