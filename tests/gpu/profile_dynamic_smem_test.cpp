@@ -80,7 +80,10 @@ TEST(profile_dynamic_smem, occupancy_matches_the_cuda_runtime_for_dynamic_shared
     SCOPED_TRACE(name + ": " + e.dump() + "\nreport: " + k->dump());
     EXPECT_EQ((*k)["dispatches"], 3);
     EXPECT_EQ((*k)["resources"]["lds_bytes"], static_smem); // the symbol: static only
-    EXPECT_EQ((*k)["resources"]["vgpr"], e["regs"]);
+    // CUPTI records the registers as allocated: cudaFuncGetAttributes' count rounded up to the
+    // sm_90 allocation granule of 8 per thread (seen on an H100: 10 and 13 both recorded as 16).
+    const int regs = e["regs"].get<int>();
+    EXPECT_EQ((*k)["resources"]["vgpr"], (regs + 7) / 8 * 8);
     EXPECT_EQ(occupancy["lds_bytes"], static_smem + dynamic_smem); // the launch: dynamic too
     EXPECT_EQ(occupancy["threads_per_block"], e["block"]);
     EXPECT_EQ(occupancy["workgroups_per_cu"], e["blocks_per_sm"]);
