@@ -1,6 +1,7 @@
 #include "stages/trace/rocpd_reader.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <optional>
 #include <set>
@@ -31,6 +32,20 @@ std::uint32_t column_u32(const sqlite::statement& stmt, int column) {
   return value < 0 ? 0u : static_cast<std::uint32_t>(std::min<std::int64_t>(value, UINT32_MAX));
 }
 
+/// Whether `column` holds a value `S.id = column` can match with an integer id: an integer, or a
+/// real with an integral value (affinity leaves 3.0 real in a REAL column).
+bool integral(const sqlite::statement& stmt, int column) {
+  switch (sqlite3_column_type(stmt.handle(), column)) {
+  case SQLITE_INTEGER: return true;
+  case SQLITE_FLOAT: {
+    const double value = stmt.column_double(column);
+    return value > -9.0e18 && value < 9.0e18 &&
+           value == static_cast<double>(stmt.column_int64(column));
+  }
+  default: return false;
+  }
+}
+
 /// One uuid suffix of a file: the tables `rocpd_X<suffix>`, or the unsuffixed views when the file
 /// has exactly one suffix and its views exist (the way rocprofv3's own views read the file).
 struct source {
@@ -46,6 +61,37 @@ struct schema_names {
   std::set<std::string> tables;
   std::set<std::string> views;
   bool has(const std::string& name) const { return tables.count(name) + views.count(name) != 0; }
+};
+
+/// The kernel names of one source's symbol table, read once so that the dispatch scan selects plain
+/// integer columns instead of joining every row to a text table (the join and the per-row name text
+/// were most of the read time). Only where that gives exactly the join's rows: every symbol id an
+/// integer, every guid of the table one text value (as rocprofv3 writes it), no id twice. Otherwise
+/// `usable` is false and the scan joins in SQL as before.
+struct symbol_names {
+  bool usable = false;
+  std::optional<std::string> guid; ///< the guid every symbol row has; nullopt: no row matches any
+  std::vector<std::int64_t> ids;   ///< sorted
+  std::vector<std::optional<std::string>> names; ///< parallel to ids; nullopt: the name is NULL
+  std::int64_t dense_base = 0;
+  std::vector<std::uint32_t> dense; ///< id - dense_base -> index + 1 (0: none), when ids are dense
+
+  /// The entry of `id`, or nullptr.
+  const std::optional<std::string>* find(std::int64_t id) const {
+    if (!dense.empty()) {
+      const std::uint64_t slot =
+          static_cast<std::uint64_t>(id) - static_cast<std::uint64_t>(dense_base);
+      if (slot >= dense.size() || dense[slot] == 0) {
+        return nullptr;
+      }
+      return &names[dense[slot] - 1];
+    }
+    const auto it = std::lower_bound(ids.begin(), ids.end(), id);
+    if (it == ids.end() || *it != id) {
+      return nullptr;
+    }
+    return &names[static_cast<std::size_t>(it - ids.begin())];
+  }
 };
 
 } // namespace
@@ -142,6 +188,9 @@ struct reader::database {
     return names;
   }
 
+  /// The kernel names of `src`'s symbol table, or `usable` false where only the SQL join reads them
+  /// right.
+  symbol_names symbol_names_of(const source& src) const;
   /// The schema_version of the metadata table of `suffix`, refused unless it is 3 or 3.0.x.
   std::string schema_version(const std::string& suffix) const;
   /// The uuid suffixes of a rocpd file (one per rocpd_metadata table), refusing other files.
@@ -268,6 +317,104 @@ std::map<std::string, std::string> reader::database::metadata(const std::string&
   return rows;
 }
 
+namespace {
+
+/// Whether a column declared `type` has numeric affinity (SQLite's rules, datatype3.html §3.1).
+bool numeric_affinity(std::string type) {
+  std::transform(type.begin(), type.end(), type.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  if (type.find("INT") != std::string::npos) {
+    return true;
+  }
+  const bool text = type.find("CHAR") != std::string::npos ||
+                    type.find("CLOB") != std::string::npos ||
+                    type.find("TEXT") != std::string::npos;
+  return !text && !type.empty() && type.find("BLOB") == std::string::npos;
+}
+
+} // namespace
+
+symbol_names reader::database::symbol_names_of(const source& src) const {
+  symbol_names out;
+  // The join matches only integer kernel_ids to integer symbol ids exactly where kernel_id has
+  // numeric affinity (text stays text); any other declaration keeps the join.
+  std::string kernel_id_type;
+  bool kernel_id_found = false;
+  {
+    sqlite::statement stmt =
+        prepare("PRAGMA table_info(" + src.table("rocpd_kernel_dispatch") + ")");
+    each(stmt, [&](const sqlite::statement& s) {
+      if (s.column_text_view(1) == "kernel_id") {
+        kernel_id_type = s.column_text(2);
+        kernel_id_found = true;
+      }
+    });
+  }
+  if (!kernel_id_found || !numeric_affinity(kernel_id_type)) {
+    return out;
+  }
+  sqlite::statement stmt =
+      prepare("SELECT S.id, S.guid, COALESCE(NULLIF(S.display_name, ''), S.kernel_name) FROM " +
+              src.table("rocpd_info_kernel_symbol") + " S");
+  std::vector<std::pair<std::int64_t, std::optional<std::string>>> rows;
+  bool exact = true;
+  each(stmt, [&](const sqlite::statement& s) {
+    const int id_type = sqlite3_column_type(s.handle(), 0);
+    const int guid_type = sqlite3_column_type(s.handle(), 1);
+    if (id_type == SQLITE_NULL || guid_type == SQLITE_NULL) {
+      return; // `S.id = ...` or `S.guid = ...` is never true: the join never picks this row
+    }
+    if (id_type != SQLITE_INTEGER || guid_type != SQLITE_TEXT) {
+      exact = false;
+      return;
+    }
+    const std::string_view guid = s.column_text_view(1);
+    if (!out.guid) {
+      out.guid = std::string(guid);
+    } else if (*out.guid != guid) {
+      exact = false; // several guids in one table: which one a dispatch matches is the join's job
+      return;
+    }
+    std::optional<std::string> name;
+    if (const std::optional<std::string_view> text = s.column_nullable_text(2)) {
+      name = std::string(*text);
+    }
+    rows.emplace_back(s.column_int64(0), std::move(name));
+  });
+  if (!exact) {
+    return out;
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    if (rows[i].first == rows[i - 1].first) {
+      return out; // an id twice: the join yields the dispatch once per symbol row
+    }
+  }
+  out.ids.reserve(rows.size());
+  out.names.reserve(rows.size());
+  for (auto& [id, name] : rows) {
+    out.ids.push_back(id);
+    out.names.push_back(std::move(name));
+  }
+  // A direct index when the ids are dense (rocprofiler numbers kernels from 1); memory stays
+  // within a small multiple of the symbol count either way.
+  if (!out.ids.empty()) {
+    const auto span =
+        static_cast<std::uint64_t>(out.ids.back()) - static_cast<std::uint64_t>(out.ids.front());
+    if (span < 4 * static_cast<std::uint64_t>(out.ids.size()) + 1024) {
+      out.dense_base = out.ids.front();
+      out.dense.assign(static_cast<std::size_t>(span) + 1, 0);
+      for (std::size_t i = 0; i < out.ids.size(); ++i) {
+        out.dense[static_cast<std::uint64_t>(out.ids[i]) -
+                  static_cast<std::uint64_t>(out.dense_base)] = static_cast<std::uint32_t>(i + 1);
+      }
+    }
+  }
+  out.usable = true;
+  return out;
+}
+
 reader reader::open(const std::vector<std::filesystem::path>& paths) {
   reader result;
   result.paths_ = expand(paths);
@@ -302,26 +449,44 @@ reader reader::open(const std::vector<std::filesystem::path>& paths) {
   return result;
 }
 
-void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& visit) const {
+void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& visit,
+                               dispatch_fields fields) const {
+  const bool all = fields == dispatch_fields::all;
+  // The accounting fields come first, so they have the same indices in both selections.
+  const std::vector<std::string_view> accounting_columns = {
+      "start", "end", "kernel_id", "agent_id", "queue_id", "stream_id", "pid"};
+  const std::vector<std::string_view> required_columns = {"start",
+                                                          "end",
+                                                          "kernel_id",
+                                                          "agent_id",
+                                                          "queue_id",
+                                                          "stream_id",
+                                                          "pid",
+                                                          "dispatch_id",
+                                                          "grid_size_x",
+                                                          "grid_size_y",
+                                                          "grid_size_z",
+                                                          "workgroup_size_x",
+                                                          "workgroup_size_y",
+                                                          "workgroup_size_z",
+                                                          "guid"};
+  const std::vector<std::string_view> optional_columns = {"tid", "group_segment_size",
+                                                          "private_segment_size"};
+  const int name_column = all ? 18 : 7;
   for (std::size_t index = 0; index < databases_.size(); ++index) {
     const database& db = *databases_[index];
     for (const source& src : db.sources) {
       // Selected by name, so the 3.0.2 columns inserted before region_name_id change nothing.
-      const std::string columns =
-          db.select_list(src, "rocpd_kernel_dispatch", "K",
-                         {"start", "end", "kernel_id", "agent_id", "queue_id", "stream_id", "pid",
-                          "dispatch_id", "grid_size_x", "grid_size_y", "grid_size_z",
-                          "workgroup_size_x", "workgroup_size_y", "workgroup_size_z", "guid"},
-                         {"tid", "group_segment_size", "private_segment_size"});
-      const std::string sql =
-          "SELECT " + columns + ", COALESCE(NULLIF(S.display_name, ''), S.kernel_name) FROM " +
-          src.table("rocpd_kernel_dispatch") + " K LEFT JOIN " +
-          src.table("rocpd_info_kernel_symbol") + " S ON S.id = K.kernel_id AND S.guid = K.guid";
-      sqlite::statement stmt = db.prepare(sql);
+      // Every column is checked even where fewer are read: a file reads or fails alike either way.
+      std::string columns =
+          db.select_list(src, "rocpd_kernel_dispatch", "K", required_columns, optional_columns);
+      if (!all) {
+        columns = db.select_list(src, "rocpd_kernel_dispatch", "K", accounting_columns, {});
+      }
+      const symbol_names symbols = db.symbol_names_of(src);
       dispatch_row row;
       row.database = index;
-      std::string fallback;
-      db.each(stmt, [&](const sqlite::statement& s) {
+      auto read_columns = [&row, all](const sqlite::statement& s) {
         row.start_ns = s.column_int64(0);
         row.end_ns = s.column_int64(1);
         row.kernel_id = s.column_int64(2);
@@ -329,6 +494,9 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
         row.queue_id = s.column_int64(4);
         row.stream_id = s.column_int64(5);
         row.pid = s.column_int64(6);
+        if (!all) {
+          return;
+        }
         row.dispatch_id = s.column_int64(7);
         for (int axis = 0; axis < 3; ++axis) {
           row.grid[axis] = column_u32(s, 8 + axis);
@@ -337,13 +505,56 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
         row.tid = s.column_int64(15);
         row.group_segment_size = s.column_int64(16);
         row.private_segment_size = s.column_int64(17);
-        if (const std::optional<std::string_view> name = s.column_nullable_text(18)) {
-          row.kernel_name = *name;
-        } else {
-          // A dispatch whose symbol row is missing still counts, under a name that says so.
-          fallback = "<unknown kernel " + std::to_string(row.kernel_id) + ">";
-          row.kernel_name = fallback;
+      };
+      // A dispatch whose symbol row is missing still counts, under a name that says so.
+      std::string fallback;
+      std::int64_t fallback_id = 0;
+      auto unknown_name = [&](std::int64_t kernel_id) -> std::string_view {
+        if (fallback.empty() || fallback_id != kernel_id) {
+          fallback = "<unknown kernel " + std::to_string(kernel_id) + ">";
+          fallback_id = kernel_id;
         }
+        return fallback;
+      };
+
+      if (!symbols.usable) {
+        const std::string sql =
+            "SELECT " + columns + ", COALESCE(NULLIF(S.display_name, ''), S.kernel_name) FROM " +
+            src.table("rocpd_kernel_dispatch") + " K LEFT JOIN " +
+            src.table("rocpd_info_kernel_symbol") + " S ON S.id = K.kernel_id AND S.guid = K.guid";
+        sqlite::statement stmt = db.prepare(sql);
+        db.each(stmt, [&](const sqlite::statement& s) {
+          read_columns(s);
+          const std::optional<std::string_view> name = s.column_nullable_text(name_column);
+          row.kernel_name = name ? *name : unknown_name(row.kernel_id);
+          visit(row);
+        });
+        continue;
+      }
+
+      // The last column says whether the row's guid is the symbols' one (NULL when there is none),
+      // with the comparison the join's `S.guid = K.guid` makes; the id is matched here, and only an
+      // integer kernel_id can equal an integer symbol id (see symbol_names_of).
+      sqlite::statement stmt = db.prepare("SELECT " + columns + ", K.\"guid\" = ?1 FROM " +
+                                          src.table("rocpd_kernel_dispatch") + " K");
+      if (symbols.guid) {
+        stmt.bind_static_text(1, *symbols.guid);
+      }
+      std::int64_t last_id = 0;
+      const std::optional<std::string>* last = nullptr;
+      db.each(stmt, [&](const sqlite::statement& s) {
+        read_columns(s);
+        const std::optional<std::string>* entry = nullptr;
+        if (s.column_int64(name_column) != 0 && integral(s, 2)) {
+          // Consecutive dispatches often run the same kernel.
+          if (last == nullptr || last_id != row.kernel_id) {
+            last = symbols.find(row.kernel_id);
+            last_id = row.kernel_id;
+          }
+          entry = last;
+        }
+        row.kernel_name = entry != nullptr && entry->has_value() ? std::string_view(**entry)
+                                                                 : unknown_name(row.kernel_id);
         visit(row);
       });
     }

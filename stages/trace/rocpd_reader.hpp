@@ -40,6 +40,14 @@ struct dispatch_row {
   std::int64_t private_segment_size = 0; ///< scratch (local memory) per work-item; 0 if absent
 };
 
+/// Which dispatch_row fields a reader fills.
+enum class dispatch_fields {
+  all,
+  /// What runtime accounting reads: start_ns, end_ns, kernel_name, kernel_id, agent_id, queue_id,
+  /// stream_id, pid and database.
+  accounting,
+};
+
 struct agent_row {
   std::size_t database = 0;
   std::int64_t id = 0;
@@ -121,7 +129,13 @@ public:
 
   /// Calls `visit` for every dispatch, one file and suffix after another, in table order (no sort,
   /// so memory stays flat for any number of rows). Throws rocpd_error if a file fails midway.
-  void for_each_dispatch(const std::function<void(const dispatch_row&)>& visit) const;
+  void for_each_dispatch(const std::function<void(const dispatch_row&)>& visit) const {
+    for_each_dispatch(visit, dispatch_fields::all);
+  }
+  /// The same rows, with only `fields` read from the file (the others stay 0): fewer columns to
+  /// fetch per row. The files are validated as for all fields.
+  void for_each_dispatch(const std::function<void(const dispatch_row&)>& visit,
+                         dispatch_fields fields) const;
 
   std::vector<agent_row> agents() const;
   std::vector<kernel_symbol_row> kernel_symbols() const;

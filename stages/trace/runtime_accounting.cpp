@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <utility>
 
@@ -42,6 +43,9 @@ kernel_stats kernel_statistics(std::string name, std::vector<std::int64_t> durat
     total += d;
   }
   stats.total_ns = static_cast<double>(total);
+  // Sorted once here: summarize's own sort then runs over sorted input (fast) and the p95 is an
+  // index; its figures do not depend on the input order.
+  std::sort(durations_ns.begin(), durations_ns.end());
   const sample_stats summary = stages::summarize(durations_ns);
   stats.mean_ns = summary.mean;
   stats.median_ns = summary.median;
@@ -52,9 +56,7 @@ kernel_stats kernel_statistics(std::string name, std::vector<std::int64_t> durat
   // an observed value (no interpolation, so it is reproducible by hand and in SQL).
   const std::size_t n = durations_ns.size();
   const std::size_t rank = (95 * n + 99) / 100; // ceil(0.95 n) in integers, 1-based
-  const auto nth = durations_ns.begin() + static_cast<std::ptrdiff_t>(rank - 1);
-  std::nth_element(durations_ns.begin(), nth, durations_ns.end());
-  stats.p95_ns = static_cast<double>(*nth);
+  stats.p95_ns = static_cast<double>(durations_ns[rank - 1]);
   return stats;
 }
 
@@ -69,12 +71,18 @@ runtime_accumulator::runtime_accumulator(const reader& source)
 
 void runtime_accumulator::add(const dispatch_row& row) {
   const std::int64_t duration = row.end_ns - row.start_ns;
-  auto it = kernels_.find(row.kernel_name);
-  if (it == kernels_.end()) {
-    it = kernels_.emplace(std::string(row.kernel_name), kernel_acc{}).first;
+  const auto address = reinterpret_cast<std::uintptr_t>(row.kernel_name.data());
+  name_slot& slot =
+      name_slots_.slots[(address * 0x9E3779B97F4A7C15ull) >> 56 & (name_slots_.slots.size() - 1)];
+  if (slot.acc == nullptr || *slot.name != row.kernel_name) {
+    auto it = kernels_.find(row.kernel_name);
+    if (it == kernels_.end()) {
+      it = kernels_.emplace(std::string(row.kernel_name), kernel_acc{}).first;
+    }
+    slot = name_slot{&it->first, &it->second}; // unordered_map nodes stay put on rehash
   }
-  it->second.durations_ns.push_back(duration);
-  it->second.total_ns += duration;
+  slot.acc->durations_ns.push_back(duration);
+  slot.acc->total_ns += duration;
 
   if (dispatch_count_ == 0) {
     min_start_ns_ = row.start_ns;
@@ -94,12 +102,20 @@ void runtime_accumulator::add(const dispatch_row& row) {
 }
 
 void runtime_accumulator::group_set::add(const key& k, std::int64_t duration_ns) {
-  if (last == nullptr || k != last_key) {
-    last = &groups[k];
-    last_key = k;
+  group_acc* acc = nullptr;
+  for (recent_entry& entry : recent.slots) {
+    if (entry.acc != nullptr && entry.k == k) {
+      acc = entry.acc;
+      break;
+    }
   }
-  ++last->count;
-  last->total_ns += duration_ns;
+  if (acc == nullptr) {
+    acc = &groups[k];
+    recent.slots[next_victim] = recent_entry{k, acc};
+    next_victim = (next_victim + 1) % recent.slots.size();
+  }
+  ++acc->count;
+  acc->total_ns += duration_ns;
 }
 
 runtime_summary runtime_accumulator::finish() const {
@@ -179,7 +195,8 @@ runtime_summary runtime_accumulator::finish() const {
 
 runtime_summary summarize(const reader& source) {
   runtime_accumulator accumulator(source);
-  source.for_each_dispatch([&](const dispatch_row& row) { accumulator.add(row); });
+  source.for_each_dispatch([&](const dispatch_row& row) { accumulator.add(row); },
+                           dispatch_fields::accounting);
   return accumulator.finish();
 }
 

@@ -3,6 +3,7 @@
 /// totals per agent, queue, stream and process, computed from dispatch rows as they stream past.
 /// Also the stability of the GPU total across repeated runs.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -93,13 +94,37 @@ private:
     }
   };
 
+  /// Slots that point into the maps below for the per-dispatch path; a copied or moved accumulator
+  /// starts with them empty, so they never point into another accumulator's maps.
+  template <typename Slot, std::size_t N> struct slot_cache {
+    std::array<Slot, N> slots{};
+    slot_cache() = default;
+    slot_cache(const slot_cache&) {}
+    slot_cache& operator=(const slot_cache&) {
+      slots = {};
+      return *this;
+    }
+  };
+
   std::unordered_map<std::string, kernel_acc, string_hash, std::equal_to<>> kernels_;
-  /// Consecutive dispatches mostly share agent, queue, stream and process, so each group set keeps
-  /// its last entry (map nodes do not move) and skips the tree walk on a repeat.
+  /// The reader hands out the same name storage for every dispatch of a kernel, so a slot chosen by
+  /// the name's address finds its entry without hashing the name; the name is still compared, so a
+  /// slot that now holds another name is only a miss.
+  struct name_slot {
+    const std::string* name = nullptr;
+    kernel_acc* acc = nullptr;
+  };
+  slot_cache<name_slot, 256> name_slots_;
+  /// Consecutive dispatches mostly cycle through a few agents, queues, streams and processes, so
+  /// each group set keeps its last few entries (map nodes do not move) and skips the tree walk.
   struct group_set {
     std::map<key, group_acc> groups;
-    key last_key{};
-    group_acc* last = nullptr;
+    struct recent_entry {
+      key k{};
+      group_acc* acc = nullptr;
+    };
+    slot_cache<recent_entry, 8> recent;
+    std::size_t next_victim = 0;
     void add(const key& k, std::int64_t duration_ns);
   };
   group_set agents_;

@@ -237,6 +237,114 @@ TEST(stages_rocpd_reader, unions_the_tables_of_several_uuid_suffixes_in_one_file
   EXPECT_EQ(r.processes().size(), 2u);
 }
 
+constexpr const char* suffix_a = "_0197abcd_1234_7abc_8def_0123456789ab";
+
+TEST(stages_rocpd_reader, accounting_fields_read_as_with_all_fields) {
+  temp_dir dir;
+  rpl::testing::write_process_trace(dir / "t.db", 9, {"gemm", "softmax", "norm"}, 30, 5, 1000,
+                                    guid_a);
+  make_variant(dir / "t.db", suffix_a); // columns reordered: selected by name either way
+  using fields = std::tuple<std::int64_t, std::int64_t, std::string, std::int64_t, std::int64_t,
+                            std::int64_t, std::int64_t, std::int64_t, std::size_t>;
+  auto accounting = [](const dispatch_row& row) {
+    return fields{row.start_ns,  row.end_ns,   std::string(row.kernel_name),
+                  row.kernel_id, row.agent_id, row.queue_id,
+                  row.stream_id, row.pid,      row.database};
+  };
+  const reader r = reader::open({dir / "t.db"});
+  std::vector<fields> expected;
+  r.for_each_dispatch([&](const dispatch_row& row) { expected.push_back(accounting(row)); });
+  std::vector<fields> actual;
+  r.for_each_dispatch(
+      [&](const dispatch_row& row) {
+        actual.push_back(accounting(row));
+        EXPECT_EQ(row.dispatch_id, 0); // not read
+        EXPECT_EQ(row.grid[0], 0u);
+      },
+      dispatch_fields::accounting);
+  EXPECT_EQ(actual.size(), 30u);
+  EXPECT_EQ(actual, expected);
+}
+
+/// The kernel name of every dispatch the reader gives, in order, against SQLite's own LEFT JOIN of
+/// the dispatch and symbol tables of `suffix`: the reader names dispatches without that join where
+/// it can, and must agree with it everywhere (a missing name reads "<unknown kernel ID>").
+void expect_names_match_the_join(const std::filesystem::path& file, const std::string& suffix) {
+  std::vector<std::string> expected;
+  {
+    sqlite_db db(file);
+    for (const auto& row :
+         db.rows("SELECT CAST(K.kernel_id AS INTEGER), COALESCE(NULLIF(S.display_name, ''), "
+                 "S.kernel_name) IS NULL, COALESCE(NULLIF(S.display_name, ''), S.kernel_name) FROM "
+                 "rocpd_kernel_dispatch" +
+                 suffix + " K LEFT JOIN rocpd_info_kernel_symbol" + suffix +
+                 " S ON S.id = K.kernel_id AND S.guid = K.guid")) {
+      expected.push_back(row[1] == "1" ? "<unknown kernel " + row[0] + ">" : row[2]);
+    }
+  }
+  std::vector<std::string> actual;
+  reader::open({file}).for_each_dispatch(
+      [&](const dispatch_row& row) { actual.emplace_back(row.kernel_name); });
+  EXPECT_EQ(actual, expected);
+}
+
+TEST(stages_rocpd_reader, names_dispatches_as_the_symbol_join_does) {
+  temp_dir dir;
+  rpl::testing::write_process_trace(dir / "t.db", 7, {"gemm", "softmax", "norm", "scan"}, 24, 3,
+                                    1000, guid_a);
+  {
+    sqlite_db db(dir / "t.db");
+    const std::string symbols = std::string("rocpd_info_kernel_symbol") + suffix_a;
+    const std::string dispatches = std::string("rocpd_kernel_dispatch") + suffix_a;
+    db.exec("UPDATE " + symbols + " SET display_name = '' WHERE id = 2"); // the kernel name then
+    db.exec("UPDATE " + symbols + " SET display_name = NULL, kernel_name = NULL WHERE id = 3");
+    db.exec("UPDATE " + dispatches + " SET kernel_id = 99 WHERE id = 1");          // no symbol
+    db.exec("UPDATE " + dispatches + " SET guid = '" + guid_b + "' WHERE id = 2"); // other guid
+    db.exec("UPDATE " + dispatches + " SET kernel_id = 1.5 WHERE id = 5");         // a real
+    db.exec("UPDATE " + dispatches + " SET kernel_id = 'one' WHERE id = 6");       // text
+    db.exec("UPDATE " + dispatches + " SET guid = upper(guid) WHERE id = 8");      // case differs
+  }
+  expect_names_match_the_join(dir / "t.db", suffix_a);
+  std::map<std::string, std::size_t> counts;
+  reader::open({dir / "t.db"}).for_each_dispatch([&](const dispatch_row& row) {
+    ++counts[std::string(row.kernel_name)];
+  });
+  EXPECT_EQ(counts.count("<unknown kernel 99>"), 1u);
+  EXPECT_EQ(counts.count("_Z7softmaxPfi"), 1u);
+  EXPECT_EQ(counts.count("softmax"), 0u);
+}
+
+TEST(stages_rocpd_reader, symbol_tables_with_several_guids_or_repeated_ids_read_as_the_join) {
+  temp_dir dir;
+  rpl::testing::write_process_trace(dir / "t.db", 7, {"gemm", "softmax"}, 10, 3, 1000, guid_a);
+  const std::string symbols = std::string("rocpd_info_kernel_symbol") + suffix_a;
+  const std::string dispatches = std::string("rocpd_kernel_dispatch") + suffix_a;
+  {
+    // Two guids in one symbol table (ids are per guid): dispatch 3 belongs to the second.
+    sqlite_db db(dir / "t.db");
+    db.exec("INSERT INTO " + symbols +
+            " (id, guid, nid, pid, code_object_id, kernel_name, display_name) SELECT 5, '" +
+            guid_b + "', nid, pid, code_object_id, 'other', 'other' FROM " + symbols +
+            " WHERE id = 1");
+    db.exec("UPDATE " + dispatches + " SET guid = '" + guid_b + "', kernel_id = 5 WHERE id = 3");
+  }
+  expect_names_match_the_join(dir / "t.db", suffix_a);
+  {
+    // A symbol table without its primary key can repeat an id: the join yields such a dispatch
+    // once per symbol row, and so does the reader.
+    sqlite_db db(dir / "t.db");
+    db.exec("DELETE FROM " + symbols + " WHERE id = 5");
+    db.exec("CREATE TEMP TABLE saved AS SELECT * FROM " + symbols);
+    db.exec("DROP TABLE " + symbols);
+    db.exec("CREATE TABLE " + symbols + " AS SELECT * FROM saved");
+    db.exec("INSERT INTO " + symbols + " SELECT * FROM saved WHERE id = 2");
+  }
+  expect_names_match_the_join(dir / "t.db", suffix_a);
+  std::size_t rows = 0;
+  reader::open({dir / "t.db"}).for_each_dispatch([&](const dispatch_row&) { ++rows; });
+  EXPECT_EQ(rows, 15u); // 5 of the 10 dispatches run kernel 2
+}
+
 TEST(stages_rocpd_reader, refuses_a_file_that_is_not_sqlite) {
   temp_dir dir;
   std::string bytes(4096, '\0');
