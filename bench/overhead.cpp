@@ -1,13 +1,20 @@
 // bench/overhead: the engine's own cost per candidate. Build and run commands are `true`, so what
 // remains is the engine: the graph, the broker round trip to a worker process, the lane hand-off,
 // statistics, acceptance and one SQLite transaction per candidate. Baseline: the same processes
-// spawned by a plain loop. Target (issue 2): under 5 ms per candidate.
+// (one build, one run per candidate) spawned by a plain loop through the same child_process code.
+// Engine overhead = engine time per candidate at one in flight - baseline time per candidate.
+// Target (issue 10): at most 1 ms per candidate. Baseline and engine alternate --repeat times so
+// that a neighbour's load on the machine hits both alike; the verdict uses the median repeat.
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <unistd.h>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -20,12 +27,20 @@ using clock_type = std::chrono::steady_clock;
 double seconds(clock_type::duration d) {
   return std::chrono::duration<double>(d).count();
 }
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 } // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"bench/overhead: engine cost per candidate with trivial build and run commands"};
   std::size_t candidates = 200;
+  std::size_t repeats = 3;
   app.add_option("--candidates", candidates, "Candidates");
+  app.add_option("--repeat", repeats, "Baseline and 1-in-flight engine runs, alternated")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
 
@@ -43,14 +58,18 @@ int main(int argc, char** argv) {
   // Baseline: spawn the same two processes per candidate, one after another.
   rpl::workers::child_options trivial;
   trivial.argv = {"true"};
-  const auto base_start = clock_type::now();
-  for (std::size_t i = 0; i < candidates; ++i) {
-    (void)rpl::workers::run_child(trivial, std::chrono::seconds(10));
-    (void)rpl::workers::run_child(trivial, std::chrono::seconds(10));
-  }
-  const double baseline_s = seconds(clock_type::now() - base_start);
+  auto baseline = [&] {
+    const auto start = clock_type::now();
+    for (std::size_t i = 0; i < candidates; ++i) {
+      (void)rpl::workers::run_child(trivial, std::chrono::seconds(10));
+      (void)rpl::workers::run_child(trivial, std::chrono::seconds(10));
+    }
+    return seconds(clock_type::now() - start) / static_cast<double>(candidates);
+  };
 
-  auto run = [&](std::size_t in_flight, const char* name) {
+  int db_number = 0;
+  // The engine's steady-state time per candidate, printed with `baseline_s` subtracted.
+  auto run = [&](std::size_t in_flight, const std::string& name, double baseline_s) {
     rpl::engine::autotune_options o;
     o.space_file = dir / "space.json";
     o.build_template = "true {I}";
@@ -63,7 +82,7 @@ int main(int argc, char** argv) {
     o.warmup = 0;
     o.max_in_flight = in_flight;
     o.worker_executable = std::filesystem::canonical("/proc/self/exe").parent_path() / "rocm-perf";
-    o.db = dir / (std::string(name) + ".db");
+    o.db = dir / ("run" + std::to_string(++db_number) + ".db");
     std::vector<clock_type::time_point> done;
     double latency_s = 0, compile_child_s = 0, run_child_s = 0;
     std::atomic<bool> stop{false};
@@ -84,30 +103,40 @@ int main(int argc, char** argv) {
     const double steady =
         seconds(done.back() - done.front()) / static_cast<double>(done.size() - 1);
     const double startup = seconds(done.front() - start);
-    const double per_candidate_baseline = baseline_s / static_cast<double>(candidates);
-    std::printf("%-26s wall %6.2f s  start-up %6.1f ms  %6.2f ms/candidate  engine overhead "
-                "%6.2f ms/candidate  (%zu completed)\n",
-                name, wall, startup * 1e3, steady * 1e3, (steady - per_candidate_baseline) * 1e3,
-                result.counts.completed);
+    std::printf("%-24s wall %5.2f s  start-up %5.1f ms  %6.2f ms/candidate  engine overhead "
+                "%6.2f ms/candidate  (x%.2f the baseline; %zu completed)\n",
+                name.c_str(), wall, startup * 1e3, steady * 1e3, (steady - baseline_s) * 1e3,
+                steady / baseline_s, result.counts.completed);
     const double n = static_cast<double>(done.size());
-    std::printf("%-26s per candidate: submit-to-stored %.2f ms = compiler process %.2f ms + run "
+    std::printf("%-24s per candidate: submit-to-stored %.2f ms = compiler process %.2f ms + run "
                 "process %.2f ms + engine %.2f ms\n",
                 "", latency_s / n * 1e3, compile_child_s / n * 1e3, run_child_s / n * 1e3,
                 (latency_s - compile_child_s - run_child_s) / n * 1e3);
-    return steady - per_candidate_baseline;
+    return steady;
   };
 
-  std::printf(
-      "bench/overhead: %zu candidates, build `true`, run `true`, 1 worker, 1 lane, %u cores\n",
-      candidates, std::thread::hardware_concurrency());
-  std::printf("%-26s wall %6.2f s                     %6.2f ms/candidate  (2 process spawns)\n",
-              "baseline (plain loop)", baseline_s,
-              baseline_s / static_cast<double>(candidates) * 1e3);
-  const double serial_overhead = run(1, "engine, 1 in flight");
-  run(4, "engine, 4 in flight");
+  std::printf("bench/overhead: %zu candidates, build `true`, run `true`, 1 worker, 1 lane, %u "
+              "cores, %zu repeats\n",
+              candidates, std::thread::hardware_concurrency(), repeats);
+  std::printf("baseline = a plain loop spawning the same 2 processes per candidate "
+              "(workers::run_child)\n");
+  std::vector<double> base_s, engine_s, overhead_s;
+  for (std::size_t r = 1; r <= repeats; ++r) {
+    const double b = baseline();
+    std::printf("baseline, repeat %zu        %6.2f ms/candidate  (2 process spawns)\n", r, b * 1e3);
+    const double e = run(1, "engine 1 in flight, #" + std::to_string(r), b);
+    base_s.push_back(b);
+    engine_s.push_back(e);
+    overhead_s.push_back(e - b);
+  }
+  run(4, "engine 4 in flight", base_s.back());
   std::filesystem::remove_all(dir);
-  std::printf(
-      "engine overhead per candidate (1 in flight, latency) = %.2f ms (target < 5 ms: %s)\n",
-      serial_overhead * 1e3, serial_overhead < 0.005 ? "met" : "NOT met");
+  const double overhead = median(overhead_s);
+  std::printf("engine overhead per candidate, 1 in flight (median of %zu): %.2f ms = engine %.2f "
+              "ms - baseline %.2f ms (x%.2f)\n",
+              repeats, overhead * 1e3, median(engine_s) * 1e3, median(base_s) * 1e3,
+              median(engine_s) / median(base_s));
+  std::printf("target (issue 10): at most 1 ms per candidate: %s\n",
+              overhead <= 0.001 ? "met" : "NOT met");
   return 0;
 }

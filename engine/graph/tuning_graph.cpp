@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 #include <tbb/flow_graph.h>
+#include <tbb/task_arena.h>
 
 #include "stages/statistics/statistics.hpp"
 
@@ -241,15 +242,19 @@ struct tuning_graph::nodes {
               }),
         feedback(g,
                  flow::serial,
-                 [&policy](const candidate_ptr& c, feedback_node::output_ports_type& ports) {
+                 [this](const candidate_ptr& c, feedback_node::output_ports_type& ports) {
                    // The strategy sees every result; one new candidate starts per finished one.
+                   candidate_ptr next;
                    try {
-                     policy.observe(*c);
-                     if (auto next = policy.next_candidate()) {
-                       std::get<0>(ports).try_put(next);
-                     }
+                     policy_.observe(*c);
+                     next = policy_.next_candidate();
                    } catch (const std::exception& error) {
                      spdlog::error("strategy: {}", error.what());
+                   }
+                   if (next) {
+                     std::get<0>(ports).try_put(next); // replaces `c`: as many in the graph
+                   } else {
+                     left_graph();
                    }
                  }) {
     flow::make_edge(compile_gateway, lane_router);
@@ -262,9 +267,21 @@ struct tuning_graph::nodes {
     flow::make_edge(flow::output_port<0>(feedback), compile_gateway);
   }
 
-  /// Runs beside wait_for_all() until the graph is done: once the policy stops, drops what waits
-  /// and gives what runs `grace`, then abandons it.
+  /// Runs beside run() until the graph is done: once the policy stops, drops what waits and
+  /// gives what runs `grace`, then abandons it, and says so (stop_settled).
   void watch_for_stop(std::chrono::milliseconds grace);
+
+  /// A candidate went through the feedback node and no new one took its place.
+  void left_graph() {
+    bool idle = false;
+    {
+      std::lock_guard lock(finished_mutex);
+      idle = --in_graph == 0;
+    }
+    if (idle) {
+      finished_changed.notify_all();
+    }
+  }
 
   tuning_policy& policy_;
   const std::vector<std::unique_ptr<lane_worker>>& lanes_;
@@ -272,7 +289,13 @@ struct tuning_graph::nodes {
   std::mutex finished_mutex;
   std::condition_variable finished_changed;
   bool finished = false;
-  flow::graph g;
+  /// Candidates put into the graph that have not left it through the feedback node.
+  std::size_t in_graph = 0;
+  /// The stop watcher has dropped or abandoned what it could: the graph's wait can end.
+  bool stop_settled = false;
+  /// The graph's own context, so that run() can see a cancellation without joining the wait.
+  tbb::task_group_context context;
+  flow::graph g{context};
   gateway_node compile_gateway;
   router_node lane_router;
   gateway_node lane_dispatch;
@@ -349,10 +372,33 @@ void tuning_graph::run(std::size_t max_in_flight, std::chrono::milliseconds stop
   {
     std::lock_guard lock(n.finished_mutex);
     n.finished = false;
+    n.stop_settled = false;
+    n.in_graph = seeds.size();
   }
-  std::thread watcher([&n, stop_grace] { n.watch_for_stop(stop_grace); });
+  std::thread watcher([&n, stop_grace] {
+    n.watch_for_stop(stop_grace);
+    {
+      std::lock_guard lock(n.finished_mutex);
+      n.stop_settled = true;
+    }
+    n.finished_changed.notify_all();
+  });
   for (auto& c : seeds) {
     n.compile_gateway.try_put(c);
+  }
+  // This thread sleeps until the last candidate has left the graph (or a stop has settled) and
+  // only then joins wait_for_all(), which returns at once. A thread waiting inside
+  // wait_for_all() for the whole run spins (sched_yield) after every burst of graph work, and on
+  // a machine with few cores that takes the CPU from the processes being measured. The graph's
+  // tasks run on TBB's worker threads meanwhile; with no worker thread to run them (one CPU),
+  // this thread waits inside wait_for_all() as before.
+  if (tbb::this_task_arena::max_concurrency() > 1) {
+    std::unique_lock lock(n.finished_mutex);
+    // The periodic look catches a graph cancelled by an exception in a node body: its candidates
+    // never reach the feedback node, and wait_for_all() reports the exception.
+    while (n.in_graph > 0 && !n.stop_settled && !n.context.is_group_execution_cancelled()) {
+      n.finished_changed.wait_for(lock, std::chrono::milliseconds(100));
+    }
   }
   n.g.wait_for_all();
   {

@@ -134,6 +134,65 @@ nlohmann::json argv_json(const std::vector<std::string>& argv) {
 
 } // namespace
 
+/// record()'s statements, prepared once (SQLITE_PREPARE_PERSISTENT): parsing them again for every
+/// candidate cost more than running them.
+struct results_store::record_statements {
+  explicit record_statements(const sqlite::connection& db)
+      : begin(db, "BEGIN IMMEDIATE", SQLITE_PREPARE_PERSISTENT),
+        commit(db, "COMMIT", SQLITE_PREPARE_PERSISTENT),
+        candidate(db,
+                  "INSERT OR REPLACE INTO candidates(run_id, key, space_index, "
+                  "params_json, build_argv_json, run_argv_json, status, reason, "
+                  "measure_status, exit_code, term_signal, failed_run, lane, n, "
+                  "median_ns, mean_ns, stddev_ns, cv, min_ns, max_ns, stability, "
+                  "completed_at) "
+                  "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                  SQLITE_PREPARE_PERSISTENT),
+        sampling(db,
+                 "INSERT OR REPLACE INTO candidate_sampling(run_id, key, sampling, noise, "
+                 "noisy, device_model, device_uuid) VALUES (?,?,?,?,?,?,?)",
+                 SQLITE_PREPARE_PERSISTENT),
+        clocks(db,
+               "INSERT OR REPLACE INTO candidate_clocks(run_id, key, "
+               "sm_mhz_before, sm_mhz_after, reasons_before, reasons_after, "
+               "power_violation_ns, thermal_violation_ns, throttled) VALUES "
+               "(?,?,?,?,?,?,?,?,?)",
+               SQLITE_PREPARE_PERSISTENT),
+        processes(db,
+                  "INSERT OR REPLACE INTO candidate_processes(run_id, key, "
+                  "leftover_processes) VALUES (?,?,?)",
+                  SQLITE_PREPARE_PERSISTENT),
+        artifact(db,
+                 "INSERT OR REPLACE INTO artifacts(run_id, key, compile_status, hash, "
+                 "size, exit_code, term_signal, compile_ns, worker_id, error, "
+                 "compiler_output, resources_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                 SQLITE_PREPARE_PERSISTENT),
+        delete_samples(
+            db, "DELETE FROM measurements WHERE run_id = ? AND key = ?", SQLITE_PREPARE_PERSISTENT),
+        sample(db,
+               "INSERT INTO measurements(run_id, key, sample_index, duration_ns) "
+               "VALUES (?,?,?,?)",
+               SQLITE_PREPARE_PERSISTENT),
+        verdict(db,
+                "INSERT OR REPLACE INTO verdicts(run_id, key, verdict, reason, best_key, "
+                "median_ns, relative_change) VALUES (?,?,?,?,?,?,?)",
+                SQLITE_PREPARE_PERSISTENT),
+        touch_run(
+            db, "UPDATE runs SET updated_at = ? WHERE run_id = ?", SQLITE_PREPARE_PERSISTENT) {}
+
+  sqlite::statement begin, commit, candidate, sampling, clocks, processes, artifact, delete_samples,
+      sample, verdict, touch_run;
+};
+
+namespace {
+/// A reused statement, ready for new bindings (the previous use may have ended in an error).
+sqlite::statement& fresh(sqlite::statement& s) {
+  s.reset();
+  s.clear_bindings();
+  return s;
+}
+} // namespace
+
 results_store::results_store(const std::filesystem::path& path) : path_(path) {
   try {
     db_ = std::make_unique<sqlite::connection>(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
@@ -212,16 +271,16 @@ void results_store::set_run_status(const std::string& run_id, const std::string&
 }
 
 void results_store::record(const std::string& run_id, const candidate_record& c) try {
-  db_->exec("BEGIN IMMEDIATE");
+  const std::lock_guard lock(record_mutex_);
+  if (!record_statements_) {
+    record_statements_ = std::make_unique<record_statements>(*db_);
+  }
+  record_statements& q = *record_statements_;
+  fresh(q.begin).step();
   try {
     const bool valid = c.verdict.decision != messages::verdict_kind::invalid;
     {
-      sqlite::statement s(*db_, "INSERT OR REPLACE INTO candidates(run_id, key, space_index, "
-                                "params_json, build_argv_json, run_argv_json, status, reason, "
-                                "measure_status, exit_code, term_signal, failed_run, lane, n, "
-                                "median_ns, mean_ns, stddev_ns, cv, min_ns, max_ns, stability, "
-                                "completed_at) "
-                                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      sqlite::statement& s = fresh(q.candidate);
       s.bind_text(1, run_id).bind_text(2, c.key);
       s.bind_int64(3, static_cast<std::int64_t>(c.space_index));
       s.bind_text(4, c.params.dump()).bind_text(5, argv_json(c.build_argv).dump());
@@ -241,9 +300,7 @@ void results_store::record(const std::string& run_id, const candidate_record& c)
       s.step();
     }
     {
-      sqlite::statement s(*db_,
-                          "INSERT OR REPLACE INTO candidate_sampling(run_id, key, sampling, noise, "
-                          "noisy, device_model, device_uuid) VALUES (?,?,?,?,?,?,?)");
+      sqlite::statement& s = fresh(q.sampling);
       s.bind_text(1, run_id).bind_text(2, c.key).bind_text(3, c.measure.sampling);
       if (std::isfinite(c.measure.noise)) {
         s.bind_double(4, c.measure.noise);
@@ -255,10 +312,7 @@ void results_store::record(const std::string& run_id, const candidate_record& c)
       s.step();
     }
     if (const messages::gpu_clocks& k = c.measure.clocks; k.read) {
-      sqlite::statement s(*db_, "INSERT OR REPLACE INTO candidate_clocks(run_id, key, "
-                                "sm_mhz_before, sm_mhz_after, reasons_before, reasons_after, "
-                                "power_violation_ns, thermal_violation_ns, throttled) VALUES "
-                                "(?,?,?,?,?,?,?,?,?)");
+      sqlite::statement& s = fresh(q.clocks);
       s.bind_text(1, run_id).bind_text(2, c.key);
       s.bind_int64(3, k.sm_mhz_before).bind_int64(4, k.sm_mhz_after);
       s.bind_int64(5, static_cast<std::int64_t>(k.reasons_before));
@@ -268,17 +322,13 @@ void results_store::record(const std::string& run_id, const candidate_record& c)
       s.step();
     }
     {
-      sqlite::statement s(*db_, "INSERT OR REPLACE INTO candidate_processes(run_id, key, "
-                                "leftover_processes) VALUES (?,?,?)");
+      sqlite::statement& s = fresh(q.processes);
       s.bind_text(1, run_id).bind_text(2, c.key);
       s.bind_int64(3, c.measure.leftover_processes);
       s.step();
     }
     {
-      sqlite::statement s(*db_,
-                          "INSERT OR REPLACE INTO artifacts(run_id, key, compile_status, hash, "
-                          "size, exit_code, term_signal, compile_ns, worker_id, error, "
-                          "compiler_output, resources_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+      sqlite::statement& s = fresh(q.artifact);
       s.bind_text(1, run_id).bind_text(2, c.key);
       s.bind_text(3, messages::to_string(c.compile.status));
       if (c.artifact_hash.empty()) {
@@ -308,23 +358,19 @@ void results_store::record(const std::string& run_id, const candidate_record& c)
       s.step();
     }
     {
-      sqlite::statement del(*db_, "DELETE FROM measurements WHERE run_id = ? AND key = ?");
+      sqlite::statement& del = fresh(q.delete_samples);
       del.bind_text(1, run_id).bind_text(2, c.key);
       del.step();
-      sqlite::statement s(*db_, "INSERT INTO measurements(run_id, key, sample_index, duration_ns) "
-                                "VALUES (?,?,?,?)");
+      sqlite::statement& s = q.sample;
       for (std::size_t i = 0; i < c.measure.samples_ns.size(); ++i) {
-        s.reset();
-        s.clear_bindings();
+        fresh(s);
         s.bind_text(1, run_id).bind_text(2, c.key).bind_int64(3, static_cast<std::int64_t>(i));
         s.bind_int64(4, c.measure.samples_ns[i]);
         s.step();
       }
     }
     {
-      sqlite::statement s(*db_,
-                          "INSERT OR REPLACE INTO verdicts(run_id, key, verdict, reason, best_key, "
-                          "median_ns, relative_change) VALUES (?,?,?,?,?,?,?)");
+      sqlite::statement& s = fresh(q.verdict);
       s.bind_text(1, run_id).bind_text(2, c.key);
       s.bind_text(3, messages::to_string(c.verdict.decision));
       s.bind_text(4, c.verdict.reason).bind_text(5, c.verdict.best_key);
@@ -332,11 +378,11 @@ void results_store::record(const std::string& run_id, const candidate_record& c)
       s.step();
     }
     {
-      sqlite::statement s(*db_, "UPDATE runs SET updated_at = ? WHERE run_id = ?");
+      sqlite::statement& s = fresh(q.touch_run);
       s.bind_text(1, now_utc()).bind_text(2, run_id);
       s.step();
     }
-    db_->exec("COMMIT");
+    fresh(q.commit).step();
   } catch (...) {
     try {
       db_->exec("ROLLBACK");

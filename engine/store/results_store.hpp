@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -80,7 +81,8 @@ public:
   void create_run(const run_record& run);
   void set_run_status(const std::string& run_id, const std::string& status);
 
-  /// Writes the candidate, its artifact, its samples and its verdict in one transaction.
+  /// Writes the candidate, its artifact, its samples and its verdict in one transaction. Its
+  /// statements are prepared once per store and reused (one candidate at a time).
   void record(const std::string& run_id, const candidate_record& candidate);
 
   std::vector<stored_candidate> candidates(const std::string& run_id) const;
@@ -97,8 +99,13 @@ private:
   /// Runs SQL without results; a failure is a store_error with SQLite's message.
   void exec(const char* sql) const;
 
+  struct record_statements;
+
   std::filesystem::path path_;
   std::unique_ptr<stages::sqlite::connection> db_; // a pointer: sqlite3.h stays out of this header
+  /// record()'s prepared statements, made on its first call; finalized before db_ closes.
+  std::unique_ptr<record_statements> record_statements_;
+  std::mutex record_mutex_; ///< one record() at a time: they share the statements
 };
 
 } // namespace rpl::engine

@@ -68,6 +68,27 @@ TEST(workers_descendant_reaper, a_setsid_daemon_is_killed_reaped_and_listed) {
                               << state_of(daemon) << ")";
 }
 
+TEST(workers_descendant_reaper, a_daemon_is_found_by_a_scan_of_the_younger_processes_only) {
+  // A full scan of /proc runs at most once a second; the runs in between read only the processes
+  // younger than their own (pids above the leader's, unless the allocator wrapped). The first run
+  // takes this second's full scan (or an earlier test did), the second is the partial one.
+  const auto before = processes_created();
+  ASSERT_TRUE(before.has_value());
+  child_options trivial;
+  trivial.argv = {"true"};
+  ASSERT_TRUE(run_child(trivial, 10s).succeeded());
+  const auto after = processes_created();
+  ASSERT_TRUE(after.has_value());
+  EXPECT_GT(*after, *before) << "the count of created processes did not grow with a spawn";
+  temp_dir dir;
+  const auto outcome = run_child(shell(start_daemon(dir / "daemon")), 10s);
+  ASSERT_TRUE(outcome.succeeded()) << outcome.output;
+  const pid_t daemon = read_pid(dir / "daemon");
+  ASSERT_GT(daemon, 1);
+  EXPECT_EQ(outcome.leftovers, std::vector<pid_t>{daemon});
+  EXPECT_TRUE(reaped(daemon)) << "daemon " << daemon << " outlived its run";
+}
+
 TEST(workers_descendant_reaper, a_double_forked_daemon_is_killed_and_reaped) {
   // The classic daemon: a session leader that forks the real daemon and exits, so the daemon's
   // parent and its session leader are both gone before the run ends.

@@ -120,6 +120,14 @@ public:
       : options_(options), worker_id_(std::move(worker_id)) {
     validate_options();
   }
+  ~compile_job_handler() override {
+    if (!spare_dir_.empty()) {
+      std::error_code error;
+      fs::remove_all(spare_dir_, error);
+    }
+  }
+  compile_job_handler(const compile_job_handler&) = delete;
+  compile_job_handler& operator=(const compile_job_handler&) = delete;
 
   void describe(messages::ready& hello) const override {
     hello.compilers = options_.allowed_compilers;
@@ -147,11 +155,18 @@ private:
   void attach_artifact(const running_job& job, messages::compile_reply& body) const;
   job_reply
   reply(std::uint64_t job_id, const std::string& run_id, messages::compile_reply body) const;
-  void remove_dir(std::uint64_t job_id, const fs::path& dir) const;
+  /// A private, empty job directory: the one the last job left (emptied), else a new one; empty
+  /// path (and errno set) when none can be created.
+  fs::path take_dir(std::uint64_t job_id);
+  /// Done with a job's directory: kept with --keep-temp; otherwise emptied and kept for the next
+  /// job (creating and removing a directory per job cost more than the rest of a trivial job),
+  /// or removed when it cannot be emptied.
+  void remove_dir(std::uint64_t job_id, const fs::path& dir);
 
   compile_worker_options options_;
   std::string worker_id_;
   std::optional<running_job> job_;
+  fs::path spare_dir_; ///< empty directory for the next job, removed with the handler
 };
 
 void compile_job_handler::validate_options() {
@@ -225,16 +240,13 @@ std::string compile_job_handler::rejection(const messages::compile_request& requ
 std::optional<job_reply> compile_job_handler::launch(const messages::envelope& envelope,
                                                      const messages::compile_request& request) {
   const std::string compiler = fs::path(request.argv.front()).filename().string();
-  // mkdtemp creates the directory with mode 0700: other users cannot read or plant files.
-  std::string pattern =
-      (options_.work_root / ("rpl-job-" + std::to_string(envelope.job_id) + "-XXXXXX")).string();
-  if (::mkdtemp(pattern.data()) == nullptr) {
+  const fs::path dir = take_dir(envelope.job_id);
+  if (dir.empty()) {
     return reply(envelope.job_id, envelope.run_id,
                  failure(messages::compile_status::internal_error,
                          "cannot create a job directory under " + options_.work_root.string() +
                              ": " + std::strerror(errno)));
   }
-  const fs::path dir = pattern;
   try {
     for (const messages::source_file& source : request.sources) {
       const fs::path file = dir / fs::path(source.name).lexically_normal();
@@ -415,12 +427,40 @@ job_reply compile_job_handler::reply(std::uint64_t job_id,
   return job_reply{job_id, run_id, messages::message_kind::compile_reply, messages::encode(body)};
 }
 
-void compile_job_handler::remove_dir(std::uint64_t job_id, const fs::path& dir) const {
+fs::path compile_job_handler::take_dir(std::uint64_t job_id) {
+  if (!spare_dir_.empty()) {
+    return std::exchange(spare_dir_, fs::path());
+  }
+  // mkdtemp creates the directory with mode 0700: other users cannot read or plant files.
+  std::string pattern =
+      (options_.work_root / ("rpl-job-" + std::to_string(job_id) + "-XXXXXX")).string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return {};
+  }
+  return pattern;
+}
+
+void compile_job_handler::remove_dir(std::uint64_t job_id, const fs::path& dir) {
   if (options_.keep_temp) {
     worker_log()->info("{}kept {}", job_tag(job_id), dir.string());
     return;
   }
   std::error_code error;
+  if (spare_dir_.empty()) {
+    // What the job wrote goes; the directory (still ours, mode 0700) serves the next job.
+    bool emptied = true;
+    for (fs::directory_iterator entry(dir, error), end; !error && entry != end;
+         entry.increment(error)) {
+      std::error_code removed;
+      fs::remove_all(entry->path(), removed);
+      emptied = emptied && !removed;
+    }
+    if (!error && emptied && fs::is_empty(dir, error) && !error) {
+      spare_dir_ = dir;
+      return;
+    }
+    error.clear();
+  }
   fs::remove_all(dir, error);
   if (error)
     worker_log()->warn("{}could not remove {}: {}", job_tag(job_id), dir.string(), error.message());

@@ -5,11 +5,15 @@
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <utility>
+
+#include <sched.h>
 
 #include "workers/process/descendant_reaper.hpp"
 
@@ -130,10 +134,28 @@ struct spawn_fds {
   }
 };
 
-/// The child's side of fork: its own process group, a clean signal state, the redirections, then
-/// exec. Async-signal-safe calls only; never returns.
+/// The child's side of the spawn: its own process group, a clean signal state, the redirections,
+/// then exec. It may share the parent's memory (see spawn_child), so: async-signal-safe calls
+/// only, nothing written but its own stack (and errno); never returns.
 [[noreturn]] void exec_in_child(const exec_plan& plan, const spawn_fds& fds, pid_t parent) {
   const int report = fds.report[1];
+  // The parent blocked every signal around the spawn. Before they are unblocked, no handler of the
+  // parent's may be left installed: it would run here, on the parent's memory. exec resets caught
+  // signals anyway; ignored ones survive it, so the engine's usual ones go back to the default.
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP)
+      continue;
+    struct sigaction action {};
+    if (::sigaction(sig, nullptr, &action) != 0)
+      continue; // a signal number the C library reserves for itself
+    const bool caught = (action.sa_flags & SA_SIGINFO) != 0 ||
+                        (action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN);
+    if (caught)
+      ::signal(sig, SIG_DFL);
+  }
+  for (const int sig : {SIGPIPE, SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGCHLD}) {
+    ::signal(sig, SIG_DFL);
+  }
   // Own process group, so kill(-pid) reaches everything the program starts.
   if (::setpgid(0, 0) != 0)
     child_fail(report, stage_setup);
@@ -143,13 +165,10 @@ struct spawn_fds {
     if (::getppid() != parent)
       ::_exit(127); // the parent died before prctl took effect
   }
-  // The engine may block or ignore signals in its threads; both survive exec, so reset them.
+  // The engine may block signals in its threads; the mask survives exec, so clear it.
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (const int sig : {SIGPIPE, SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGCHLD}) {
-    ::signal(sig, SIG_DFL);
-  }
   if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) != 0)
     child_fail(report, stage_chdir);
   const int out = plan.capture_output ? fds.output[1] : fds.dev_null;
@@ -169,6 +188,64 @@ struct spawn_fds {
     ::execvpe(plan.args[0], plan.args.data(), plan.envp.data());
   }
   child_fail(report, stage_exec);
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RPL_SPAWN_SHARES_MEMORY 0 // the sanitizers' runtimes expect a child of fork()
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define RPL_SPAWN_SHARES_MEMORY 0
+#endif
+#endif
+#ifndef RPL_SPAWN_SHARES_MEMORY
+#define RPL_SPAWN_SHARES_MEMORY 1
+#endif
+
+struct child_start {
+  const exec_plan* plan;
+  const spawn_fds* fds;
+  pid_t parent;
+};
+
+#if RPL_SPAWN_SHARES_MEMORY
+int child_entry(void* start) {
+  const auto* s = static_cast<const child_start*>(start);
+  exec_in_child(*s->plan, *s->fds, s->parent);
+}
+#endif
+
+/// Starts the child; its pid, or -1 with errno set. The child shares this process's memory until
+/// it execs (clone with CLONE_VM | CLONE_VFORK, as posix_spawn does), on a stack of its own, while
+/// the calling thread waits: unlike fork(), nothing of this process's address space is copied,
+/// so a spawn costs the same however large the engine (its threads, its mappings) has grown, and
+/// no page of it is copied on write afterwards. Every signal is blocked meanwhile, so that no
+/// handler of ours runs in the child (exec_in_child resets them before it unblocks).
+pid_t spawn_child(const child_start& start) {
+#if RPL_SPAWN_SHARES_MEMORY
+  // Enough for execvp's path buffers and a script's argv copy, both on the stack; only the pages
+  // touched are ever backed.
+  const std::size_t stack_size = 256 * 1024 + 16 * start.plan->args.size();
+  void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+  if (stack != MAP_FAILED) {
+    sigset_t all;
+    sigset_t old;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &old);
+    // The stack grows down on every architecture this builds for.
+    const pid_t pid = ::clone(child_entry, static_cast<char*>(stack) + stack_size,
+                              CLONE_VM | CLONE_VFORK | SIGCHLD, const_cast<child_start*>(&start));
+    const int error = errno;
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    ::munmap(stack, stack_size);
+    errno = error;
+    return pid;
+  }
+#endif
+  const pid_t pid = ::fork();
+  if (pid == 0)
+    exec_in_child(*start.plan, *start.fds, start.parent);
+  return pid;
 }
 
 /// launch_error for what the child reported through the error pipe.
@@ -195,6 +272,8 @@ child_process child_process::spawn(const child_options& options) {
     // Before fork: only processes forked after it are reparented here when orphaned.
     become_subreaper();
     child.run_token_ = new_run_token();
+    // Before fork too: what the system has created since bounds the scan for leftovers.
+    child.created_before_ = processes_created();
   }
   const exec_plan plan(options, child.run_token_);
   spawn_fds fds;
@@ -210,9 +289,7 @@ child_process child_process::spawn(const child_options& options) {
   {
     // Registered before any sweep can see it (the child only execs: it never touches the lock).
     const auto registry = lock_direct_children();
-    pid = ::fork();
-    if (pid == 0)
-      exec_in_child(plan, fds, parent);
+    pid = spawn_child(child_start{&plan, &fds, parent});
     if (pid > 0)
       add_direct_child(pid, registry);
     else
@@ -261,8 +338,8 @@ child_process::child_process(child_process&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)), output_fd_(std::exchange(other.output_fd_, -1)),
       exit_fd_(std::exchange(other.exit_fd_, -1)), reaped_(std::exchange(other.reaped_, true)),
       max_output_bytes_(other.max_output_bytes_), run_token_(std::move(other.run_token_)),
-      group_signalled_(other.group_signalled_), start_(other.start_),
-      outcome_(std::move(other.outcome_)) {}
+      group_signalled_(other.group_signalled_), created_before_(other.created_before_),
+      start_(other.start_), outcome_(std::move(other.outcome_)) {}
 
 child_process& child_process::operator=(child_process&& other) noexcept {
   if (this != &other) {
@@ -274,6 +351,7 @@ child_process& child_process::operator=(child_process&& other) noexcept {
     max_output_bytes_ = other.max_output_bytes_;
     run_token_ = std::move(other.run_token_);
     group_signalled_ = other.group_signalled_;
+    created_before_ = other.created_before_;
     start_ = other.start_;
     outcome_ = std::move(other.outcome_);
   }
@@ -352,7 +430,7 @@ bool child_process::try_reap() {
   if (run_token_.empty()) {
     ::kill(-pid_, SIGKILL);
   } else {
-    outcome_.leftovers = reap_leftovers({pid_, run_token_, group_signalled_});
+    outcome_.leftovers = reap_leftovers({pid_, run_token_, group_signalled_, created_before_});
   }
   int status = 0;
   pid_t got = 0;

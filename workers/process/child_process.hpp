@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -112,6 +113,7 @@ private:
   std::size_t max_output_bytes_ = 0;
   std::string run_token_;        ///< empty: descendants are not tracked beyond the group
   bool group_signalled_ = false; ///< kill_group() was called: group members are expected to die
+  std::optional<std::uint64_t> created_before_; ///< processes_created() before the fork
   std::chrono::steady_clock::time_point start_{};
   child_outcome outcome_;
 };

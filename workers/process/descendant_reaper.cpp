@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <signal.h>
 #include <string_view>
@@ -111,8 +112,8 @@ std::optional<process_entry> read_process(pid_t pid) {
   return e;
 }
 
-/// Every process this PID namespace's /proc shows.
-std::vector<process_entry> list_processes() {
+/// Every process this PID namespace's /proc shows with a pid above `above` (0: all of them).
+std::vector<process_entry> list_processes(pid_t above = 0) {
   std::vector<process_entry> out;
   DIR* dir = ::opendir("/proc");
   if (dir == nullptr)
@@ -120,13 +121,72 @@ std::vector<process_entry> list_processes() {
   while (const dirent* entry = ::readdir(dir)) {
     char* end = nullptr;
     const long pid = std::strtol(entry->d_name, &end, 10);
-    if (pid <= 0 || end == entry->d_name || *end != '\0')
+    if (pid <= 0 || end == entry->d_name || *end != '\0' || pid <= above)
       continue;
     if (auto e = read_process(static_cast<pid_t>(pid)))
       out.push_back(*e);
   }
   ::closedir(dir);
   return out;
+}
+
+/// The first unsigned number after `label` in `text`, if any.
+std::optional<std::uint64_t> number_after(const std::string& text, const char* label) {
+  const auto at = text.find(label);
+  if (at == std::string::npos)
+    return std::nullopt;
+  const char* begin = text.c_str() + at + std::strlen(label);
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(begin, &end, 10);
+  if (end == begin)
+    return std::nullopt;
+  return value;
+}
+
+/// Pids below this are never handed out again once the allocator has wrapped (RESERVED_PIDS).
+constexpr std::uint64_t reserved_pids = 300;
+
+/// A full scan at least this often: it also reaps the zombies reparented here that no run's scan
+/// looked at (see reap_reparented_zombies).
+constexpr auto full_scan_every = std::chrono::seconds(1);
+std::atomic<std::int64_t> last_full_scan_ns{std::numeric_limits<std::int64_t>::min() / 2};
+
+/// The pids a scan for `run`'s processes may skip: those at or below the returned bound (0: none
+/// may be skipped). The kernel hands out pids in increasing order, wrapping at pid_max to 300, so
+/// every process the run started has a pid above its leader's unless the allocator wrapped since;
+/// it cannot have wrapped when the pid it handed out last is still above the leader's and fewer
+/// processes were created since the spawn than a whole cycle of free pids needs (with a margin
+/// of 2 for pids taken by forks that failed late). Otherwise, and once a second, every process is
+/// read.
+pid_t skippable_pids(const finished_run& run) {
+  if (!run.created_before)
+    return 0;
+  const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  const std::int64_t last = last_full_scan_ns.load(std::memory_order_relaxed);
+  if (now_ns - last >= std::chrono::nanoseconds(full_scan_every).count()) {
+    last_full_scan_ns.store(now_ns, std::memory_order_relaxed);
+    return 0;
+  }
+  // "0.52 1.65 3.47 7/118 11076": the tasks that exist (threads included), the last pid handed
+  // out in this PID namespace.
+  const std::string load = read_proc_file("/proc/loadavg");
+  const auto slash = load.find('/');
+  if (slash == std::string::npos)
+    return 0;
+  char* end = nullptr;
+  const unsigned long long tasks = std::strtoull(load.c_str() + slash + 1, &end, 10);
+  const unsigned long long last_pid = std::strtoull(end, nullptr, 10);
+  const auto pid_max = number_after(read_proc_file("/proc/sys/kernel/pid_max"), "").value_or(0);
+  const auto created = processes_created();
+  if (tasks == 0 || last_pid < static_cast<unsigned long long>(run.leader) || !created ||
+      *created < *run.created_before || pid_max <= reserved_pids)
+    return 0;
+  const std::uint64_t since = *created - *run.created_before;
+  if (2 * (since + tasks) >= pid_max - reserved_pids)
+    return 0;
+  return run.leader;
 }
 
 /// The processes below `root` in the tree `all` describes (root excluded).
@@ -264,15 +324,19 @@ bool carries_run_token(pid_t pid, const std::string& token) {
   return false;
 }
 
+std::optional<std::uint64_t> processes_created() {
+  return number_after(read_proc_file("/proc/stat"), "\nprocesses ");
+}
+
 std::vector<pid_t> reap_leftovers(const finished_run& run) {
   const pid_t self = ::getpid();
   const bool tree_holds_all = become_subreaper();
   std::vector<pid_t> found;
   std::unordered_map<pid_t, std::uint64_t> killed; // pid -> start time
-  std::vector<process_entry> snapshot = list_processes();
+  std::vector<process_entry> snapshot = list_processes(skippable_pids(run));
   for (int round = 0; round < max_kill_rounds; ++round) {
     if (round > 0)
-      snapshot = list_processes();
+      snapshot = list_processes(skippable_pids(run));
     // As subreaper every descendant, orphaned or not, stays in our tree: only it is searched (and
     // only its environments read). Without it, orphans went to init: search everything.
     const std::vector<process_entry> candidates =
@@ -299,7 +363,7 @@ std::vector<pid_t> reap_leftovers(const finished_run& run) {
   }
   if (!killed.empty()) {
     await_deaths(std::move(killed));
-    snapshot = list_processes();
+    snapshot = list_processes(skippable_pids(run));
   }
   reap_reparented_zombies(snapshot);
   return found;

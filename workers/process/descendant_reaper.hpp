@@ -6,7 +6,9 @@
 /// several lanes' runs, each on its own thread, are told apart. child_process uses this; other
 /// code rarely needs it.
 
+#include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -30,12 +32,19 @@ std::string run_token_value(const std::string& token);
 /// True when /proc/<pid>/environ holds `token` in RPL_RUN_TOKEN's list. False when unreadable.
 bool carries_run_token(pid_t pid, const std::string& token);
 
+/// How many processes (and threads) the system has created since boot: the `processes` line of
+/// /proc/stat, or nullopt when unreadable. Read just before a run is spawned, it lets
+/// reap_leftovers() look only at processes younger than the run (see the README).
+std::optional<std::uint64_t> processes_created();
+
 /// A run whose leader has exited (and is not reaped yet: its pid, which is also its process
 /// group's id, cannot be reused while the leftovers are sought).
 struct finished_run {
   pid_t leader = -1;            ///< the run's own process, reaped by its owner, never here
   std::string token;            ///< its RPL_RUN_TOKEN
   bool group_signalled = false; ///< its group was already killed: members left in it do not count
+  /// processes_created() just before the leader was spawned; nullopt: every process is searched.
+  std::optional<std::uint64_t> created_before;
 };
 
 /// Kills (SIGKILL) every live process of the run other than its leader: those carrying its token
