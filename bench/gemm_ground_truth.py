@@ -100,6 +100,19 @@ def pipeline_line(name, wall, doc):
           f"{doc['wall_s']:.1f} s; compile bound {p.get('compile_bound_s', 0):.1f} s "
           f"({doc['compile_workers']} workers), lane bound {p.get('lane_bound_s', 0):.1f} s, "
           f"wall/bound {p.get('bound_ratio', 0):.2f}; lanes: {lanes}")
+    # Where each lane's busy time went: the timed launches themselves (samples x mean) vs the rest
+    # (load, upload, checked launch, warm-ups, transport, NVML reads). The final round is not here.
+    per_lane = {}
+    for c in cands:
+        if c.get("stats") and c.get("lane"):
+            d = per_lane.setdefault(c["lane"], [0, 0.0, 0])
+            d[0] += 1
+            d[1] += c["stats"]["n"] * c["stats"]["mean_ns"] / 1e9
+            d[2] += c["stats"]["n"]
+    if per_lane:
+        print(f"  {name}: sweep per lane: " + ", ".join(
+            f"{lane} {d[0]} cand, timed launches {d[1]:.1f} s ({d[2] / d[0]:.0f} samples/cand)"
+            for lane, d in sorted(per_lane.items())))
     print(f"  {name}: sampling {states}; clocks read for {len(clocks)}, throttled {throttled}"
           + (f", SM MHz after: min {mhz[0]} median {mhz[len(mhz) // 2]} max {mhz[-1]}" if mhz else ""),
           flush=True)

@@ -6,7 +6,8 @@
 #   MODE=one   (default) Kernel Tuner's brute force over examples/cuda/space.json, then $REPEAT
 #              sweeps of rocm-perf autotune with the kernel lane and the ground truth
 #              (bench/gemm_ground_truth.py: Spearman, winner gap, tie set, pipeline, clocks).
-#   MODE=scale the same space with --devices 0 and then --devices all (one lane per GPU), with
+#   MODE=scale the same space with --devices 0 and then --devices all (one lane per GPU), $REPEAT
+#              pairs, alternating, with
 #              $EXTRA (default "--min-time 0.1": long enough per candidate that the lanes, not the
 #              compile pool, bound the sweep), no ground truth: candidates per second and each
 #              lane's busy fraction.
@@ -40,9 +41,26 @@ if [[ $MODE == one ]]; then
   echo "== rocm-perf autotune, $LANES lane(s), $REPEAT sweeps, $WORKERS compile workers =="
   truth --lanes "$LANES" --repeat "$REPEAT" --out "$OUT/truth"
 else
-  echo "== scaling: --devices 0, then --devices all ($EXTRA) =="
-  truth --lanes kernel --devices 0 --no-truth --out "$OUT/one" --extra "$EXTRA"
-  truth --lanes kernel --devices all --no-truth --out "$OUT/all" --extra "$EXTRA"
+  echo "== scaling: --devices 0, then --devices all ($EXTRA), alternating, $REPEAT pairs =="
+  for ((i = 1; i <= REPEAT; i++)); do
+    truth --lanes kernel --devices 0 --no-truth --out "$OUT/one-$i" --extra "$EXTRA"
+    truth --lanes kernel --devices all --no-truth --out "$OUT/all-$i" --extra "$EXTRA"
+  done
+  python3 - "$OUT" "$REPEAT" <<'PY' || status=1
+import json, statistics, sys
+out, repeat = sys.argv[1], int(sys.argv[2])
+rate = {}
+for kind in ("one", "all"):
+    rate[kind] = []
+    for i in range(1, repeat + 1):
+        doc = json.load(open(f"{out}/{kind}-{i}/kernel-0.json"))
+        rate[kind].append(len(doc["candidates"]) / doc["wall_s"])
+ratios = [a / o for a, o in zip(rate["all"], rate["one"])]
+print("scaling: candidates/s one GPU " + " ".join(f"{r:.2f}" for r in rate["one"])
+      + "; all GPUs " + " ".join(f"{r:.2f}" for r in rate["all"]))
+print(f"scaling: ratio per pair " + " ".join(f"{r:.2f}" for r in ratios)
+      + f"; ratio of medians {statistics.median(rate['all']) / statistics.median(rate['one']):.2f}")
+PY
 fi
 if [[ ${KEEP:-0} != 1 ]]; then
   find "$OUT" -name '*.db.artifacts' -type d -prune -exec rm -rf {} +

@@ -105,9 +105,10 @@ struct finalist_result {
   bool tied = false;
 };
 
-/// The honest winner: finalists re-measured interleaved (A B C A B C ...) on one lane.
+/// The honest winner: finalists re-measured interleaved (A B C, B C A, ...), each round whole on
+/// one lane; with several lanes the rounds are dealt out to them.
 struct final_round_result {
-  std::string lane;
+  std::string lane; ///< the lanes that ran rounds, comma-separated (e.g. "gpu0,gpu1")
   std::uint32_t rounds = 0;
   double confidence = 0.95;
   double noise_target = 0.0;

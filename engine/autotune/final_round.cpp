@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -37,7 +38,7 @@ finalist_result to_result(const stages::finalist_comparison& c) {
 } // namespace
 
 std::optional<final_round_result>
-run_final_round(lane_worker& lane,
+run_final_round(const std::vector<lane_worker*>& lanes,
                 const std::vector<autotune_session::measured_candidate>& measured,
                 const final_round_settings& settings,
                 const std::atomic<bool>& stop,
@@ -57,25 +58,40 @@ run_final_round(lane_worker& lane,
                                 : "final round off (--finalists < 2 or --final-rounds 0)";
     return std::nullopt;
   }
+  std::string lane_names;
+  for (const lane_worker* lane : lanes)
+    lane_names += (lane_names.empty() ? "" : ",") + lane->name();
   spdlog::info("final round: {} finalists x {} rounds, interleaved on {}", finalists.size(),
-               settings.rounds, lane.name());
+               settings.rounds, lane_names);
+  // Each round's slot is written by the one lane that runs it; a missed round stays NaN.
   std::vector<stages::keyed_samples> rounds(finalists.size());
   for (std::size_t f = 0; f < finalists.size(); ++f) {
     rounds[f].key = finalists[f];
+    rounds[f].samples_ns.assign(settings.rounds, std::numeric_limits<double>::quiet_NaN());
   }
-  for (std::uint32_t r = 0; r < settings.rounds && !stop; ++r) {
-    for (std::size_t i = 0; i < finalists.size(); ++i) {
-      const std::size_t f = (i + r) % finalists.size();
-      auto request = by_key.at(finalists[f])->request;
-      request.fixed_count = true;
-      request.runs = settings.runs_per_round;
-      request.warmup = r == 0 ? request.warmup : 0;
-      const auto result = lane.measure_now(request);
-      // A failed round is a missed round for that finalist (the comparison skips it).
-      rounds[f].samples_ns.push_back(result.status == messages::measure_status::ok
-                                         ? median_of(result.samples_ns)
-                                         : std::numeric_limits<double>::quiet_NaN());
+  const std::size_t lane_count = std::max<std::size_t>(lanes.size(), 1);
+  auto run_rounds = [&](std::size_t k) {
+    lane_worker& lane = *lanes[k];
+    for (std::uint32_t r = static_cast<std::uint32_t>(k); r < settings.rounds && !stop;
+         r += static_cast<std::uint32_t>(lane_count)) {
+      for (std::size_t i = 0; i < finalists.size(); ++i) {
+        const std::size_t f = (i + r) % finalists.size();
+        auto request = by_key.at(finalists[f])->request;
+        request.fixed_count = true;
+        request.runs = settings.runs_per_round;
+        request.warmup = r < lane_count ? request.warmup : 0; // each lane's first round warms up
+        const auto result = lane.measure_now(request);
+        // A failed round is a missed round for that finalist (the comparison skips it).
+        if (result.status == messages::measure_status::ok)
+          rounds[f].samples_ns[r] = median_of(result.samples_ns);
+      }
     }
+  };
+  {
+    std::vector<std::jthread> others;
+    for (std::size_t k = 1; k < lanes.size(); ++k)
+      others.emplace_back(run_rounds, k);
+    run_rounds(0);
   }
   if (stop) {
     note = "interrupted before the final round finished";
@@ -83,7 +99,7 @@ run_final_round(lane_worker& lane,
   }
   const auto decision = stages::decide_winner(rounds, config);
   final_round_result out;
-  out.lane = lane.name();
+  out.lane = lane_names;
   out.rounds = settings.rounds;
   out.confidence = config.confidence;
   out.noise_target = settings.noise_target;

@@ -1,8 +1,10 @@
 #pragma once
 /// The honest winner: the sweep's finalists (stages/search/finalists.hpp) are re-measured
-/// interleaved on one lane, round after round (A B C, B C A, ...: the order rotates so that no
-/// finalist always runs first), and a paired comparison of the rounds decides the winner and the
-/// tie set of finalists the noise cannot separate from it.
+/// interleaved, round after round (A B C, B C A, ...: the order rotates so that no finalist always
+/// runs first), and a paired comparison of the rounds decides the winner and the tie set of
+/// finalists the noise cannot separate from it. Every round runs whole on one lane, so each pair
+/// is measured on one device; with several lanes the rounds are dealt out to them (round r on lane
+/// r mod L) and run at the same time, so that a second GPU halves the final round too.
 
 #include <atomic>
 #include <optional>
@@ -24,7 +26,7 @@ struct final_round_settings {
 
 /// nullopt, with `note` saying why, when fewer than two finalists exist or the run is stopping.
 std::optional<final_round_result>
-run_final_round(lane_worker& lane,
+run_final_round(const std::vector<lane_worker*>& lanes,
                 const std::vector<autotune_session::measured_candidate>& measured,
                 const final_round_settings& settings,
                 const std::atomic<bool>& stop,

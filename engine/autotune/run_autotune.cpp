@@ -381,9 +381,14 @@ autotune_result run_autotune(const autotune_options& options,
     } else {
       // A stop during the final round ends it after the measurement in progress, or abandons
       // that measurement after the grace period.
-      auto* lane = lanes.front().get();
-      stop_watchdog watchdog(stop, grace, [lane] { lane->abandon(); });
-      final_round = run_final_round(*lane, session.measured(), settings, stop, winner_note);
+      std::vector<lane_worker*> final_lanes;
+      for (const auto& lane : lanes)
+        final_lanes.push_back(lane.get());
+      stop_watchdog watchdog(stop, grace, [&final_lanes] {
+        for (lane_worker* lane : final_lanes)
+          lane->abandon();
+      });
+      final_round = run_final_round(final_lanes, session.measured(), settings, stop, winner_note);
     }
     if (final_round && !stored) {
       try {

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -55,6 +56,8 @@ void setup_logging(bool quiet) {
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   spdlog::set_default_logger(logger);
   spdlog::set_level(quiet ? spdlog::level::warn : spdlog::level::info);
+  // SPDLOG_LEVEL=debug (or e.g. "info,rocm-perf=debug") overrides, for diagnosing a run.
+  spdlog::cfg::load_env_levels();
 }
 
 } // namespace rpl::engine::commands

@@ -4,6 +4,8 @@
 #include <system_error>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include "messages/codec.hpp"
 #include "workers/process/child_process.hpp"
 #include "workers/process/exit_description.hpp"
@@ -250,6 +252,10 @@ void kernel_lane::take_reply(const messages::kernel_lane_request& request,
   result.sampling = reply.sampling_state;
   result.noise = reply.noise;
   result.noisy = reply.noisy;
+  spdlog::debug("{}: {} setup {:.1f} ms, sampling {:.1f} ms, {} samples, {} warm-ups",
+                options_.name, request.candidate_key, static_cast<double>(reply.setup_ns) / 1e6,
+                static_cast<double>(reply.sampling_ns) / 1e6, reply.samples_ns.size(),
+                reply.warmup_launches);
   if (reply.status != kernel_lane_status::ok)
     result.reason = std::string(messages::to_string(reply.status)) + ": " + reply.reason;
   if (reply.lane_exiting) {
