@@ -3,8 +3,9 @@
 /// interleaved, round after round (A B C, B C A, ...: the order rotates so that no finalist always
 /// runs first), and a paired comparison of the rounds decides the winner and the tie set of
 /// finalists the noise cannot separate from it. Every round runs whole on one lane, so each pair
-/// is measured on one device; with several lanes the rounds are dealt out to them (round r on lane
-/// r mod L) and run at the same time, so that a second GPU halves the final round too.
+/// is measured on one device; with several lanes (the caller passes those of one device model) the
+/// rounds are dealt out to them (round r on lane r mod L) and run at the same time, so that a
+/// second GPU halves the final round too.
 
 #include <atomic>
 #include <optional>

@@ -381,9 +381,13 @@ autotune_result run_autotune(const autotune_options& options,
     } else {
       // A stop during the final round ends it after the measurement in progress, or abandons
       // that measurement after the grace period.
+      // Candidates are compared within one device model: the rounds go to the lanes whose GPU
+      // is the first lane's model (each round whole on one device, so each pair is too).
       std::vector<lane_worker*> final_lanes;
+      const std::string model = lanes.front()->activity().device_model;
       for (const auto& lane : lanes)
-        final_lanes.push_back(lane.get());
+        if (lane->activity().device_model == model)
+          final_lanes.push_back(lane.get());
       stop_watchdog watchdog(stop, grace, [&final_lanes] {
         for (lane_worker* lane : final_lanes)
           lane->abandon();

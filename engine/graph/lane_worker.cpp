@@ -97,6 +97,7 @@ lane_activity lane_worker::activity() const {
   a.measurements = state_->measurements;
   a.busy = state_->busy;
   a.window = state_->first_start ? state_->last_end - *state_->first_start : clock::duration{};
+  a.device_model = state_->device_model;
   return a;
 }
 
@@ -132,6 +133,8 @@ void lane_worker::loop(const std::shared_ptr<state>& s) {
       ++s->measurements;
       s->last_end = clock::now();
       s->busy += s->last_end - started;
+      if (!next.candidate->measure.device_model.empty())
+        s->device_model = next.candidate->measure.device_model;
       if (!s->first_start) {
         s->first_start = started;
       }

@@ -27,6 +27,7 @@ struct lane_activity {
   std::size_t measurements = 0;
   std::chrono::nanoseconds busy{0};
   std::chrono::nanoseconds window{0};
+  std::string device_model; ///< the model its last measurement reported; empty for CPU lanes
   double busy_fraction() const {
     return window.count() > 0 ? static_cast<double>(busy.count()) / window.count() : 0.0;
   }
@@ -83,6 +84,7 @@ private:
     clock::duration busy{};
     std::optional<clock::time_point> first_start;
     clock::time_point last_end{};
+    std::string device_model;
   };
   static void loop(const std::shared_ptr<state>& s);
 
