@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include <spdlog/spdlog.h>
 #include <stdlib.h>
 
 #include "engine/commands/command.hpp"
@@ -122,6 +123,15 @@ workers::recorded_run record_run(workers::trace_recorder& recorder,
                                  bool keep_partial = false) {
   auto recorded = recorder.record(options.app, folder, run);
   const std::string what = "run " + std::to_string(run) + ": " + recorded.reason;
+  if (!recorded.leftovers.empty()) {
+    std::string pids;
+    for (const pid_t pid : recorded.leftovers)
+      pids += (pids.empty() ? "" : ", ") + std::to_string(pid);
+    spdlog::warn(
+        "run {}: the application left {} process(es) running (pid {}), killed when the run "
+        "ended; they may have shared the GPU with what was traced",
+        run, recorded.leftovers.size(), pids);
+  }
   if (recorded.status == workers::record_status::run_failed) {
     if (keep_partial && !recorded.databases.empty()) {
       return recorded;

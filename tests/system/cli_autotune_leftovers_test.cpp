@@ -122,5 +122,35 @@ TEST(cli_autotune_leftovers, a_daemonizing_candidate_leaves_no_process_behind_an
   }
 }
 
+TEST(cli_profile_leftovers, profile_kills_what_the_application_left_running_and_warns) {
+  temp_dir dir;
+  const std::string marker = "RPL_LEFTOVER_TEST=" + dir.path().filename().string();
+  const std::string script = "export " + marker + "; F=" + dir.path().string() +
+                             "/daemon; (setsid sh -c \"echo \\$\\$ > $F; exec sleep 300\" &); "
+                             "while [ ! -s $F ]; do sleep 0.01; done";
+  workers::child_options options;
+  options.argv = {rpl::testing::rocm_perf.string(),
+                  "profile",
+                  "--no-rocprof",
+                  "--runs",
+                  "1",
+                  "--",
+                  "sh",
+                  "-c",
+                  script};
+  options.max_output_bytes = 16 << 20;
+  options.reap_descendants = false; // as above: this test must see what rocm-perf leaves
+  const auto out = workers::run_child(options, 2min);
+  const auto survivors = processes_with(marker);
+  for (const pid_t pid : survivors) {
+    ::kill(pid, SIGKILL);
+  }
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_EQ(survivors, std::vector<pid_t>{}) << "the application's daemon outlived the profile";
+  EXPECT_NE(out.output.find("run 1: the application left 1 process(es) running (pid "),
+            std::string::npos)
+      << out.output;
+}
+
 } // namespace
 } // namespace rpl

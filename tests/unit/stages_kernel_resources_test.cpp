@@ -64,7 +64,8 @@ TEST(stages_kernel_resources, rocpd_factory_adds_agprs_on_top_and_takes_the_larg
 }
 
 TEST(stages_kernel_resources, both_amd_sources_give_the_same_footprint) {
-  const amd_limits& gfx90a = *load_arch("gfx90a").amd;
+  const auto arch = load_arch("gfx90a"); // kept: a reference into a temporary would dangle
+  const amd_limits& gfx90a = *arch.amd;
   // 37 arch VGPRs align to 40, then 40 AGPRs: hipcc writes .vgpr_count 80.
   EXPECT_EQ(
       vgpr_footprint(gfx90a, kernel_resources::from_code_object(code_object_kernel(80, 40), 256)),

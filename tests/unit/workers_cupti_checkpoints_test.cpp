@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -97,11 +98,17 @@ TEST_F(workers_cupti_checkpoints, abort_gets_a_last_write_then_dies_of_sigabrt) 
 }
 
 TEST_F(workers_cupti_checkpoints, a_segfault_on_another_thread_gets_a_last_write) {
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan installs a SIGSEGV handler of its own, so the tracer rightly chains to it ("handled")
+  // instead of ending the process: the path the_programs_own_handler_... covers.
+  GTEST_SKIP() << "under AddressSanitizer, whose SIGSEGV handler the tracer chains to";
+#endif
   EXPECT_EXIT(
       {
         start_logging(log_, 0ms);
         std::thread crasher([] {
-          volatile int* nowhere = nullptr;
+          // An unmapped page, not nullptr: UBSan would stop a null store before it faults.
+          volatile int* nowhere = reinterpret_cast<volatile int*>(std::uintptr_t{64});
           *nowhere = 1;
         });
         crasher.join();
