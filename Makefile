@@ -1,5 +1,6 @@
 # rocm-perf-lab: the two targets users type are `make demo` and `make test`.
-# The others (deps, build, bench, format, clean) are the steps those two are made of.
+# The others (deps, build, bench, format, clean) are the steps those two are made of; test-asan,
+# test-tsan and fuzz-replay are CI's further checks (.ci/run), and fuzz runs the fuzzers by hand.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -41,13 +42,12 @@ test: build
 	$(CTEST) --test-dir $(BUILD_DIR) --output-on-failure -j2 --timeout 300
 
 # The sanitizer builds (.ci/run runs both after `make test`). Their presets (CMakePresets.json:
-# asan, tsan) build only what the unit and integration tests need: the tests of those two labels,
-# rocm-perf (the tests start it as a worker) and the fake tools; no system or gpu tests, no
-# benchmarks, no CUDA backend. The system tests run the same code as the integration tests through
-# the CLI, and under a sanitizer they would add about 5 minutes of build to CI's 45 on 2 cores
-# (tests/sanitizers/README.md has the measured times). ASan+UBSan is a Debug build and stops at the
-# first finding (UBSan too: -fno-sanitize-recover); TSan reads tests/sanitizers/tsan.supp, where
-# every suppression states why it is there.
+# asan, tsan) build only what the unit and integration tests need: those tests, rocm-perf (started
+# as a worker) and the fake tools; no system or gpu tests, no benchmarks, no CUDA backend, and -g1
+# (line tables) for debug information. That keeps CI within 45 minutes on 2 cores with a cold
+# ccache; tests/sanitizers/README.md has the measured times. ASan+UBSan is a Debug build and stops
+# at the first finding (UBSan too: -fno-sanitize-recover); TSan reads tests/sanitizers/tsan.supp,
+# where every suppression says why it is there.
 test-asan: deps
 	$(CMAKE) --preset asan
 	$(CMAKE) --build --preset asan -j$(JOBS)
