@@ -213,8 +213,10 @@ candidate_ptr autotune_session::make_candidate(std::size_t index) {
     if (it->second.status == "ok" && !it->second.artifact_hash.empty()) {
       c->artifact_hash = it->second.artifact_hash;
       c->artifact_path = artifacts_->dir() / it->second.artifact_hash;
-      measured_.push_back({c->key, c->params, store_->samples(run_id_, c->key), measure_request(*c),
-                           it->second.noisy});
+      measured_candidate done{c->key, c->params, store_->samples(run_id_, c->key),
+                              measure_request(*c), it->second.noisy};
+      const std::lock_guard lock(measured_mutex_);
+      measured_.push_back(std::move(done));
     }
     inputs_.strategy->observe(
         stored_observation(index, inputs_.space.configurations[index], it->second));
@@ -323,8 +325,10 @@ void autotune_session::record(candidate_state& c) {
     }
   }
   if (c.verdict.decision != messages::verdict_kind::invalid) {
-    measured_.push_back(
-        {c.key, c.params, c.measure.samples_ns, measure_request(c), c.measure.noisy});
+    measured_candidate done{c.key, c.params, c.measure.samples_ns, measure_request(c),
+                            c.measure.noisy};
+    const std::lock_guard lock(measured_mutex_);
+    measured_.push_back(std::move(done));
   }
   if (c.verdict.decision == messages::verdict_kind::faster) {
     stored_candidate row;

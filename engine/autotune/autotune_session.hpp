@@ -97,9 +97,12 @@ private:
   std::int64_t sum_compile_ns_ = 0;
   std::int64_t sum_run_ns_ = 0;
   std::chrono::steady_clock::time_point started_;
-  std::vector<measured_candidate> measured_; // store node only
-  std::atomic<bool> fatal_{false};           ///< the store cannot write: nothing more is stored
-  std::atomic<bool> failed_{false};          ///< the run failed (a store error or fail())
+  /// Appended by the store node and, for candidates done in an earlier session, by
+  /// next_candidate() in the feedback node, which may run beside it.
+  std::vector<measured_candidate> measured_; // guarded by measured_mutex_
+  std::mutex measured_mutex_;
+  std::atomic<bool> fatal_{false};  ///< the store cannot write: nothing more is stored
+  std::atomic<bool> failed_{false}; ///< the run failed (a store error or fail())
   mutable std::mutex failure_mutex_;
   std::string failure_; // guarded by failure_mutex_
 };

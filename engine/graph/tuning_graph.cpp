@@ -27,8 +27,13 @@ using gateway_node = flow::async_node<candidate_ptr, candidate_ptr>;
 using router_node =
     flow::multifunction_node<candidate_ptr, std::tuple<candidate_ptr, candidate_ptr>>;
 using stage_node = flow::function_node<candidate_ptr, candidate_ptr>;
-/// Port 0: the next candidate, back to the compile gateway (none when the search is done).
-using feedback_node = flow::multifunction_node<candidate_ptr, std::tuple<candidate_ptr>>;
+/// Port 0: the next candidate, back to the compile gateway (none when the search is done). Port 1:
+/// the finished candidate, to the store.
+using feedback_node =
+    flow::multifunction_node<candidate_ptr, std::tuple<candidate_ptr, candidate_ptr>>;
+/// Port 0: a null candidate, to the feedback node, when a write is done and a replacement waits
+/// for it.
+using store_node = flow::multifunction_node<candidate_ptr, std::tuple<candidate_ptr>>;
 
 /// Every candidate out in a slow service (a compile, a measurement) holds the graph's wait through
 /// an entry here. Whoever takes the entry first releases that wait: the service's reply, or a stop
@@ -236,40 +241,94 @@ struct tuning_graph::nodes {
                    }),
         store(g,
               flow::serial,
-              [&policy](const candidate_ptr& c) {
-                policy.record(*c);
-                return c;
+              [this](const candidate_ptr& c, store_node::output_ports_type& ports) {
+                policy_.record(*c);
+                bool owed = false;
+                {
+                  std::lock_guard lock(store_mutex);
+                  --unstored;
+                  if (replacements_owed > 0) {
+                    --replacements_owed;
+                    owed = true;
+                  }
+                }
+                if (owed) {
+                  std::get<0>(ports).try_put(nullptr); // the feedback node starts it now
+                }
               }),
         feedback(g,
                  flow::serial,
                  [this](const candidate_ptr& c, feedback_node::output_ports_type& ports) {
-                   // The strategy sees every result; one new candidate starts per finished one.
-                   candidate_ptr next;
-                   try {
-                     policy_.observe(*c);
-                     next = policy_.next_candidate();
-                   } catch (const std::exception& error) {
-                     spdlog::error("strategy: {}", error.what());
+                   // A null candidate comes from the store: a write is done, start the
+                   // replacement held back for it.
+                   if (c) {
+                     // The strategy sees every result; one new candidate starts per finished
+                     // one (now, or once a write is done, see below).
+                     bool observed = true;
+                     try {
+                       policy_.observe(*c);
+                     } catch (const std::exception& error) {
+                       spdlog::error("strategy: {}", error.what());
+                       observed = false; // as when the search is done: nothing replaces it
+                     }
+                     // Every candidate that gets here is stored. Its replacement starts before
+                     // that write, so that the SQLite commit overlaps the next compile instead
+                     // of delaying it; but only while no other finished candidate waits for its
+                     // write. Otherwise the replacement waits for a write to be done, so at
+                     // most one finished candidate is ever unstored beyond the work in flight.
+                     bool owed = false;
+                     {
+                       std::lock_guard lock(store_mutex);
+                       if (observed && unstored > 0) {
+                         ++replacements_owed;
+                         owed = true;
+                       }
+                       ++unstored;
+                     }
+                     const candidate_ptr next = observed && !owed ? next_candidate() : nullptr;
+                     // The next candidate is put last: a thread runs the task it spawned last
+                     // first, so its compile is submitted before this write starts.
+                     std::get<1>(ports).try_put(c);
+                     if (!owed) {
+                       start_or_leave(next, ports);
+                     }
+                     return;
                    }
-                   if (next) {
-                     std::get<0>(ports).try_put(next); // replaces `c`: as many in the graph
-                   } else {
-                     left_graph();
-                   }
+                   start_or_leave(next_candidate(), ports);
                  }) {
     flow::make_edge(compile_gateway, lane_router);
     flow::make_edge(flow::output_port<0>(lane_router), lane_dispatch);
     flow::make_edge(flow::output_port<1>(lane_router), model);
     flow::make_edge(lane_dispatch, model);
     flow::make_edge(model, acceptance);
-    flow::make_edge(acceptance, store);
-    flow::make_edge(store, feedback);
+    flow::make_edge(acceptance, feedback);
     flow::make_edge(flow::output_port<0>(feedback), compile_gateway);
+    flow::make_edge(flow::output_port<1>(feedback), store);
+    flow::make_edge(flow::output_port<0>(store), feedback);
   }
 
   /// Runs beside run() until the graph is done: once the policy stops, drops what waits and
   /// gives what runs `grace`, then abandons it, and says so (stop_settled).
   void watch_for_stop(std::chrono::milliseconds grace);
+
+  /// The policy's next candidate (feedback node only), or nullptr when the search is done.
+  candidate_ptr next_candidate() {
+    try {
+      return policy_.next_candidate();
+    } catch (const std::exception& error) {
+      spdlog::error("strategy: {}", error.what());
+      return nullptr;
+    }
+  }
+
+  /// Starts `next` in the place of a finished candidate, or says that none took its place.
+  void start_or_leave(const candidate_ptr& next, feedback_node::output_ports_type& ports) {
+    if (next) {
+      std::get<0>(ports).try_put(next); // replaces the finished one: as many in the graph
+    } else {
+      left_graph();
+    }
+  }
 
   /// A candidate went through the feedback node and no new one took its place.
   void left_graph() {
@@ -301,7 +360,12 @@ struct tuning_graph::nodes {
   gateway_node lane_dispatch;
   stage_node model;
   stage_node acceptance;
-  stage_node store;
+  std::mutex store_mutex;
+  /// Finished candidates sent to the store whose write is not done yet (guarded by store_mutex).
+  std::size_t unstored = 0;
+  /// Finished candidates whose replacement waits for a write to be done (guarded by store_mutex).
+  std::size_t replacements_owed = 0;
+  store_node store;
   feedback_node feedback;
 };
 
@@ -387,11 +451,11 @@ void tuning_graph::run(std::size_t max_in_flight, std::chrono::milliseconds stop
     n.compile_gateway.try_put(c);
   }
   // This thread sleeps until the last candidate has left the graph (or a stop has settled) and
-  // only then joins wait_for_all(), which returns at once. A thread waiting inside
-  // wait_for_all() for the whole run spins (sched_yield) after every burst of graph work, and on
-  // a machine with few cores that takes the CPU from the processes being measured. The graph's
-  // tasks run on TBB's worker threads meanwhile; with no worker thread to run them (one CPU),
-  // this thread waits inside wait_for_all() as before.
+  // only then joins wait_for_all(), which returns once the last store write is done. A thread
+  // waiting inside wait_for_all() for the whole run spins (sched_yield) after every burst of graph
+  // work, and on a machine with few cores that takes the CPU from the processes being measured. The
+  // graph's tasks run on TBB's worker threads meanwhile; with no worker thread to run them (one
+  // CPU), this thread waits inside wait_for_all() as before.
   if (tbb::this_task_arena::max_concurrency() > 1) {
     std::unique_lock lock(n.finished_mutex);
     // The periodic look catches a graph cancelled by an exception in a node body: its candidates

@@ -1,14 +1,19 @@
 #pragma once
 /// The tuning flow graph (oneTBB), with every edge explicit:
 ///
-///   compile gateway ─▶ lane router ─┬─▶ lane dispatch ─▶ model ─▶ acceptance ─▶ store ─▶ feedback
-///   (async_node)       (serial)     └──(build failed)──▶ model                            │
-///        ▲                                                                                 │
-///        └────────────────────────── next candidate ───────────────────────────────────────┘
+///   compile gateway ─▶ lane router ─┬─▶ lane dispatch ─▶ model ─▶ acceptance ─▶ feedback ─▶ store
+///   (async_node)       (serial)     └──(build failed)──▶ model                      │
+///        ▲                                                                           │
+///        └────────────────────────── next candidate ─────────────────────────────────┘
 ///
 /// Slow work (compiles, measurements) enters only through async_nodes, so no TBB worker thread
 /// blocks on a process or a socket. The graph is seeded with at most `max_in_flight` candidates and
 /// the feedback node starts one new candidate per finished one, which bounds the work in flight.
+/// It starts it before the finished one is stored, so the store's write overlaps the next compile
+/// rather than delaying it, unless another finished candidate still waits for its write (then the
+/// replacement starts once a write is done): at most one candidate beyond `max_in_flight` is
+/// unstored at any time. Every candidate that reaches the feedback node is stored, and run()
+/// returns only after the last write.
 ///
 /// Stopping (tuning_policy::stopping()) is bounded: candidates waiting for a compile reply or for a
 /// lane are dropped at once (not recorded, so a resumed run makes them again), measurements already

@@ -26,7 +26,9 @@ public:
   virtual messages::measure_request measure_request(const candidate_state& c) const = 0;
   /// Decides the verdict against the incumbent (acceptance node: serial).
   virtual void judge(candidate_state& c) = 0;
-  /// Writes the finished candidate and reports progress (store node: serial).
+  /// Writes the finished candidate and reports progress (store node: serial). The feedback node
+  /// has already given it to observe() and asked for the next candidate, so this may run beside
+  /// the feedback node's next call (for another candidate).
   virtual void record(candidate_state& c) = 0;
   /// Gives the candidate's result to the search strategy (feedback node: serial).
   virtual void observe(const candidate_state& c) = 0;

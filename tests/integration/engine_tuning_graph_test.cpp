@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -94,7 +95,11 @@ public:
     c->space_index = next_;
     c->key = "k" + std::to_string(next_++);
     c->build_argv = {"fake-cc", fail_build_.count(c->space_index) != 0 ? "--fail" : "--ok"};
-    max_out_ = std::max(max_out_, ++out_);
+    {
+      // The store node may record another candidate meanwhile.
+      std::lock_guard lock(mutex_);
+      max_out_ = std::max(max_out_, ++out_);
+    }
     return c;
   }
   messages::compile_request compile_request(const candidate_state& c) const override {
@@ -120,6 +125,7 @@ public:
     }
   }
   void record(candidate_state& c) override {
+    std::this_thread::sleep_for(record_delay_);
     std::lock_guard lock(mutex_);
     recorded_[c.key] = c;
     --out_;
@@ -133,6 +139,7 @@ public:
   bool stopping() const override { return stop_; }
 
   std::atomic<bool> stop_{false};
+  std::chrono::milliseconds record_delay_{0}; ///< a slow store
 
   std::size_t n_;
   std::set<std::size_t> fail_build_;
@@ -185,7 +192,9 @@ TEST(engine_tuning_graph, every_candidate_is_recorded_once_and_failed_builds_ski
   }
   EXPECT_EQ(policy.recorded_.size(), n);
   EXPECT_EQ(policy.observed_.size(), n);
-  EXPECT_LE(policy.max_out_, 6u);
+  // 6 in flight, plus at most one finished candidate waiting for its write (its replacement
+  // starts before the write, so that the write overlaps the next compile).
+  EXPECT_LE(policy.max_out_, 6u + 1);
   EXPECT_EQ(compiler.submitted(), n);
   // 37 builds succeeded and were measured, spread over both lanes; the 3 failures never ran.
   EXPECT_EQ(fakes[0]->calls() + fakes[1]->calls(), n - 3);
@@ -199,6 +208,25 @@ TEST(engine_tuning_graph, every_candidate_is_recorded_once_and_failed_builds_ski
   ASSERT_TRUE(policy.best_.has_value());
   EXPECT_EQ(policy.best_->key, "k0");
   EXPECT_NEAR(policy.recorded_.at("k0").stats.median, 1e6, 1.0);
+}
+
+TEST(engine_tuning_graph, a_slow_store_holds_replacements_back_and_records_every_candidate) {
+  // Writes slower than compiles and measurements: a finished candidate's replacement starts
+  // before its write only while no other write waits, so finished work cannot pile up.
+  const std::size_t n = 30;
+  recording_policy policy(n, {});
+  policy.record_delay_ = std::chrono::milliseconds(3);
+  fake_compile_service compiler(fake_build);
+  std::vector<std::unique_ptr<lane_worker>> lanes;
+  lanes.push_back(std::make_unique<lane_worker>(make_fake_lane("fake0", medians_for(n)), -1));
+  {
+    tuning_graph graph(policy, compiler, lanes);
+    graph.run(4);
+  }
+  EXPECT_EQ(policy.recorded_.size(), n);
+  EXPECT_EQ(policy.observed_.size(), n);
+  EXPECT_EQ(compiler.submitted(), n);
+  EXPECT_LE(policy.max_out_, 4u + 1);
 }
 
 TEST(engine_tuning_graph, a_lane_that_throws_makes_the_candidate_invalid_not_the_graph_fail) {
@@ -283,7 +311,9 @@ TEST(engine_tuning_graph, a_stop_lets_the_running_measurement_finish_and_drops_t
   recording_policy policy(6, {});
   fake_compile_service compiler;
   auto lane = make_fake_lane("fake0", medians_for(6));
-  lane->sleep_for(std::chrono::milliseconds(300));
+  // Long enough for the graph to see the stop and drop the queue while the first measurement
+  // runs, also under TSan on a loaded machine (300 ms was not: a second measurement started).
+  lane->sleep_for(std::chrono::milliseconds(1500));
   auto* fake = lane.get();
   std::vector<std::unique_ptr<lane_worker>> lanes;
   lanes.push_back(std::make_unique<lane_worker>(std::move(lane), -1));

@@ -449,13 +449,17 @@ void compile_job_handler::remove_dir(std::uint64_t job_id, const fs::path& dir) 
   if (spare_dir_.empty()) {
     // What the job wrote goes; the directory (still ours, mode 0700) serves the next job.
     bool emptied = true;
+    bool found = false;
     for (fs::directory_iterator entry(dir, error), end; !error && entry != end;
          entry.increment(error)) {
+      found = true;
       std::error_code removed;
       fs::remove_all(entry->path(), removed);
       emptied = emptied && !removed;
     }
-    if (!error && emptied && fs::is_empty(dir, error) && !error) {
+    // Read once more only when something was removed: a job that wrote nothing (a check, a
+    // failed start) leaves nothing to look for.
+    if (!error && emptied && (!found || (fs::is_empty(dir, error) && !error))) {
       spare_dir_ = dir;
       return;
     }
