@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <spdlog/spdlog.h>
 
+#include "workers/process/descendant_reaper.hpp"
 #include "workers/process/exit_description.hpp"
 
 namespace rpl::engine {
@@ -46,6 +47,9 @@ pid_t local_workers::spawn_one() {
   }
   argv.push_back(nullptr);
   const pid_t parent = getpid();
+  // Registered as a child that its owner waits for, so the run reaper neither reaps it nor takes
+  // it for a run's orphan (held across fork: the child only execs).
+  const auto registry = workers::lock_direct_children();
   const pid_t pid = fork();
   if (pid < 0) {
     throw std::runtime_error("cannot start a local compile worker: fork failed");
@@ -67,6 +71,7 @@ pid_t local_workers::spawn_one() {
     execv(argv[0], argv.data());
     _exit(127);
   }
+  workers::add_direct_child(pid, registry);
   return pid;
 }
 
@@ -85,6 +90,7 @@ void local_workers::supervise() {
     if (waitpid(pid, &status, WNOHANG) != pid) {
       continue;
     }
+    workers::remove_direct_child(pid);
     const std::string how = workers::describe_wait_status(status);
     if (restarts_ >= config_.max_restarts) {
       spdlog::error("local compile worker {} {}; restart budget ({}) spent", pid, how,
@@ -116,12 +122,14 @@ void local_workers::stop(std::chrono::milliseconds grace) {
       int status = 0;
       const pid_t got = waitpid(pid, &status, WNOHANG);
       if (got == pid || got < 0) {
+        workers::remove_direct_child(pid);
         pid = -1;
         break;
       }
       if (std::chrono::steady_clock::now() > deadline) {
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
+        workers::remove_direct_child(pid);
         pid = -1;
         break;
       }

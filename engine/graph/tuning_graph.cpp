@@ -23,9 +23,6 @@ namespace flow = tbb::flow;
 namespace {
 
 using gateway_node = flow::async_node<candidate_ptr, candidate_ptr>;
-/// Port 0: compiled, to the lanes. Port 1: the build failed, straight to the model.
-using router_node =
-    flow::multifunction_node<candidate_ptr, std::tuple<candidate_ptr, candidate_ptr>>;
 using stage_node = flow::function_node<candidate_ptr, candidate_ptr>;
 /// Port 0: the next candidate, back to the compile gateway (none when the search is done). Port 1:
 /// the finished candidate, to the store.
@@ -131,63 +128,17 @@ private:
 using work_ptr = std::shared_ptr<outstanding_work>;
 using stage = outstanding_work::stage;
 
-/// Sends a candidate to the compile service; the reply re-enters the graph through the gateway.
-struct compile_gateway_body {
-  tuning_policy* policy;
-  compile_service* compiler;
-  work_ptr work;
-  void operator()(const candidate_ptr& c, gateway_node::gateway_type& gw) const {
-    const auto id = work->open(stage::compile, c, gw);
-    if (!id) {
-      return;
-    }
-    try {
-      compiler->submit(policy->compile_request(*c), [policy = policy, c, work = work, id = *id](
-                                                        const messages::compile_reply& reply) {
-        auto* taken = work->take(id);
-        if (taken == nullptr) {
-          return;
-        }
-        // After a stop a compile reply goes no further: a worker_lost for a
-        // dropped queue is no result, and nothing new starts on a lane.
-        if (!policy->stopping()) {
-          policy->on_compiled(*c, reply);
-          taken->try_put(c);
-        }
-        taken->release_wait();
-      });
-    } catch (const std::exception& error) {
-      if (auto* taken = work->take(*id)) {
-        c->compile.status = messages::compile_status::internal_error;
-        c->compile.error = std::string("cannot submit the compile job: ") + error.what();
-        taken->try_put(c);
-        taken->release_wait();
-      }
-    }
-  }
-};
-
-/// A failed build skips the lanes: its measurement is `not_run` with the build's reason.
-struct lane_router_body {
-  tuning_policy* policy;
-  void operator()(const candidate_ptr& c, router_node::output_ports_type& ports) const {
-    if (c->compile.status == messages::compile_status::ok) {
-      std::get<0>(ports).try_put(c);
-      return;
-    }
-    c->measure.status = messages::measure_status::not_run;
-    c->measure.reason = policy->build_failure(*c);
-    std::get<1>(ports).try_put(c);
-  }
-};
-
-/// Queues each compiled candidate on the least-loaded lane (serial, so loads are read and
-/// updated one candidate at a time); the result re-enters the graph from the lane thread.
-struct lane_dispatch_body {
+/// Queues a compiled candidate on the least-loaded lane; its measurement leaves through `gw`.
+/// Called on the compile service's thread, one reply at a time (the mutex also covers a reply
+/// from another thread), so loads are read and updated one candidate at a time.
+struct lane_dispatcher {
   tuning_policy* policy;
   const std::vector<std::unique_ptr<lane_worker>>* lanes;
   work_ptr work;
+  std::shared_ptr<std::mutex> mutex = std::make_shared<std::mutex>();
+
   void operator()(const candidate_ptr& c, gateway_node::gateway_type& gw) const {
+    const std::lock_guard lock(*mutex);
     std::size_t chosen = 0;
     for (std::size_t i = 1; i < lanes->size(); ++i) {
       if ((*lanes)[i]->outstanding() < (*lanes)[chosen]->outstanding()) {
@@ -196,7 +147,7 @@ struct lane_dispatch_body {
     }
     const auto id = work->open(stage::measure, c, gw);
     if (!id) {
-      return;
+      return; // stopping: dropped before a lane took it
     }
     (*lanes)[chosen]->push(c, policy->measure_request(*c),
                            [work = work, id = *id](const candidate_ptr& done) {
@@ -205,6 +156,58 @@ struct lane_dispatch_body {
                                taken->release_wait();
                              }
                            });
+  }
+};
+
+/// A candidate's way through the slow services: the compile service, then (when the build
+/// succeeded) a lane; it re-enters the graph through the gateway once measured, or with a failed
+/// build's `not_run`. The compile reply goes to the lane on the service's own thread, not through
+/// a graph task: one thread hand-off fewer per candidate, and no TBB worker spinning beside a
+/// measurement that is just starting.
+struct compile_gateway_body {
+  tuning_policy* policy;
+  compile_service* compiler;
+  work_ptr work;
+  lane_dispatcher dispatch;
+  void operator()(const candidate_ptr& c, gateway_node::gateway_type& gw) const {
+    const auto id = work->open(stage::compile, c, gw);
+    if (!id) {
+      return;
+    }
+    try {
+      compiler->submit(policy->compile_request(*c),
+                       [policy = policy, c, work = work, id = *id,
+                        dispatch = dispatch](const messages::compile_reply& reply) {
+                         auto* taken = work->take(id);
+                         if (taken == nullptr) {
+                           return;
+                         }
+                         // After a stop a compile reply goes no further: a worker_lost for a
+                         // dropped queue is no result, and nothing new starts on a lane.
+                         if (!policy->stopping()) {
+                           policy->on_compiled(*c, reply);
+                           if (c->compile.status == messages::compile_status::ok) {
+                             dispatch(c, *taken); // holds the gateway's wait again until measured
+                           } else {
+                             // A failed build skips the lanes: its measurement is `not_run` with
+                             // the reason.
+                             c->measure.status = messages::measure_status::not_run;
+                             c->measure.reason = policy->build_failure(*c);
+                             taken->try_put(c);
+                           }
+                         }
+                         taken->release_wait();
+                       });
+    } catch (const std::exception& error) {
+      if (auto* taken = work->take(*id)) {
+        c->compile.status = messages::compile_status::internal_error;
+        c->compile.error = std::string("cannot submit the compile job: ") + error.what();
+        c->measure.status = messages::measure_status::not_run;
+        c->measure.reason = policy->build_failure(*c);
+        taken->try_put(c);
+        taken->release_wait();
+      }
+    }
   }
 };
 
@@ -219,9 +222,10 @@ struct tuning_graph::nodes {
         compile_service& compiler,
         const std::vector<std::unique_ptr<lane_worker>>& lanes)
       : policy_(policy), lanes_(lanes), work(std::make_shared<outstanding_work>()),
-        compile_gateway(g, flow::unlimited, compile_gateway_body{&policy, &compiler, work}),
-        lane_router(g, flow::serial, lane_router_body{&policy}),
-        lane_dispatch(g, flow::serial, lane_dispatch_body{&policy, &lanes, work}),
+        compile_gateway(
+            g,
+            flow::unlimited,
+            compile_gateway_body{&policy, &compiler, work, lane_dispatcher{&policy, &lanes, work}}),
         model(g,
               flow::unlimited,
               [](const candidate_ptr& c) {
@@ -296,10 +300,7 @@ struct tuning_graph::nodes {
                    }
                    start_or_leave(next_candidate(), ports);
                  }) {
-    flow::make_edge(compile_gateway, lane_router);
-    flow::make_edge(flow::output_port<0>(lane_router), lane_dispatch);
-    flow::make_edge(flow::output_port<1>(lane_router), model);
-    flow::make_edge(lane_dispatch, model);
+    flow::make_edge(compile_gateway, model);
     flow::make_edge(model, acceptance);
     flow::make_edge(acceptance, feedback);
     flow::make_edge(flow::output_port<0>(feedback), compile_gateway);
@@ -356,8 +357,6 @@ struct tuning_graph::nodes {
   tbb::task_group_context context;
   flow::graph g{context};
   gateway_node compile_gateway;
-  router_node lane_router;
-  gateway_node lane_dispatch;
   stage_node model;
   stage_node acceptance;
   std::mutex store_mutex;

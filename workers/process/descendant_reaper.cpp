@@ -247,6 +247,46 @@ void reap_reparented_zombies(const std::vector<process_entry>& processes) {
   }
 }
 
+/// Whether anything of a finished run can still be alive, judged from this process's children
+/// alone: false only when every child of the main thread is one that child_process forked. As
+/// subreaper, when a run's leader exits its live children are reparented here before the exit is
+/// visible to waitid, and every other live descendant of the run is below one of them; the kernel
+/// (3.19 and later: find_new_reaper) hands orphans to the subreaper's first live thread, the main
+/// thread. True (search /proc) when that thread's children file cannot be read
+/// (CONFIG_PROC_CHILDREN) or names a process no spawn here registered: an orphan, a zombie to reap,
+/// or a child forked by other code.
+bool orphans_possible() {
+  char path[64];
+  const pid_t self = ::getpid();
+  std::snprintf(path, sizeof path, "/proc/%d/task/%d/children", static_cast<int>(self),
+                static_cast<int>(self));
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return true;
+  std::string text;
+  char buffer[1024];
+  for (;;) {
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got > 0) {
+      text.append(buffer, static_cast<std::size_t>(got));
+    } else if (got == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  ::close(fd);
+  const std::lock_guard lock(direct_children_mutex);
+  const char* at = text.c_str();
+  for (;;) {
+    char* end = nullptr;
+    const long pid = std::strtol(at, &end, 10);
+    if (end == at)
+      return false;
+    if (!direct_children.contains(static_cast<pid_t>(pid)))
+      return true;
+    at = end;
+  }
+}
+
 /// Waits until every killed leftover is gone, reaping those that are (or become, when their
 /// parent dies too) our children.
 void await_deaths(std::unordered_map<pid_t, std::uint64_t> killed) {
@@ -333,6 +373,11 @@ std::vector<pid_t> reap_leftovers(const finished_run& run) {
   const bool tree_holds_all = become_subreaper();
   std::vector<pid_t> found;
   std::unordered_map<pid_t, std::uint64_t> killed; // pid -> start time
+  if (tree_holds_all && !orphans_possible()) {
+    // Nothing of the run outlived its leader; a group member would be one of its descendants.
+    ::kill(-run.leader, SIGKILL);
+    return found;
+  }
   std::vector<process_entry> snapshot = list_processes(skippable_pids(run));
   for (int round = 0; round < max_kill_rounds; ++round) {
     if (round > 0)

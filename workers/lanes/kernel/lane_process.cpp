@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "messages/kernel_lane.hpp"
+#include "workers/process/descendant_reaper.hpp"
 #include "workers/process/exit_description.hpp"
 
 extern char** environ;
@@ -142,13 +143,21 @@ lane_process lane_process::spawn(const lane_process_options& options) {
     return child;
   }
   const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
+  pid_t pid = -1;
+  {
+    // Registered as a child its owner waits for: the run reaper neither reaps it nor takes it for
+    // a run's orphan (held across fork: the child only execs).
+    const auto registry = lock_direct_children();
+    pid = ::fork();
+    if (pid == 0)
+      exec_child(plan, fds, parent);
+    if (pid > 0)
+      add_direct_child(pid, registry);
+  }
   if (pid < 0) {
     child.launch_error_ = std::string("fork: ") + std::strerror(errno);
     return child;
   }
-  if (pid == 0)
-    exec_child(plan, fds, parent);
   ::setpgid(pid, pid); // whichever side runs first sets the group; EACCES after exec is fine
   close_fd(fds.channel[1]);
   close_fd(fds.errors[1]);
@@ -162,6 +171,7 @@ lane_process lane_process::spawn(const lane_process_options& options) {
     child.launch_error_ = "execvp " + options.argv.front() + ": " + std::strerror(exec_errno);
     int status = 0;
     ::waitpid(pid, &status, 0);
+    remove_direct_child(pid);
     return child;
   }
   child.pid_ = pid;
@@ -316,6 +326,7 @@ std::string lane_process::reap(clock::time_point deadline) {
     if (rc == 0 && info.si_pid == pid_)
       break;
     if (rc != 0 && errno != EINTR) {
+      remove_direct_child(pid_);
       pid_ = -1;
       close_fds();
       return "could not be waited for (" + std::string(std::strerror(errno)) + ")";
@@ -332,6 +343,7 @@ std::string lane_process::reap(clock::time_point deadline) {
   int status = 0;
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
+  remove_direct_child(pid_);
   drain_stderr();
   pid_ = -1;
   close_fds();
