@@ -22,7 +22,7 @@ public:
   virtual void on_compiled(candidate_state& c, const messages::compile_reply& reply) = 0;
   /// The reason a candidate whose build failed never reaches a lane.
   virtual std::string build_failure(const candidate_state& c) const = 0;
-  /// The measurement job for a compiled candidate (lane dispatch; any thread).
+  /// The measurement job for a compiled candidate (the compile reply's thread; any thread).
   virtual messages::measure_request measure_request(const candidate_state& c) const = 0;
   /// Decides the verdict against the incumbent (acceptance node: serial).
   virtual void judge(candidate_state& c) = 0;

@@ -89,6 +89,33 @@ TEST(workers_descendant_reaper, a_daemon_is_found_by_a_scan_of_the_younger_proce
   EXPECT_TRUE(reaped(daemon)) << "daemon " << daemon << " outlived its run";
 }
 
+TEST(workers_descendant_reaper, a_daemon_is_found_beside_a_registered_child_that_lives_on) {
+  // The reaper first reads this process's children: registered ones (a child_process, a compile
+  // worker) do not make it search /proc, an orphan does. A long-lived registered sibling must
+  // neither hide the daemon nor be taken for one of the run's.
+  child_options sleeper;
+  sleeper.argv = {"sleep", "30"};
+  sleeper.reap_descendants = false;
+  child_process sibling = child_process::spawn(sleeper);
+  ASSERT_TRUE(sibling.launched());
+  temp_dir dir;
+  const auto outcome = run_child(shell(start_daemon(dir / "daemon")), 10s);
+  ASSERT_TRUE(outcome.succeeded()) << outcome.output;
+  const pid_t daemon = read_pid(dir / "daemon");
+  ASSERT_GT(daemon, 1);
+  EXPECT_EQ(outcome.leftovers, std::vector<pid_t>{daemon});
+  EXPECT_TRUE(reaped(daemon)) << "daemon " << daemon << " outlived its run";
+  child_options trivial;
+  trivial.argv = {"true"};
+  const auto clean = run_child(trivial, 10s);
+  ASSERT_TRUE(clean.succeeded());
+  EXPECT_TRUE(clean.leftovers.empty()) << "a run that left nothing was said to leave "
+                                       << clean.leftovers.size();
+  EXPECT_FALSE(sibling.try_reap()) << "the registered sibling was killed or reaped by another "
+                                      "run's reaper";
+  sibling.kill_group();
+}
+
 TEST(workers_descendant_reaper, a_double_forked_daemon_is_killed_and_reaped) {
   // The classic daemon: a session leader that forks the real daemon and exits, so the daemon's
   // parent and its session leader are both gone before the run ends.
