@@ -109,8 +109,8 @@ TEST(workers_descendant_reaper, a_daemon_is_found_beside_a_registered_child_that
   trivial.argv = {"true"};
   const auto clean = run_child(trivial, 10s);
   ASSERT_TRUE(clean.succeeded());
-  EXPECT_TRUE(clean.leftovers.empty()) << "a run that left nothing was said to leave "
-                                       << clean.leftovers.size();
+  EXPECT_TRUE(clean.leftovers.empty())
+      << "a run that left nothing was said to leave " << clean.leftovers.size();
   EXPECT_FALSE(sibling.try_reap()) << "the registered sibling was killed or reaped by another "
                                       "run's reaper";
   sibling.kill_group();
