@@ -1,0 +1,290 @@
+#include "stages/analysis/bottleneck.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "stages/analysis/embedded_analysis_configs.hpp"
+
+namespace rpl::stages::analysis {
+
+namespace {
+
+using nlohmann::json;
+
+std::string number(double value, int digits = 1) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+/// What to try, per class; the limiter (registers, lds, ...) sharpens the occupancy advice.
+std::string next_step(bottleneck_class c, const bottleneck_inputs& in) {
+  switch (c) {
+  case bottleneck_class::memory_bandwidth_bound:
+    return "move fewer bytes: fuse with the kernels that produce or consume its data, keep reused "
+           "tiles in LDS/shared memory or registers, use narrower types, check that loads are "
+           "coalesced";
+  case bottleneck_class::compute_throughput_bound:
+    return "do less or cheaper arithmetic: use the matrix cores (MFMA / tensor cores) or a lower "
+           "precision where accuracy allows, hoist invariant work out of loops";
+  case bottleneck_class::latency_bound:
+    return "give each wave more independent work (unroll, several elements per thread), keep more "
+           "loads in flight (prefetch), then look at the stall reasons";
+  case bottleneck_class::under_occupied:
+    return in.occupancy_limiter.empty()
+               ? "put more waves on the GPU: a larger grid, smaller blocks, or less register and "
+                 "LDS use per block"
+               : "put more waves on the GPU: a larger grid, or less " + in.occupancy_limiter +
+                     " use per block (the occupancy limiter)";
+  case bottleneck_class::divergence_limited:
+    return "make branches uniform across a wave: sort or bin the work so that neighbouring threads "
+           "take the same path, move rare cases to a separate kernel";
+  case bottleneck_class::launch_overhead_bound:
+    return "launch less often: fuse small kernels, capture the sequence in a graph (hipGraph / "
+           "CUDA "
+           "Graphs), or use a persistent kernel";
+  case bottleneck_class::balanced:
+    return "near both roofs at once: only less work (a better algorithm) or less traffic and less "
+           "arithmetic together will make it faster";
+  }
+  return {};
+}
+
+bottleneck_label make(bottleneck_class c,
+                      std::string rule,
+                      std::string because,
+                      json thresholds,
+                      json measured,
+                      const bottleneck_inputs& in) {
+  bottleneck_label out;
+  out.label = c;
+  out.rule = std::move(rule);
+  out.because = std::move(because);
+  out.thresholds = std::move(thresholds);
+  out.measured = std::move(measured);
+  out.next_step = next_step(c, in);
+  return out;
+}
+
+json measured_of(const bottleneck_inputs& in) {
+  json m = json::object();
+  auto put = [&m](const char* key, const std::optional<double>& v) {
+    if (v)
+      m[key] = *v;
+  };
+  put("compute_pct", in.compute_pct);
+  put("memory_pct", in.memory_pct);
+  put("occupancy", in.occupancy);
+  if (!in.occupancy_limiter.empty())
+    m["occupancy_limiter"] = in.occupancy_limiter;
+  put("waves_per_cu", in.waves_per_cu);
+  put("active_thread_fraction", in.active_thread_fraction);
+  put("mean_idle_before_ns", in.mean_idle_before_ns);
+  put("mean_duration_ns", in.mean_duration_ns);
+  return m;
+}
+
+/// Under-occupied: a grid too small for one wave over the GPU, or too few resident waves.
+std::optional<std::string> under_occupied_because(const bottleneck_inputs& in,
+                                                  const bottleneck_thresholds& t) {
+  if (in.waves_per_cu && *in.waves_per_cu < t.min_waves_per_cu)
+    return "the grid fills " + number(*in.waves_per_cu, 2) + " waves of blocks per CU/SM (< " +
+           number(t.min_waves_per_cu, 2) + ")";
+  if (in.occupancy && *in.occupancy <= t.under_occupied_max_occupancy)
+    return "theoretical occupancy " + number(*in.occupancy * 100) +
+           " % (<= " + number(t.under_occupied_max_occupancy * 100) + " %" +
+           (in.occupancy_limiter.empty() ? "" : ", limited by " + in.occupancy_limiter) + ")";
+  return std::nullopt;
+}
+
+std::optional<std::string> divergent_because(const bottleneck_inputs& in,
+                                             const bottleneck_thresholds& t) {
+  if (in.active_thread_fraction && *in.active_thread_fraction < t.divergence_min_active_fraction)
+    return number(*in.active_thread_fraction * 100) +
+           " % of a wave's lanes active per instruction (< " +
+           number(t.divergence_min_active_fraction * 100) + " %)";
+  return std::nullopt;
+}
+
+double read_value(const json& values, const char* key, double fallback) {
+  if (!values.contains(key))
+    return fallback;
+  const json& entry = values.at(key);
+  const json& v = entry.is_object() ? entry.value("value", json()) : entry;
+  if (!v.is_number())
+    throw std::runtime_error(std::string("bottleneck thresholds: \"") + key +
+                             "\" is not a number; fix: give it as {\"value\": <number>, "
+                             "\"source\": \"...\"}");
+  return v.get<double>();
+}
+
+} // namespace
+
+std::string_view to_string(bottleneck_class c) {
+  switch (c) {
+  case bottleneck_class::memory_bandwidth_bound: return "memory-bandwidth bound";
+  case bottleneck_class::compute_throughput_bound: return "compute-throughput bound";
+  case bottleneck_class::latency_bound: return "latency bound";
+  case bottleneck_class::under_occupied: return "under-occupied";
+  case bottleneck_class::divergence_limited: return "divergence limited";
+  case bottleneck_class::launch_overhead_bound: return "launch-overhead bound";
+  case bottleneck_class::balanced: return "balanced";
+  }
+  return "?";
+}
+
+std::string_view to_id(bottleneck_class c) {
+  switch (c) {
+  case bottleneck_class::memory_bandwidth_bound: return "memory_bandwidth_bound";
+  case bottleneck_class::compute_throughput_bound: return "compute_throughput_bound";
+  case bottleneck_class::latency_bound: return "latency_bound";
+  case bottleneck_class::under_occupied: return "under_occupied";
+  case bottleneck_class::divergence_limited: return "divergence_limited";
+  case bottleneck_class::launch_overhead_bound: return "launch_overhead_bound";
+  case bottleneck_class::balanced: return "balanced";
+  }
+  return "unknown";
+}
+
+bottleneck_thresholds bottleneck_thresholds::from_json(const json& config) {
+  if (!config.is_object() || !config.contains("values") || !config.at("values").is_object())
+    throw std::runtime_error("bottleneck thresholds: no \"values\" object; fix: use the shape of "
+                             "configs/analysis/bottleneck.json");
+  const json& v = config.at("values");
+  bottleneck_thresholds t;
+  t.sol_high_pct = read_value(v, "sol_high_pct", t.sol_high_pct);
+  t.sol_low_pct = read_value(v, "sol_low_pct", t.sol_low_pct);
+  t.sol_gap_pct = read_value(v, "sol_gap_pct", t.sol_gap_pct);
+  t.min_waves_per_cu = read_value(v, "min_waves_per_cu", t.min_waves_per_cu);
+  t.under_occupied_max_occupancy =
+      read_value(v, "under_occupied_max_occupancy", t.under_occupied_max_occupancy);
+  t.divergence_min_active_fraction =
+      read_value(v, "divergence_min_active_fraction", t.divergence_min_active_fraction);
+  t.launch_idle_share = read_value(v, "launch_idle_share", t.launch_idle_share);
+  return t;
+}
+
+bottleneck_thresholds bottleneck_thresholds::defaults() {
+  for (const auto& file : embedded_analysis_configs()) {
+    if (file.name == "bottleneck")
+      return from_json(json::parse(file.text));
+  }
+  throw std::runtime_error("configs/analysis/bottleneck.json is not compiled in; fix: re-run "
+                           "cmake (stages/CMakeLists.txt embeds configs/analysis/*.json)");
+}
+
+bottleneck_label classify(const bottleneck_inputs& in, const bottleneck_thresholds& t) {
+  const json measured = measured_of(in);
+
+  // 1. The host's launches set the pace: the stream waits longer than the kernel runs.
+  if (in.mean_idle_before_ns && in.mean_duration_ns &&
+      *in.mean_idle_before_ns + *in.mean_duration_ns > 0) {
+    const double idle_share =
+        *in.mean_idle_before_ns / (*in.mean_idle_before_ns + *in.mean_duration_ns);
+    if (idle_share >= t.launch_idle_share) {
+      return make(bottleneck_class::launch_overhead_bound, "launch.idle_share",
+                  "its stream is idle " + number(idle_share * 100) +
+                      " % of the time between its dispatches (mean idle " +
+                      number(*in.mean_idle_before_ns / 1e3, 2) + " us before a " +
+                      number(*in.mean_duration_ns / 1e3, 2) +
+                      " us dispatch; >= " + number(t.launch_idle_share * 100) + " %)",
+                  {{"launch_idle_share", t.launch_idle_share}}, measured, in);
+    }
+  }
+
+  if (!in.compute_pct || !in.memory_pct) {
+    // 2. No roofline: only the occupancy side can be judged.
+    if (const auto why = under_occupied_because(in, t)) {
+      return make(bottleneck_class::under_occupied, "occupancy.without_roofline", *why,
+                  {{"min_waves_per_cu", t.min_waves_per_cu},
+                   {"under_occupied_max_occupancy", t.under_occupied_max_occupancy}},
+                  measured, in);
+    }
+    bottleneck_label none;
+    none.measured = measured;
+    none.missing = std::string("no roofline (") +
+                   (!in.compute_pct && !in.memory_pct ? "compute and memory throughput"
+                    : !in.compute_pct                 ? "compute throughput"
+                                                      : "memory throughput") +
+                   " unknown): record counters with `rocm-perf profile --counters roofline`";
+    return none;
+  }
+
+  const double compute = *in.compute_pct;
+  const double memory = *in.memory_pct;
+  const std::string both =
+      "compute " + number(compute) + " % and memory " + number(memory) + " % of peak";
+  // The compute side's class: wasted lanes make a compute-heavy kernel divergence limited.
+  auto compute_side = [&](std::string rule, std::string because, json thresholds) {
+    if (const auto why = divergent_because(in, t)) {
+      thresholds["divergence_min_active_fraction"] = t.divergence_min_active_fraction;
+      return make(bottleneck_class::divergence_limited, rule + ".divergent", because + "; " + *why,
+                  std::move(thresholds), measured, in);
+    }
+    return make(bottleneck_class::compute_throughput_bound, std::move(rule), std::move(because),
+                std::move(thresholds), measured, in);
+  };
+
+  // 3. One unit runs near its peak.
+  if (std::max(compute, memory) >= t.sol_high_pct) {
+    const json thresholds = {{"sol_high_pct", t.sol_high_pct}};
+    const std::string because = both + " (one >= " + number(t.sol_high_pct) + " %)";
+    if (compute >= memory)
+      return compute_side("sol.high.compute", because, thresholds);
+    return make(bottleneck_class::memory_bandwidth_bound, "sol.high.memory", because, thresholds,
+                measured, in);
+  }
+  // 4. Neither unit is busy: too little work in flight, or waiting on latency.
+  if (compute < t.sol_low_pct && memory < t.sol_low_pct) {
+    json thresholds = {{"sol_low_pct", t.sol_low_pct}};
+    const std::string because = both + " (both < " + number(t.sol_low_pct) + " %)";
+    if (const auto why = under_occupied_because(in, t)) {
+      thresholds["min_waves_per_cu"] = t.min_waves_per_cu;
+      thresholds["under_occupied_max_occupancy"] = t.under_occupied_max_occupancy;
+      return make(bottleneck_class::under_occupied, "sol.both_low.occupancy", because + "; " + *why,
+                  thresholds, measured, in);
+    }
+    if (const auto why = divergent_because(in, t)) {
+      thresholds["divergence_min_active_fraction"] = t.divergence_min_active_fraction;
+      return make(bottleneck_class::divergence_limited, "sol.both_low.divergent",
+                  because + "; " + *why, thresholds, measured, in);
+    }
+    return make(bottleneck_class::latency_bound, "sol.both_low.latency",
+                because + ", with enough waves to fill the GPU", thresholds, measured, in);
+  }
+  // 5. One unit clearly ahead of the other.
+  if (std::fabs(compute - memory) >= t.sol_gap_pct) {
+    const json thresholds = {{"sol_low_pct", t.sol_low_pct}, {"sol_gap_pct", t.sol_gap_pct}};
+    const std::string because = both + " (" + number(std::fabs(compute - memory)) +
+                                " points apart, >= " + number(t.sol_gap_pct) + ")";
+    if (compute > memory)
+      return compute_side("sol.gap.compute", because, thresholds);
+    return make(bottleneck_class::memory_bandwidth_bound, "sol.gap.memory", because, thresholds,
+                measured, in);
+  }
+  // 6. Both busy, neither ahead.
+  return make(bottleneck_class::balanced, "sol.balanced",
+              both + " (within " + number(t.sol_gap_pct) +
+                  " points, at least one >= " + number(t.sol_low_pct) + " %)",
+              {{"sol_low_pct", t.sol_low_pct}, {"sol_gap_pct", t.sol_gap_pct}}, measured, in);
+}
+
+json to_json(const bottleneck_label& label) {
+  json j;
+  if (label.label) {
+    j["class"] = to_id(*label.label);
+    j["name"] = to_string(*label.label);
+    j["rule"] = label.rule;
+    j["because"] = label.because;
+    j["thresholds"] = label.thresholds;
+    j["next_step"] = label.next_step;
+  } else {
+    j["class"] = nullptr;
+    j["missing"] = label.missing;
+  }
+  j["measured"] = label.measured;
+  return j;
+}
+
+} // namespace rpl::stages::analysis
