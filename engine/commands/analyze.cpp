@@ -6,6 +6,7 @@
 #include "engine/commands/command.hpp"
 #include "engine/commands/profile_output.hpp"
 #include "stages/analysis/profile_report_builder.hpp"
+#include "stages/trace/counter_passes.hpp"
 #include "stages/trace/rocpd_schema.hpp"
 
 namespace rpl::engine::commands {
@@ -26,18 +27,30 @@ int analyze(const analyze_options& options) {
     return exit_code::bad_input;
   }
   try {
+    // Counter passes give counters only: their timestamps are the profiler's (counter_passes.hpp).
     std::vector<std::vector<std::filesystem::path>> runs;
-    if (options.per_run) {
-      for (const auto& input : options.inputs) {
-        runs.push_back({input});
-      }
-    } else {
-      runs.push_back(options.inputs);
+    analysis_inputs analysis;
+    for (const auto& input :
+         options.per_run ? options.inputs : std::vector<std::filesystem::path>{}) {
+      auto roles = stages::rocpd::split_counter_passes({input});
+      runs.push_back(roles.timeline);
+      analysis.counters.insert(analysis.counters.end(), roles.counters.begin(),
+                               roles.counters.end());
     }
+    if (!options.per_run) {
+      const auto roles = stages::rocpd::split_counter_passes(options.inputs);
+      runs.push_back(roles.timeline);
+      analysis.counters = roles.counters;
+      if (roles.timeline_from_counter_passes)
+        analysis.notes.push_back("every database is a counter pass: its timestamps (serialized "
+                                 "or replayed launches) stand in for the application's timeline");
+    }
+    // The timeline and the DAG come from one run: the last.
+    analysis.timeline = runs.back();
     stages::report_context context;
     context.backend = "rocpd"; // no command: the databases were recorded elsewhere
     context.arch = options.report.arch;
-    return emit_report(stages::build_profile_report(runs, context), options.report);
+    return emit_report(stages::build_profile_report(runs, context), options.report, &analysis);
   } catch (const stages::report_error& error) {
     std::fprintf(stderr, "rocm-perf analyze: error: %s\n", error.what());
     return exit_code::bad_input;
@@ -57,7 +70,11 @@ public:
                    "Each argument is one run (for stability across runs)");
     cmd_->add_flag("--json", options_.report.json, "Print strict JSON");
     cmd_->add_flag("--quiet", options_.report.quiet, "Print only the runtime in ms");
-    cmd_->add_option("--out", options_.report.out, "Write profile.json here");
+    cmd_->add_option("--out", options_.report.out, "Write profile.json and analysis.json here");
+    cmd_->add_option("--perfetto", options_.report.perfetto,
+                     "Write a Chrome/Perfetto trace (JSON) of the timeline here");
+    cmd_->add_option("--report", options_.report.html,
+                     "Write a self-contained HTML report (roofline, timeline, kernels) here");
     cmd_->add_option("--arch", options_.report.arch, "Target for occupancy (default: the agent's)");
   }
 

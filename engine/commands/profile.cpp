@@ -201,8 +201,11 @@ int trace_and_report(const profile_options& options,
   }
   const stages::report_context context{
       .backend = backend, .command = options.app, .arch = options.report.arch};
+  // The analysis reads the last run's trace (its timeline and DAG) and the counter passes.
+  analysis_inputs analysis;
+  analysis.timeline = runs.back();
   if (!failed) {
-    return emit_report(stages::build_profile_report(runs, context), options.report);
+    return emit_report(stages::build_profile_report(runs, context), options.report, &analysis);
   }
   const std::string run = "run " + std::to_string(failed->first);
   stages::profile_report report;
@@ -216,7 +219,9 @@ int trace_and_report(const profile_options& options,
   report.partial_reasons.insert(
       report.partial_reasons.begin(),
       run + ": the application ended abnormally: " + reason_summary(failed->second.reason));
-  const int emitted = emit_report(report, options.report);
+  analysis.notes.push_back("the last run ended abnormally: its timeline is what the tracer "
+                           "wrote before the end");
+  const int emitted = emit_report(report, options.report, &analysis);
   std::fprintf(stderr,
                "rocm-perf profile: error: %s: %s\nrocm-perf profile: the report is partial: it "
                "holds what the tracer wrote before the application ended%s\n",
@@ -293,7 +298,12 @@ public:
     cmd_->add_flag("--debug", options_.debug, "Show rocprofv3's own output; keep its traces");
     cmd_->add_flag("--no-rocprof", options_.no_rocprof,
                    "Timing backend: whole-process wall time, no per-kernel data");
-    cmd_->add_option("--out", options_.report.out, "Write profile.json (and the traces) here");
+    cmd_->add_option("--out", options_.report.out,
+                     "Write profile.json, analysis.json (and the traces) here");
+    cmd_->add_option("--perfetto", options_.report.perfetto,
+                     "Write a Chrome/Perfetto trace (JSON) of the last run's timeline here");
+    cmd_->add_option("--report", options_.report.html,
+                     "Write a self-contained HTML report (roofline, timeline, kernels) here");
     cmd_->add_option("--arch", options_.report.arch, "Target for occupancy (default: the agent's)");
     cmd_->add_option("--rocprofv3", options_.rocprofv3, "rocprofv3 executable (default: PATH)");
     cmd_->add_option("--timeout", options_.timeout_s,

@@ -3,25 +3,72 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "stages/analysis/report_text.hpp"
+#include "stages/trace/rocpd_schema.hpp"
 
 namespace rpl::engine::commands {
 
-int emit_report(const stages::profile_report& report, const report_options& options) {
+namespace {
+
+/// Writes `text` to `path`; false (said on stderr, naming the option) when it cannot.
+bool write_file(const std::filesystem::path& path, const std::string& text, const char* option) {
+  std::error_code ec;
+  if (path.has_parent_path())
+    std::filesystem::create_directories(path.parent_path(), ec);
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "rocm-perf: error: %s %s: cannot write it; fix: choose a writable path\n",
+                 option, path.c_str());
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+int emit_report(const stages::profile_report& report,
+                const report_options& options,
+                const analysis_inputs* inputs) {
   const nlohmann::json document = stages::to_json(report);
-  if (!options.out.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(options.out, ec);
-    std::ofstream out(options.out / "profile.json");
-    out << document.dump(2) << '\n';
-    if (!out) {
-      std::fprintf(stderr,
-                   "rocm-perf: error: --out %s: cannot write profile.json; fix: choose a "
-                   "writable folder\n",
-                   options.out.c_str());
+  std::optional<analysis_outputs> analyzed;
+  std::vector<std::filesystem::path> written;
+  if (inputs != nullptr) {
+    analysis_inputs wanted = *inputs;
+    wanted.want_timeline = !options.perfetto.empty() || !options.html.empty();
+    try {
+      analyzed = analyze_application(report, wanted);
+    } catch (const stages::rocpd::rocpd_error& error) {
+      std::fprintf(stderr, "rocm-perf: error: %s\n", error.what());
       return 2;
     }
+  }
+  if (!options.out.empty()) {
+    if (!write_file(options.out / "profile.json", document.dump(2) + '\n', "--out"))
+      return 2;
+    written.push_back(options.out / "profile.json");
+    if (analyzed) {
+      if (!write_file(options.out / "analysis.json",
+                      stages::analysis::to_json(analyzed->analysis).dump(2) + '\n', "--out"))
+        return 2;
+      written.push_back(options.out / "analysis.json");
+    }
+  }
+  if (analyzed && !options.perfetto.empty()) {
+    if (!write_file(options.perfetto,
+                    stages::analysis::perfetto_trace(analyzed->ops, analyzed->flows).dump() + '\n',
+                    "--perfetto"))
+      return 2;
+    written.push_back(options.perfetto);
+  }
+  if (analyzed && !options.html.empty()) {
+    analyzed->page.timeline = std::move(analyzed->ops);
+    if (!write_file(options.html, stages::analysis::html_report(analyzed->page), "--report"))
+      return 2;
+    written.push_back(options.html);
   }
   if (options.json) {
     std::cout << document.dump(2) << std::endl;
@@ -29,9 +76,12 @@ int emit_report(const stages::profile_report& report, const report_options& opti
     std::printf("%.6f\n", stages::milliseconds(report.stability.median_ns));
   } else {
     std::fputs(stages::report_text(report).c_str(), stdout);
-    if (!options.out.empty()) {
-      std::printf("\nwrote %s\n", (options.out / "profile.json").c_str());
-    }
+    if (analyzed)
+      std::printf("\n%s", stages::analysis::limits_text(analyzed->analysis).c_str());
+    if (!written.empty())
+      std::printf("\n");
+    for (const auto& path : written)
+      std::printf("wrote %s\n", path.c_str());
   }
   return 0;
 }

@@ -5,20 +5,27 @@
 #include <filesystem>
 #include <string>
 
+#include "engine/commands/analysis_output.hpp"
 #include "stages/analysis/profile_report.hpp"
 
 namespace rpl::engine::commands {
 
 /// The report options both verbs take.
 struct report_options {
-  bool json = false;         ///< print strict JSON (docs/schema/profile.schema.json)
-  bool quiet = false;        ///< print only the runtime in ms
-  std::filesystem::path out; ///< write profile.json here when set
-  std::string arch;          ///< override the agents' targets for occupancy
+  bool json = false;              ///< print strict JSON (docs/schema/profile.schema.json)
+  bool quiet = false;             ///< print only the runtime in ms
+  std::filesystem::path out;      ///< write profile.json here when set
+  std::string arch;               ///< override the agents' targets for occupancy
+  std::filesystem::path perfetto; ///< write the Chrome/Perfetto trace here when set
+  std::filesystem::path html;     ///< write the HTML report here when set
 };
 
-/// Writes profile.json under `options.out` (when set), then prints the report. Returns the exit
-/// code: 0, or 2 when profile.json cannot be written (said on stderr).
-int emit_report(const stages::profile_report& report, const report_options& options);
+/// Writes profile.json under `options.out` (when set), then prints the report. With `inputs`, also
+/// analyzes the application (analysis_output.hpp): analysis.json under --out, the "what limits
+/// this application" section of the text, --perfetto and --report. Returns the exit code: 0, or 2
+/// when a file cannot be written or a database cannot be read (said on stderr).
+int emit_report(const stages::profile_report& report,
+                const report_options& options,
+                const analysis_inputs* inputs = nullptr);
 
 } // namespace rpl::engine::commands

@@ -1,0 +1,41 @@
+#pragma once
+/// What `profile` and `analyze` add to the profile report: the analysis of what limits the
+/// application (analysis.json, the text section), the Perfetto trace (--perfetto) and the HTML
+/// report (--report), computed from the same databases. The analyses themselves are in
+/// stages/analysis/; this file reads their inputs from the databases and writes their outputs.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "stages/analysis/application_analysis.hpp"
+#include "stages/analysis/html_report.hpp"
+#include "stages/analysis/perfetto_trace.hpp"
+#include "stages/analysis/profile_report.hpp"
+
+namespace rpl::engine::commands {
+
+/// The databases behind a report, sorted by role (stages/trace/counter_passes.hpp).
+struct analysis_inputs {
+  std::vector<std::filesystem::path> timeline; ///< one run's files: the DAG, the timeline
+  std::vector<std::filesystem::path> counters; ///< counter passes
+  std::vector<std::string> notes;              ///< caveats to carry into the outputs
+  /// Also build the per-dispatch timeline (--perfetto, --report): a million dispatches cost a few
+  /// hundred MB as timeline ops, so only when asked.
+  bool want_timeline = false;
+};
+
+struct analysis_outputs {
+  stages::analysis::application_analysis analysis;
+  std::vector<stages::analysis::timeline_op> ops;
+  std::vector<stages::analysis::timeline_flow> flows;
+  stages::analysis::html_report_input page;
+};
+
+/// Runs the analyses. Throws rocpd_error for unreadable databases (exit 2 by the caller).
+analysis_outputs analyze_application(const stages::profile_report& report,
+                                     const analysis_inputs& inputs);
+
+} // namespace rpl::engine::commands
