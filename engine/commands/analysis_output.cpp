@@ -1,10 +1,12 @@
 #include "engine/commands/analysis_output.hpp"
 
 #include <algorithm>
-#include <unordered_map>
+#include <tuple>
 
 #include "stages/analysis/analysis_builder.hpp"
+#include "stages/analysis/timeline_dag.hpp"
 #include "stages/trace/rocpd_reader.hpp"
+#include "stages/trace/rocpd_timeline.hpp"
 
 namespace rpl::engine::commands {
 
@@ -13,13 +15,9 @@ namespace {
 namespace analysis = stages::analysis;
 namespace rocpd = stages::rocpd;
 
-/// One dispatch, compactly: a million of them stay in tens of MB.
-struct op_record {
-  std::int32_t kernel = 0; ///< index into the kernel names
-  std::int32_t track = 0;  ///< index into the (device, stream) tracks
-  std::int64_t start_ns = 0;
-  std::int64_t end_ns = 0;
-};
+/// What-if: the kernels with the most critical-path time, and by how much faster.
+constexpr std::size_t what_if_kernels = 5;
+constexpr double what_if_percents[] = {10, 25, 50};
 
 double median(std::vector<double>& values) {
   if (values.empty())
@@ -39,96 +37,81 @@ analysis_outputs analyze_application(const stages::profile_report& report,
   sources.notes = inputs.notes;
 
   const rocpd::reader files = rocpd::reader::open(inputs.timeline);
-  // Device and stream names per (database, id), for the tracks.
-  std::map<std::pair<std::size_t, std::int64_t>, std::string> device_name, stream_name;
   for (const auto& agent : files.agents()) {
-    if (agent.type != "GPU")
-      continue;
-    device_name[{agent.database, agent.id}] =
-        "GPU " + std::to_string(agent.logical_index) + " (" + agent.name + ")";
-    if (!sources.compute_units && agent.extdata.is_object() && agent.extdata.contains("cu_count") &&
-        agent.extdata["cu_count"].is_number())
+    if (agent.type == "GPU" && agent.extdata.is_object() && agent.extdata.contains("cu_count") &&
+        agent.extdata["cu_count"].is_number()) {
       sources.compute_units = agent.extdata["cu_count"].get<double>();
+      break;
+    }
   }
-  for (const auto& stream : files.streams())
-    stream_name[{stream.database, stream.id}] = stream.name;
-
-  std::vector<std::string> kernel_names;
-  std::unordered_map<std::string, std::int32_t> kernel_index;
-  std::vector<std::string> track_names;
-  std::map<std::tuple<std::size_t, std::int64_t, std::int64_t>, std::int32_t> track_index;
-  std::vector<op_record> ops;
-  ops.reserve(files.dispatch_count());
-  files.for_each_dispatch([&](const rocpd::dispatch_row& row) {
-    auto k = kernel_index.find(std::string(row.kernel_name));
-    if (k == kernel_index.end()) {
-      k = kernel_index
-              .emplace(std::string(row.kernel_name), static_cast<std::int32_t>(kernel_names.size()))
-              .first;
-      kernel_names.emplace_back(row.kernel_name);
-    }
-    const auto key = std::make_tuple(row.database, row.agent_id, row.stream_id);
-    auto t = track_index.find(key);
-    if (t == track_index.end()) {
-      const auto device = device_name.find({row.database, row.agent_id});
-      const auto stream = stream_name.find({row.database, row.stream_id});
-      std::string name =
-          (device != device_name.end() ? device->second : "agent " + std::to_string(row.agent_id)) +
-          " / " +
-          (stream != stream_name.end() ? stream->second
-                                       : "stream " + std::to_string(row.stream_id));
-      if (files.paths().size() > 1)
-        name = files.paths()[row.database].filename().string() + ": " + name;
-      t = track_index.emplace(key, static_cast<std::int32_t>(track_names.size())).first;
-      track_names.push_back(std::move(name));
-    }
-    ops.push_back({k->second, t->second, row.start_ns, row.end_ns});
-  });
+  const rocpd::timeline timeline = rocpd::read_timeline(files);
+  const analysis::critical_path_result path = analysis::critical_path(timeline);
+  sources.critical_path_ns = path.path_ns;
+  sources.makespan_ns = path.makespan_ns;
+  sources.notes.insert(sources.notes.end(), path.notes.begin(), path.notes.end());
+  for (const auto& k : path.kernels) {
+    analysis::kernel_findings& f = sources.kernels[k.name];
+    f.critical_path_ns = k.critical_path_ns;
+    f.min_slack_ns = k.min_slack_ns;
+  }
+  // What-if for the kernels that hold most of the path (one DAG, a replay per question).
+  std::vector<std::string> asked;
+  for (const auto& k : path.kernels)
+    if (k.critical_path_ns > 0 && asked.size() < what_if_kernels)
+      asked.push_back(k.name);
+  const std::vector<double> percents(std::begin(what_if_percents), std::end(what_if_percents));
+  const auto savings = analysis::what_if_savings(timeline, asked, percents);
+  for (std::size_t k = 0; k < asked.size(); ++k)
+    for (std::size_t p = 0; p < percents.size(); ++p)
+      sources.kernels[asked[k]].what_if.push_back({percents[p], savings[k][p]});
 
   // How long each dispatch's stream sat idle just before it: the median per kernel name (a median,
   // so one long host pause does not make a kernel look launch-bound).
-  std::vector<std::size_t> order(ops.size());
-  for (std::size_t i = 0; i < order.size(); ++i)
+  std::vector<std::uint32_t> order(timeline.ops.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i)
     order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return std::tie(ops[a].track, ops[a].start_ns, a) < std::tie(ops[b].track, ops[b].start_ns, b);
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return std::tie(timeline.ops[a].track, timeline.ops[a].start_ns, a) <
+           std::tie(timeline.ops[b].track, timeline.ops[b].start_ns, b);
   });
-  std::vector<std::vector<double>> idle(kernel_names.size());
-  std::int64_t first_start = ops.empty() ? 0 : ops.front().start_ns, last_end = first_start;
-  for (std::size_t n = 0; n < order.size(); ++n) {
-    const op_record& op = ops[order[n]];
-    first_start = std::min(first_start, op.start_ns);
-    last_end = std::max(last_end, op.end_ns);
-    if (n > 0 && ops[order[n - 1]].track == op.track)
-      idle[static_cast<std::size_t>(op.kernel)].push_back(
-          static_cast<double>(std::max<std::int64_t>(0, op.start_ns - ops[order[n - 1]].end_ns)));
+  std::vector<std::vector<double>> idle(timeline.names.size());
+  for (std::size_t n = 1; n < order.size(); ++n) {
+    const auto& op = timeline.ops[order[n]];
+    const auto& prev = timeline.ops[order[n - 1]];
+    if (prev.track == op.track && !op.copy)
+      idle[static_cast<std::size_t>(op.name)].push_back(
+          static_cast<double>(std::max<std::int64_t>(0, op.start_ns - prev.end_ns)));
   }
-  if (!ops.empty())
-    sources.makespan_ns = static_cast<double>(last_end - first_start);
-  for (std::size_t k = 0; k < kernel_names.size(); ++k) {
-    analysis::kernel_findings& f = sources.kernels[kernel_names[k]];
+  for (std::size_t k = 0; k < timeline.names.size(); ++k)
     if (!idle[k].empty())
-      f.mean_idle_before_ns = median(idle[k]);
-  }
+      sources.kernels[timeline.names[k]].mean_idle_before_ns = median(idle[k]);
   if (inputs.counters.empty())
     sources.notes.push_back("no counters: the roofline and the compute and memory classes need a "
                             "counter pass (rocm-perf profile --counters roofline)");
 
   out.analysis =
       analysis::build_application_analysis(sources, analysis::bottleneck_thresholds::defaults());
+  out.dag = analysis::to_json(timeline, path);
 
-  if (inputs.want_timeline)
-    out.ops.reserve(ops.size());
-  for (const op_record& op : inputs.want_timeline ? ops : std::vector<op_record>{}) {
-    analysis::timeline_op t;
-    t.name = kernel_names[static_cast<std::size_t>(op.kernel)];
-    const std::string& track = track_names[static_cast<std::size_t>(op.track)];
-    const auto slash = track.rfind(" / ");
-    t.device = track.substr(0, slash);
-    t.stream = slash == std::string::npos ? track : track.substr(slash + 3);
-    t.start_ns = op.start_ns;
-    t.end_ns = op.end_ns;
-    out.ops.push_back(std::move(t));
+  if (inputs.want_timeline) {
+    out.ops.reserve(timeline.ops.size());
+    for (std::uint32_t i = 0; i < timeline.ops.size(); ++i) {
+      const auto& op = timeline.ops[i];
+      analysis::timeline_op t;
+      t.name = timeline.names[static_cast<std::size_t>(op.name)];
+      t.category = op.copy ? "copy" : "kernel";
+      const std::string& track = timeline.tracks[static_cast<std::size_t>(op.track)].name;
+      const auto slash = track.rfind(" / ");
+      t.device = track.substr(0, slash);
+      t.stream = slash == std::string::npos ? track : track.substr(slash + 3);
+      t.start_ns = op.start_ns;
+      t.end_ns = op.end_ns;
+      t.critical = path.on_path[i] != 0;
+      t.slack_ns = static_cast<std::int64_t>(path.slack_ns[i]);
+      out.ops.push_back(std::move(t));
+    }
+    for (const auto& e : path.cross_edges)
+      out.flows.push_back({e.from, e.to, "stream_wait"});
   }
 
   analysis::html_report_input& page = out.page;

@@ -29,6 +29,7 @@ struct analysis_inputs {
 
 struct analysis_outputs {
   stages::analysis::application_analysis analysis;
+  nlohmann::json dag; ///< dag.json
   std::vector<stages::analysis::timeline_op> ops;
   std::vector<stages::analysis::timeline_flow> flows;
   stages::analysis::html_report_input page;

@@ -55,6 +55,9 @@ int emit_report(const stages::profile_report& report,
                       stages::analysis::to_json(analyzed->analysis).dump(2) + '\n', "--out"))
         return 2;
       written.push_back(options.out / "analysis.json");
+      if (!write_file(options.out / "dag.json", analyzed->dag.dump(2) + '\n', "--out"))
+        return 2;
+      written.push_back(options.out / "dag.json");
     }
   }
   if (analyzed && !options.perfetto.empty()) {

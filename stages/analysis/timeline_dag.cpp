@@ -299,17 +299,31 @@ critical_path_result critical_path(const timeline& t) {
   return r;
 }
 
-double what_if_saving(const timeline& t, const std::string& name, double faster_pct) {
+std::vector<std::vector<double>> what_if_savings(const timeline& t,
+                                                 const std::vector<std::string>& names,
+                                                 const std::vector<double>& percents) {
   const dag g = build(t);
-  std::vector<double> original(t.ops.size()), scaled(t.ops.size());
-  const auto target = std::find(t.names.begin(), t.names.end(), name);
-  const auto target_index = static_cast<std::int32_t>(target - t.names.begin());
-  for (std::uint32_t i = 0; i < t.ops.size(); ++i) {
+  std::vector<double> original(t.ops.size());
+  for (std::uint32_t i = 0; i < t.ops.size(); ++i)
     original[i] = duration(t, i);
-    scaled[i] =
-        t.ops[i].name == target_index ? original[i] * (1.0 - faster_pct / 100.0) : original[i];
+  const double before = replay_span(t, g, original);
+  std::vector<std::vector<double>> out;
+  std::vector<double> scaled(t.ops.size());
+  for (const auto& name : names) {
+    const auto target = static_cast<std::int32_t>(std::find(t.names.begin(), t.names.end(), name) -
+                                                  t.names.begin());
+    out.emplace_back();
+    for (const double pct : percents) {
+      for (std::uint32_t i = 0; i < t.ops.size(); ++i)
+        scaled[i] = t.ops[i].name == target ? original[i] * (1.0 - pct / 100.0) : original[i];
+      out.back().push_back(before - replay_span(t, g, scaled));
+    }
   }
-  return replay_span(t, g, original) - replay_span(t, g, scaled);
+  return out;
+}
+
+double what_if_saving(const timeline& t, const std::string& name, double faster_pct) {
+  return what_if_savings(t, {name}, {faster_pct}).front().front();
 }
 
 nlohmann::json to_json(const timeline& t, const critical_path_result& r, std::size_t max_ops) {

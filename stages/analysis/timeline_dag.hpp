@@ -64,6 +64,12 @@ critical_path_result critical_path(const rocpd::timeline& t);
 /// The end-to-end saving (ns) if every op named `name` were `faster_pct` % shorter.
 double what_if_saving(const rocpd::timeline& t, const std::string& name, double faster_pct);
 
+/// The same for several kernels and percentages, building the DAG once: result[k][p] is the
+/// saving of names[k] at percents[p].
+std::vector<std::vector<double>> what_if_savings(const rocpd::timeline& t,
+                                                 const std::vector<std::string>& names,
+                                                 const std::vector<double>& percents);
+
 /// dag.json: {"schema_version", "notes", "path_ns", "busy_ns", "makespan_ns", "segments",
 /// "tracks", "kernels", "edges" (the stream waits), "critical_ops" (at most `max_ops` of them, in
 /// time order: name, track, start_ns, end_ns)}. Not every op is listed: a million-op DAG's nodes

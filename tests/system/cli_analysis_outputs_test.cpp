@@ -22,8 +22,9 @@ TEST(cli_analysis_outputs, profile_writes_analysis_perfetto_and_html_and_prints_
                      (dir / "out").string(), "--perfetto", (dir / "trace.json").string(),
                      "--report", (dir / "report.html").string(), "--", "/bin/true"});
   ASSERT_EQ(out.exit_code, 0) << out.output;
-  EXPECT_NE(out.output.find("What limits this application:\n  1. gemm_tile"), std::string::npos)
+  EXPECT_NE(out.output.find("What limits this application (critical path "), std::string::npos)
       << out.output;
+  EXPECT_NE(out.output.find("  1. gemm_tile"), std::string::npos) << out.output;
   EXPECT_NE(out.output.find("under-occupied: theoretical occupancy 25.0 % (<= 25.0 %, limited by "
                             "lds)"),
             std::string::npos)
@@ -39,6 +40,21 @@ TEST(cli_analysis_outputs, profile_writes_analysis_perfetto_and_html_and_prints_
   EXPECT_TRUE(analysis["kernels"][0]["roofline"].is_null());
   EXPECT_NE(analysis["notes"].dump().find("--counters roofline"), std::string::npos);
 
+  const auto dag = nlohmann::json::parse(read_text(dir / "out" / "dag.json"));
+  EXPECT_EQ(rpl::testing::schema_errors(dag, "dag.schema.json"), std::vector<std::string>{});
+  // One process, one stream, no synchronization: the whole last run is the path, its kernels in
+  // a row (10 gemm_tile + 10 reduce_sum + 10 helpers).
+  EXPECT_EQ(dag["critical_ops_total"], 30);
+  EXPECT_EQ(dag["segments"], 1);
+  EXPECT_DOUBLE_EQ(dag["path_ns"].get<double>(), dag["makespan_ns"].get<double>());
+  EXPECT_NE(dag["notes"][0].get<std::string>().find("no stream-wait records"), std::string::npos);
+  EXPECT_GT(analysis["kernels"][0]["critical_path_share"].get<double>(), 0.8);
+  EXPECT_EQ(analysis["kernels"][0]["what_if"].size(), 3u);
+  // A broken dag.json fails its schema.
+  auto broken = dag;
+  broken["kernels"][0]["critical_path_share"] = 2;
+  EXPECT_FALSE(rpl::testing::schema_errors(broken, "dag.schema.json").empty());
+
   // The trace: one X slice per dispatch of the last run (30: 10 + 10 + 10 helper), named tracks.
   const auto trace = nlohmann::json::parse(read_text(dir / "trace.json"));
   std::size_t slices = 0, thread_names = 0;
@@ -46,7 +62,7 @@ TEST(cli_analysis_outputs, profile_writes_analysis_perfetto_and_html_and_prints_
     slices += e["ph"] == "X";
     thread_names += e["ph"] == "M" && e["name"] == "thread_name";
   }
-  EXPECT_EQ(slices, 30u);
+  EXPECT_EQ(slices, 60u); // 30 dispatches, each also on the critical-path track
   EXPECT_GE(thread_names, 1u);
 
   const std::string page = read_text(dir / "report.html");
