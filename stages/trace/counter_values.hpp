@@ -1,0 +1,41 @@
+#pragma once
+/// Hardware counter values from rocpd counter passes, per kernel name: for each counter, the sum
+/// over the dispatches that recorded it and how many did, so passes recorded as separate databases
+/// (same application, different counter sets, dispatch ids not comparable) merge per kernel name.
+/// A counter recorded per instance (one rocpd_pmc_event row per XCD, SE, ...) is summed over its
+/// instances first (SUM(value) per dispatch event and counter, as rocpd's counters_collection view
+/// does); a derived `_sum` counter is one row and reads the same way.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace rpl::stages::rocpd {
+
+struct counter_total {
+  double sum = 0;             ///< over the dispatches that recorded it
+  std::size_t dispatches = 0; ///< how many did
+};
+
+struct kernel_counters {
+  std::string name;           ///< display name, as the pass recorded it
+  std::string target;         ///< the agent's name: "gfx942", "sm_90"
+  std::string product;        ///< the agent's product name, "NVIDIA H200"
+  std::size_t dispatches = 0; ///< dispatches with any counter, over all passes
+  double duration_sum_ns = 0; ///< their durations as the passes recorded them
+  std::map<std::string, counter_total> counters;
+};
+
+/// The per-kernel counters of `paths` (each a counter-pass file), keyed by kernel_key(name).
+/// Throws rocpd_error naming the file for one that cannot be read.
+std::map<std::string, kernel_counters>
+read_kernel_counters(const std::vector<std::filesystem::path>& paths);
+
+/// The name a kernel is matched by across tools: "void " and the argument list dropped, spaces
+/// removed ("sgemm_tiled(const float *, ...)" and "sgemm_tiled(float const*, ...)" are one
+/// kernel, as ncu and the CUPTI tracer print them differently). Overloads then share a key.
+std::string kernel_key(const std::string& name);
+
+} // namespace rpl::stages::rocpd
