@@ -4,7 +4,10 @@
 #include <tuple>
 
 #include "stages/analysis/analysis_builder.hpp"
+#include "stages/analysis/kernel_roofline.hpp"
 #include "stages/analysis/timeline_dag.hpp"
+#include "stages/hardware/arch_model.hpp"
+#include "stages/trace/counter_values.hpp"
 #include "stages/trace/rocpd_reader.hpp"
 #include "stages/trace/rocpd_timeline.hpp"
 
@@ -25,6 +28,82 @@ double median(std::vector<double>& values) {
   const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
   std::nth_element(values.begin(), middle, values.end());
   return *middle;
+}
+
+/// The GPU's product name as the trace names it (the first GPU agent's), for its peaks.
+std::string product_of(const rocpd::reader& files) {
+  for (const auto& agent : files.agents())
+    if (agent.type == "GPU")
+      return agent.product_name;
+  return {};
+}
+
+/// roofline.json, and each kernel's roofline findings into `sources`.
+nlohmann::json roofline_of(const stages::profile_report& report,
+                           const analysis_inputs& inputs,
+                           const rocpd::reader& files,
+                           analysis::analysis_sources& sources) {
+  nlohmann::json doc = {{"schema_version", "1.0"},
+                        {"peaks", nullptr},
+                        {"kernels", nlohmann::json::array()},
+                        {"notes", nlohmann::json::array()}};
+  const auto counters = rocpd::read_kernel_counters(inputs.counters);
+  std::optional<analysis::peaks> roofs;
+  for (const auto& [key, k] : counters) {
+    if (k.target.empty())
+      continue;
+    try {
+      roofs = analysis::peaks_for(stages::load_arch(k.target),
+                                  k.product.empty() ? product_of(files) : k.product,
+                                  inputs.peak_overrides);
+      doc["peaks"] = analysis::to_json(*roofs);
+      doc["peaks"]["target"] = k.target;
+      for (const auto& note : roofs->notes)
+        sources.notes.push_back(note);
+    } catch (const std::exception& error) {
+      sources.notes.push_back("no roofline peaks for " + k.target + ": " + error.what());
+    }
+    break;
+  }
+  for (const auto& kernel : report.kernels) {
+    const std::string& name = kernel.runtime.name;
+    analysis::kernel_findings& f = sources.kernels[name];
+    nlohmann::json entry = {{"name", name}, {"roofline", nullptr}};
+    const auto it = counters.find(rocpd::kernel_key(name));
+    if (it == counters.end()) {
+      f.roofline_missing = inputs.counters.empty()
+                               ? "no counter pass: record one with `rocm-perf profile --counters "
+                                 "roofline`"
+                               : "the counter passes did not record this kernel";
+    } else if (!roofs) {
+      f.roofline_missing = "no peaks for this GPU in configs/arch";
+    } else {
+      const auto outcome = analysis::compute_roofline(
+          it->second, *roofs,
+          kernel.runtime.count > 0 ? std::optional(kernel.runtime.mean_ns) : std::nullopt);
+      for (const auto& problem : outcome.problems)
+        sources.notes.push_back(problem);
+      if (outcome.roofline) {
+        const auto& r = *outcome.roofline;
+        f.roofline = analysis::to_json(r);
+        // Nsight Compute's own speed-of-light figures where the pass has them (the thresholds
+        // are its SOLBottleneck rule's); otherwise the roofline's percent of peak.
+        f.compute_pct = r.sol_compute_pct ? r.sol_compute_pct : r.percent_of_compute_peak;
+        f.memory_pct = r.sol_memory_pct ? r.sol_memory_pct : r.percent_of_memory_peak;
+        f.active_thread_fraction = r.active_thread_fraction;
+        entry["roofline"] = f.roofline;
+      } else {
+        f.roofline_missing =
+            outcome.problems.empty() ? outcome.missing : "inconsistent counters (see the notes)";
+      }
+      if (!outcome.problems.empty())
+        entry["problems"] = outcome.problems;
+    }
+    if (entry["roofline"].is_null())
+      entry["missing"] = f.roofline_missing;
+    doc["kernels"].push_back(std::move(entry));
+  }
+  return doc;
 }
 
 } // namespace
@@ -88,6 +167,7 @@ analysis_outputs analyze_application(const stages::profile_report& report,
   if (inputs.counters.empty())
     sources.notes.push_back("no counters: the roofline and the compute and memory classes need a "
                             "counter pass (rocm-perf profile --counters roofline)");
+  out.roofline = roofline_of(report, inputs, files, sources);
 
   out.analysis =
       analysis::build_application_analysis(sources, analysis::bottleneck_thresholds::defaults());
@@ -115,6 +195,20 @@ analysis_outputs analyze_application(const stages::profile_report& report,
   }
 
   analysis::html_report_input& page = out.page;
+  if (out.roofline["peaks"].is_object()) {
+    const auto& peaks = out.roofline["peaks"];
+    if (peaks["dram_bytes_per_second"].is_number())
+      page.memory_bytes_per_s = peaks["dram_bytes_per_second"].get<double>();
+    for (const auto& [type, value] : peaks["flops_per_second"].items())
+      page.compute_roofs.push_back({type, value.get<double>()});
+  }
+  for (const auto& k : out.roofline["kernels"]) {
+    const auto& r = k["roofline"];
+    if (r.is_object() && r["arithmetic_intensity"].is_number())
+      page.points.push_back({k["name"], r["arithmetic_intensity"].get<double>(),
+                             r["flops_per_second"].get<double>(),
+                             r["bound"].is_string() ? r["bound"].get<std::string>() : ""});
+  }
   page.title = report.command ? report.command->front() : "the traced application";
   page.notes = out.analysis.notes;
   for (const auto& k : out.analysis.kernels) {
@@ -124,6 +218,11 @@ analysis_outputs analyze_application(const stages::profile_report& report,
     row.total_ns = k.total_ns;
     row.share = k.share;
     row.critical_path_share = k.critical_path_share;
+    if (k.roofline.is_object() && k.roofline["percent_of_compute_peak"].is_number())
+      row.percent_of_peak = std::max(k.roofline["percent_of_compute_peak"].get<double>(),
+                                     k.roofline["percent_of_memory_peak"].is_number()
+                                         ? k.roofline["percent_of_memory_peak"].get<double>()
+                                         : 0.0);
     if (k.bottleneck.label) {
       row.bottleneck = std::string(analysis::to_string(*k.bottleneck.label));
       row.because = k.bottleneck.because;

@@ -5,6 +5,7 @@
 /// stages/analysis/; this file reads their inputs from the databases and writes their outputs.
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,11 +26,14 @@ struct analysis_inputs {
   /// Also build the per-dispatch timeline (--perfetto, --report): a million dispatches cost a few
   /// hundred MB as timeline ops, so only when asked.
   bool want_timeline = false;
+  /// Roofline peaks to use instead of configs/arch's ("hbm" bytes/s, or a data type's FLOP/s).
+  std::map<std::string, double> peak_overrides;
 };
 
 struct analysis_outputs {
   stages::analysis::application_analysis analysis;
-  nlohmann::json dag; ///< dag.json
+  nlohmann::json dag;      ///< dag.json
+  nlohmann::json roofline; ///< roofline.json
   std::vector<stages::analysis::timeline_op> ops;
   std::vector<stages::analysis::timeline_flow> flows;
   stages::analysis::html_report_input page;

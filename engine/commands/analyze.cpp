@@ -70,11 +70,17 @@ public:
                    "Each argument is one run (for stability across runs)");
     cmd_->add_flag("--json", options_.report.json, "Print strict JSON");
     cmd_->add_flag("--quiet", options_.report.quiet, "Print only the runtime in ms");
-    cmd_->add_option("--out", options_.report.out, "Write profile.json and analysis.json here");
+    cmd_->add_option("--out", options_.report.out,
+                     "Write profile.json, analysis.json, dag.json and roofline.json here");
     cmd_->add_option("--perfetto", options_.report.perfetto,
                      "Write a Chrome/Perfetto trace (JSON) of the timeline here");
     cmd_->add_option("--report", options_.report.html,
                      "Write a self-contained HTML report (roofline, timeline, kernels) here");
+    cmd_->add_option("--peak", options_.report.peaks,
+                     "Roofline peak KEY=VALUE instead of configs/arch's: hbm (bytes/s) or a data "
+                     "type (FLOP/s), e.g. --peak hbm=4.8e12")
+        ->expected(1)
+        ->take_all();
     cmd_->add_option("--arch", options_.report.arch, "Target for occupancy (default: the agent's)");
   }
 

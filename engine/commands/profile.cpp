@@ -19,6 +19,8 @@
 #include "stages/trace/rocpd_schema.hpp"
 #include "workers/devices/nvidia_gpu.hpp"
 #include "workers/tracers/cuda/cupti_recorder.hpp"
+#include "workers/tracers/ncu/ncu_counter_recorder.hpp"
+#include "workers/tracers/rocprofv3/rocprofv3_counter_recorder.hpp"
 #include "workers/tracers/rocprofv3/rocprofv3_recorder.hpp"
 #include "workers/tracers/timing/timing_recorder.hpp"
 
@@ -35,7 +37,10 @@ struct profile_options {
   std::filesystem::path rocprofv3; ///< empty: $ROCPROFV3, then PATH
   std::filesystem::path
       tracer; ///< CUPTI tracer library; empty: $RPL_CUPTI_TRACER, then beside this executable
-  double timeout_s = 0.0; ///< per run; 0: none
+  double timeout_s = 0.0;        ///< per run; 0: none
+  std::string counters;          ///< "roofline": one counter pass (or set of passes) after the runs
+  std::filesystem::path ncu;     ///< empty: $NCU, PATH, /usr/local/cuda/bin/ncu
+  unsigned counter_launches = 0; ///< ncu --launch-count; 0: every launch
   report_options report;
 };
 
@@ -181,6 +186,49 @@ std::string reason_summary(const std::string& reason) {
   return line;
 }
 
+/// The counter passes of --counters roofline, after the traced runs: ncu on CUDA, rocprofv3 --pmc
+/// passes for the traced GPU's target on ROCm. Returns their databases; a failure is run_error.
+std::vector<std::filesystem::path> record_counters(const profile_options& options,
+                                                   const std::string& backend,
+                                                   const std::vector<std::filesystem::path>& traced,
+                                                   const std::filesystem::path& folder) {
+  workers::trace_recorder_ptr recorder;
+  if (backend == "cuda") {
+    const auto ncu = workers::find_ncu(options.ncu);
+    if (!ncu)
+      throw input_error("--counters roofline needs Nsight Compute (ncu), which was not found; "
+                        "fix: install it with the CUDA toolkit, pass --ncu PATH or set NCU");
+    workers::ncu_options o;
+    o.executable = *ncu;
+    o.launch_count = options.counter_launches;
+    o.timeout = run_timeout(options);
+    o.echo_output = options.debug;
+    recorder = std::make_unique<workers::ncu_counter_recorder>(o);
+  } else {
+    std::string target;
+    for (const auto& agent : stages::rocpd::reader::open(traced).agents())
+      if (agent.type == "GPU") {
+        target = agent.name;
+        break;
+      }
+    auto passes = workers::rocm_roofline_passes(target);
+    if (passes.empty())
+      throw input_error("--counters roofline: no counter passes are known for " +
+                        (target.empty() ? std::string("this GPU") : target) +
+                        " (hardware-models.md gives the HBM formula for gfx90a and gfx942); fix: "
+                        "record counters with rocprofv3 --pmc yourself and pass the databases to "
+                        "rocm-perf analyze");
+    const auto rocprofv3 = workers::find_rocprofv3(options.rocprofv3);
+    recorder = std::make_unique<workers::rocprofv3_counter_recorder>(
+        workers::rocprofv3_options{*rocprofv3, run_timeout(options), options.debug},
+        std::move(passes));
+  }
+  auto recorded = recorder->record(options.app, folder, 1);
+  if (!recorded.recorded())
+    throw run_error("counter pass: " + recorded.reason);
+  return recorded.databases;
+}
+
 /// Records every run under `root`/run-N, then reports on all of them. A run that failed but left
 /// databases (cuda backend) ends the runs: the report covers it and the runs before, says it is
 /// partial, and profile exits 1 after printing it.
@@ -204,6 +252,8 @@ int trace_and_report(const profile_options& options,
   // The analysis reads the last run's trace (its timeline and DAG) and the counter passes.
   analysis_inputs analysis;
   analysis.timeline = runs.back();
+  if (!options.counters.empty() && !failed)
+    analysis.counters = record_counters(options, backend, runs.back(), root / "counters");
   if (!failed) {
     return emit_report(stages::build_profile_report(runs, context), options.report, &analysis);
   }
@@ -242,6 +292,10 @@ int profile(const profile_options& options) {
                           workers::find_cupti_tracer(options.tracer)};
   const std::string backend = choose_backend(options, tools);
   if (backend == "timing") {
+    if (!options.counters.empty())
+      throw input_error("--counters " + options.counters +
+                        " needs a tracing backend (rocm or cuda), not timing; fix: drop "
+                        "--no-rocprof or pass --backend rocm|cuda");
     return emit_report(timing_report(options), options.report);
   }
   const auto recorder = make_trace_recorder(backend, tools, options);
@@ -291,6 +345,14 @@ public:
                      "rocm (rocprofv3) | cuda (CUPTI tracer) | timing | auto")
         ->check(CLI::IsMember({"rocm", "cuda", "timing", "auto"}));
     cmd_->add_option("--tracer", options_.tracer, "CUPTI tracer library for --backend cuda");
+    cmd_->add_option("--counters", options_.counters,
+                     "roofline: after the runs, record the roofline's hardware counters (cuda: "
+                     "one ncu pass; rocm: rocprofv3 --pmc passes) for roofline.json and the "
+                     "bottleneck classes")
+        ->check(CLI::IsMember({"roofline"}));
+    cmd_->add_option("--ncu", options_.ncu, "Nsight Compute for --counters (default: PATH)");
+    cmd_->add_option("--counter-launches", options_.counter_launches,
+                     "ncu: profile only the first N kernel launches (default: all)");
     cmd_->add_option("--runs", options_.runs, "Runs of the application");
     cmd_->add_flag("--json", options_.report.json,
                    "Print strict JSON (docs/schema/profile.schema.json)");
@@ -299,11 +361,17 @@ public:
     cmd_->add_flag("--no-rocprof", options_.no_rocprof,
                    "Timing backend: whole-process wall time, no per-kernel data");
     cmd_->add_option("--out", options_.report.out,
-                     "Write profile.json, analysis.json (and the traces) here");
+                     "Write profile.json, analysis.json, dag.json, roofline.json (and the traces) "
+                     "here");
     cmd_->add_option("--perfetto", options_.report.perfetto,
                      "Write a Chrome/Perfetto trace (JSON) of the last run's timeline here");
     cmd_->add_option("--report", options_.report.html,
                      "Write a self-contained HTML report (roofline, timeline, kernels) here");
+    cmd_->add_option("--peak", options_.report.peaks,
+                     "Roofline peak KEY=VALUE instead of configs/arch's: hbm (bytes/s) or a data "
+                     "type (FLOP/s), e.g. --peak hbm=4.8e12")
+        ->expected(1)
+        ->take_all();
     cmd_->add_option("--arch", options_.report.arch, "Target for occupancy (default: the agent's)");
     cmd_->add_option("--rocprofv3", options_.rocprofv3, "rocprofv3 executable (default: PATH)");
     cmd_->add_option("--timeout", options_.timeout_s,

@@ -1,6 +1,7 @@
 #include "engine/commands/profile_output.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -38,6 +39,20 @@ int emit_report(const stages::profile_report& report,
   std::vector<std::filesystem::path> written;
   if (inputs != nullptr) {
     analysis_inputs wanted = *inputs;
+    for (const auto& peak : options.peaks) {
+      const auto eq = peak.find('=');
+      char* end = nullptr;
+      const double value = eq == std::string::npos ? 0 : std::strtod(peak.c_str() + eq + 1, &end);
+      if (eq == std::string::npos || eq == 0 || end == peak.c_str() + eq + 1 || *end != '\0' ||
+          !(value > 0)) {
+        std::fprintf(stderr,
+                     "rocm-perf: error: --peak %s: expected KEY=VALUE with a positive number; "
+                     "fix: e.g. --peak hbm=4.8e12 (bytes/s) or --peak fp32=6.7e13 (FLOP/s)\n",
+                     peak.c_str());
+        return 2;
+      }
+      wanted.peak_overrides[peak.substr(0, eq)] = value;
+    }
     wanted.want_timeline = !options.perfetto.empty() || !options.html.empty();
     try {
       analyzed = analyze_application(report, wanted);
@@ -58,6 +73,9 @@ int emit_report(const stages::profile_report& report,
       if (!write_file(options.out / "dag.json", analyzed->dag.dump(2) + '\n', "--out"))
         return 2;
       written.push_back(options.out / "dag.json");
+      if (!write_file(options.out / "roofline.json", analyzed->roofline.dump(2) + '\n', "--out"))
+        return 2;
+      written.push_back(options.out / "roofline.json");
     }
   }
   if (analyzed && !options.perfetto.empty()) {

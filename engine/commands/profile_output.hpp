@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "engine/commands/analysis_output.hpp"
 #include "stages/analysis/profile_report.hpp"
@@ -18,6 +19,9 @@ struct report_options {
   std::string arch;               ///< override the agents' targets for occupancy
   std::filesystem::path perfetto; ///< write the Chrome/Perfetto trace here when set
   std::filesystem::path html;     ///< write the HTML report here when set
+  /// --peak KEY=VALUE: roofline peaks instead of configs/arch's ("hbm" in bytes/s, or a data type
+  /// of roofline.json's peaks, e.g. fp32, bf16_tensor, mfma_f16, in FLOP/s).
+  std::vector<std::string> peaks;
 };
 
 /// Writes profile.json under `options.out` (when set), then prints the report. With `inputs`, also

@@ -91,5 +91,57 @@ TEST(cli_analysis_outputs, analyze_writes_the_same_from_recorded_files_and_refus
       << bad.output;
 }
 
+TEST(cli_analysis_outputs, counters_roofline_records_passes_and_fills_the_roofline_by_hand) {
+  temp_dir dir;
+  const auto out =
+      run_rocm_perf({"profile", "--rocprofv3", RPL_FAKE_ROCPROFV3, "--runs", "1", "--counters",
+                     "roofline", "--out", (dir / "out").string(), "--", "/bin/true"});
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  // Three rocprofv3 --pmc passes beside the traced run.
+  for (const char* pass : {"pass-1", "pass-2", "pass-3"})
+    EXPECT_TRUE(std::filesystem::is_directory(dir / "out" / "traces" / "counters" / pass)) << pass;
+  const auto roofline = nlohmann::json::parse(read_text(dir / "out" / "roofline.json"));
+  EXPECT_EQ(rpl::testing::schema_errors(roofline, "roofline.schema.json"),
+            std::vector<std::string>{});
+  const auto& gemm = roofline["kernels"][0]["roofline"];
+  ASSERT_TRUE(gemm.is_object()) << roofline.dump(2);
+  // The stand-in counts 1000 per counter (10 for BUBBLE, 100 for 32B/64B), SQ_* in two instances
+  // of 500. gfx90a: VALU per type 64 x (1000 + 1000 + 1000 + 2 x 1000) = 320,000; MFMA per type
+  // 512 x 1000 = 512,000; HBM 32 x 100 + 64 x (1000 - 100) + 64 x 100 + 32 x (1000 - 100) = 96,000.
+  EXPECT_DOUBLE_EQ(gemm["flops_by_type"]["valu_f32"].get<double>(), 320000);
+  EXPECT_DOUBLE_EQ(gemm["flops_by_type"]["mfma_f16"].get<double>(), 512000);
+  EXPECT_DOUBLE_EQ(gemm["flops"].get<double>(), 3 * 320000.0 + 4 * 512000.0);
+  EXPECT_DOUBLE_EQ(gemm["dram_bytes"].get<double>(), 96000);
+  EXPECT_DOUBLE_EQ(gemm["arithmetic_intensity"].get<double>(),
+                   (3 * 320000.0 + 4 * 512000.0) / 96000);
+  EXPECT_EQ(gemm["bound"], "memory");
+  // The peaks say which product they assumed (the stand-in's MI210 is not in configs/arch).
+  EXPECT_NE(roofline["peaks"]["notes"].dump().find("assumed"), std::string::npos);
+  // The analysis now has compute and memory percentages for every kernel.
+  const auto analysis = nlohmann::json::parse(read_text(dir / "out" / "analysis.json"));
+  EXPECT_TRUE(analysis["kernels"][1]["roofline"].is_object());
+  EXPECT_EQ(analysis["kernels"][1]["bottleneck"]["class"], "latency_bound");
+}
+
+TEST(cli_analysis_outputs, bad_counter_and_peak_requests_are_bad_input) {
+  const auto timing = run_rocm_perf(
+      {"profile", "--no-rocprof", "--counters", "roofline", "--runs", "1", "--", "/bin/true"});
+  EXPECT_EQ(timing.exit_code, 2) << timing.output;
+  EXPECT_NE(timing.output.find("needs a tracing backend"), std::string::npos) << timing.output;
+  const auto set = run_rocm_perf({"profile", "--counters", "everything", "--", "/bin/true"});
+  EXPECT_EQ(set.exit_code, 2) << set.output;
+  temp_dir dir;
+  ASSERT_EQ(run_rocm_perf({"profile", "--rocprofv3", RPL_FAKE_ROCPROFV3, "--runs", "1", "--out",
+                           (dir / "p").string(), "--quiet", "--", "/bin/true"})
+                .exit_code,
+            0);
+  const auto peak =
+      run_rocm_perf({"analyze", (dir / "p" / "traces").string(), "--peak", "hbm=fast"});
+  EXPECT_EQ(peak.exit_code, 2) << peak.output;
+  EXPECT_NE(peak.output.find("--peak hbm=fast: expected KEY=VALUE with a positive number"),
+            std::string::npos)
+      << peak.output;
+}
+
 } // namespace
 } // namespace rpl

@@ -1,6 +1,10 @@
 // A stand-in for rocprofv3, for tests on machines without ROCm or an AMD GPU (all of ours).
 // It accepts the command line `rocm-perf profile` uses:
 //   rocprofv3 --kernel-trace --output-format rocpd -d DIR -- APP [ARGS...]
+//   rocprofv3 --pmc C1 C2 ... --output-format rocpd -d DIR -- APP [ARGS...]   (a counter pass)
+// With --pmc each dispatch also gets one rocpd_pmc_event row per counter (two instance rows for
+// SQ_* counters, as per-XCD counters come): 10 for names with BUBBLE, 100 for names with 32B or
+// 64B, 1000 otherwise, split evenly over the instances.
 // runs APP for real, then writes what rocprofv3 would: DIR/<host>/<pid>_results.db in the rocpd
 // schema, through our own writer, with three kernels on one gfx90a agent. The kernel timings are
 // synthetic (this is not a profiler); the tests check our reading and analysis of them.
@@ -25,6 +29,7 @@ int main(int argc, char** argv) {
   std::filesystem::path out;
   std::vector<char*> app;
   bool kernel_trace = false;
+  std::vector<std::string> pmc;
   std::string format;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -36,6 +41,9 @@ int main(int argc, char** argv) {
     }
     if (arg == "--kernel-trace") {
       kernel_trace = true;
+    } else if (arg == "--pmc") {
+      while (i + 1 < argc && argv[i + 1][0] != '-')
+        pmc.emplace_back(argv[++i]);
     } else if ((arg == "-d" || arg == "--output-directory") && i + 1 < argc) {
       out = argv[++i];
     } else if ((arg == "--output-format" || arg == "-f") && i + 1 < argc) {
@@ -45,7 +53,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  if (!kernel_trace || format != "rocpd" || out.empty() || app.empty()) {
+  if ((!kernel_trace && pmc.empty()) || format != "rocpd" || out.empty() || app.empty()) {
     std::fprintf(stderr, "rocprofv3 (test stand-in): expected --kernel-trace --output-format rocpd "
                          "-d DIR -- APP\n");
     return 1;
@@ -125,6 +133,15 @@ int main(int argc, char** argv) {
       none != nullptr && *none == '1') {
     dispatches = 0;
   }
+  std::vector<std::int64_t> pmc_ids;
+  for (const auto& name : pmc) {
+    rocpd::pmc_info info;
+    info.nid = nid;
+    info.pid = pid;
+    info.agent_id = agent_id;
+    info.name = name;
+    pmc_ids.push_back(db.add_pmc_info(info));
+  }
   // Deterministic per-process jitter (±2 %), so repeated runs differ a little, as real ones do.
   const double jitter = 1.0 + (static_cast<double>(pid % 41) - 20.0) / 1000.0;
   std::int64_t now = 1'000'000'000;
@@ -156,6 +173,17 @@ int main(int argc, char** argv) {
       d.grid = {k.block * 1024, 1, 1};
       d.group_segment_size = k.lds + k.dynamic_lds;
       db.add_dispatch(d);
+      const auto event = db.last_event_id();
+      for (std::size_t c = 0; c < pmc.size(); ++c) {
+        const std::string& name = pmc[c];
+        const double value =
+            name.find("BUBBLE") != std::string::npos                                         ? 10
+            : name.find("32B") != std::string::npos || name.find("64B") != std::string::npos ? 100
+                                                                                             : 1000;
+        const int instances = name.rfind("SQ_", 0) == 0 ? 2 : 1;
+        for (int n = 0; n < instances; ++n)
+          db.add_pmc_event(event, pmc_ids[c], value / instances);
+      }
       now = d.end_ns + 2000;
     }
   }
