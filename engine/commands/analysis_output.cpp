@@ -124,7 +124,9 @@ analysis_outputs analyze_application(const stages::profile_report& report,
     }
   }
   const rocpd::timeline timeline = rocpd::read_timeline(files);
-  const analysis::critical_path_result path = analysis::critical_path(timeline);
+  const std::vector<double> percents(std::begin(what_if_percents), std::end(what_if_percents));
+  const analysis::critical_path_result path =
+      analysis::critical_path(timeline, what_if_kernels, percents);
   sources.critical_path_ns = path.path_ns;
   sources.makespan_ns = path.makespan_ns;
   sources.notes.insert(sources.notes.end(), path.notes.begin(), path.notes.end());
@@ -132,18 +134,9 @@ analysis_outputs analyze_application(const stages::profile_report& report,
     analysis::kernel_findings& f = sources.kernels[k.name];
     f.critical_path_ns = k.critical_path_ns;
     f.min_slack_ns = k.min_slack_ns;
+    for (const auto& [pct, saving] : k.what_if)
+      f.what_if.push_back({pct, saving});
   }
-  // What-if for the kernels that hold most of the path (one DAG, a replay per question).
-  std::vector<std::string> asked;
-  for (const auto& k : path.kernels)
-    if (k.critical_path_ns > 0 && asked.size() < what_if_kernels)
-      asked.push_back(k.name);
-  const std::vector<double> percents(std::begin(what_if_percents), std::end(what_if_percents));
-  const auto savings = analysis::what_if_savings(timeline, asked, percents);
-  for (std::size_t k = 0; k < asked.size(); ++k)
-    for (std::size_t p = 0; p < percents.size(); ++p)
-      sources.kernels[asked[k]].what_if.push_back({percents[p], savings[k][p]});
-
   // How long each dispatch's stream sat idle just before it: the median per kernel name (a median,
   // so one long host pause does not make a kernel look launch-bound).
   std::vector<std::uint32_t> order(timeline.ops.size());

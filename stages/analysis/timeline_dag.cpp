@@ -210,7 +210,8 @@ double replay_span(const timeline& t, const dag& g, const std::vector<double>& s
 
 } // namespace
 
-critical_path_result critical_path(const timeline& t) {
+critical_path_result
+critical_path(const timeline& t, std::size_t what_if_top, const std::vector<double>& percents) {
   critical_path_result r;
   const dag g = build(t);
   const std::size_t n = t.ops.size();
@@ -296,6 +297,23 @@ critical_path_result critical_path(const timeline& t) {
       r.kernels.begin(), r.kernels.end(), [](const kernel_path_time& a, const kernel_path_time& b) {
         return std::tie(a.critical_path_ns, a.total_ns) > std::tie(b.critical_path_ns, b.total_ns);
       });
+  if (what_if_top > 0 && !percents.empty()) {
+    std::vector<double> original(n), scaled(n);
+    for (std::uint32_t i = 0; i < n; ++i)
+      original[i] = duration(t, i);
+    const double before = replay_span(t, g, original);
+    for (std::size_t k = 0; k < r.kernels.size() && k < what_if_top; ++k) {
+      if (r.kernels[k].critical_path_ns <= 0)
+        break;
+      const auto target = static_cast<std::int32_t>(
+          std::find(t.names.begin(), t.names.end(), r.kernels[k].name) - t.names.begin());
+      for (const double pct : percents) {
+        for (std::uint32_t i = 0; i < n; ++i)
+          scaled[i] = t.ops[i].name == target ? original[i] * (1.0 - pct / 100.0) : original[i];
+        r.kernels[k].what_if.emplace_back(pct, before - replay_span(t, g, scaled));
+      }
+    }
+  }
   return r;
 }
 

@@ -44,6 +44,8 @@ struct kernel_path_time {
   double total_ns = 0;         ///< all its ops' durations
   double min_slack_ns = 0;
   std::size_t on_path = 0; ///< how many of its ops are on the path
+  /// (faster %, end-to-end saving in ns), for the kernels critical_path was asked about.
+  std::vector<std::pair<double, double>> what_if;
 };
 
 struct critical_path_result {
@@ -58,8 +60,12 @@ struct critical_path_result {
   std::vector<kernel_path_time> kernels; ///< per op name, by critical-path time descending
 };
 
-/// Builds the DAG of `t` and finds its critical path.
-critical_path_result critical_path(const rocpd::timeline& t);
+/// Builds the DAG of `t` and finds its critical path; with `what_if_top` > 0, also the what-if
+/// savings at each of `percents` for that many kernels with the most critical-path time (on the
+/// same DAG: one replay per question).
+critical_path_result critical_path(const rocpd::timeline& t,
+                                   std::size_t what_if_top = 0,
+                                   const std::vector<double>& percents = {});
 
 /// The end-to-end saving (ns) if every op named `name` were `faster_pct` % shorter.
 double what_if_saving(const rocpd::timeline& t, const std::string& name, double faster_pct);

@@ -72,6 +72,11 @@ TEST(stages_timeline_dag, independent_streams_follow_the_stream_that_ends_last) 
   EXPECT_DOUBLE_EQ(what_if_saving(t, "a2", 50), 95);
   // a2 100 % faster: S1 ends at 110, S2 at 200: the saving stops at 100 (S2 takes over).
   EXPECT_DOUBLE_EQ(what_if_saving(t, "a2", 100), 100);
+  // The same questions asked of critical_path for its top kernel (a2), on one DAG.
+  const auto asked = critical_path(t, 1, {50, 100});
+  EXPECT_EQ(asked.kernels.front().what_if,
+            (std::vector<std::pair<double, double>>{{50, 95}, {100, 100}}));
+  EXPECT_TRUE(asked.kernels[1].what_if.empty());
 }
 
 TEST(stages_timeline_dag, a_recorded_stream_wait_links_the_streams) {
