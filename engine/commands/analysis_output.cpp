@@ -86,10 +86,13 @@ nlohmann::json roofline_of(const stages::profile_report& report,
       if (outcome.roofline) {
         const auto& r = *outcome.roofline;
         f.roofline = analysis::to_json(r);
-        // Nsight Compute's own speed-of-light figures where the pass has them (the thresholds
-        // are its SOLBottleneck rule's); otherwise the roofline's percent of peak.
+        // Compute: Nsight Compute's SM speed of light where the pass has it (every pipe, not only
+        // FLOPs), else the roofline's percent of the FLOP peak. Memory: the DRAM bandwidth's
+        // percent of peak, which is what "memory-bandwidth bound" means; ncu's memory speed of
+        // light also counts L1 and shared memory (a tiled GEMM reaches 85 % there on an H100
+        // while its DRAM traffic is negligible).
         f.compute_pct = r.sol_compute_pct ? r.sol_compute_pct : r.percent_of_compute_peak;
-        f.memory_pct = r.sol_memory_pct ? r.sol_memory_pct : r.percent_of_memory_peak;
+        f.memory_pct = r.percent_of_memory_peak ? r.percent_of_memory_peak : r.sol_memory_pct;
         f.active_thread_fraction = r.active_thread_fraction;
         entry["roofline"] = f.roofline;
       } else {
@@ -128,6 +131,7 @@ analysis_outputs analyze_application(const stages::profile_report& report,
   const analysis::critical_path_result path =
       analysis::critical_path(timeline, what_if_kernels, percents);
   sources.critical_path_ns = path.path_ns;
+  sources.critical_path_busy_ns = path.busy_ns;
   sources.makespan_ns = path.makespan_ns;
   sources.notes.insert(sources.notes.end(), path.notes.begin(), path.notes.end());
   for (const auto& k : path.kernels) {

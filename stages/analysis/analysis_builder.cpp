@@ -29,6 +29,7 @@ application_analysis build_application_analysis(const analysis_sources& sources,
   application_analysis out;
   out.notes = sources.notes;
   out.critical_path_ns = sources.critical_path_ns;
+  out.critical_path_busy_ns = sources.critical_path_busy_ns;
   out.makespan_ns = sources.makespan_ns;
   if (sources.report == nullptr)
     return out;

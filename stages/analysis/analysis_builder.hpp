@@ -36,6 +36,7 @@ struct analysis_sources {
   std::optional<double> compute_units;
   std::map<std::string, kernel_findings> kernels; ///< by kernel name
   std::optional<double> critical_path_ns;
+  std::optional<double> critical_path_busy_ns;
   std::optional<double> makespan_ns;
   std::vector<std::string> notes;
 };

@@ -83,6 +83,7 @@ json to_json(const application_analysis& analysis) {
   return {{"schema_version", "1.0"},
           {"notes", analysis.notes},
           {"critical_path_ns", optional_number(analysis.critical_path_ns)},
+          {"critical_path_busy_ns", optional_number(analysis.critical_path_busy_ns)},
           {"makespan_ns", optional_number(analysis.makespan_ns)},
           {"kernels", std::move(kernels)},
           {"limits", limits_json(analysis)}};
@@ -95,6 +96,15 @@ std::string limits_text(const application_analysis& analysis, std::size_t top) {
     out += " (critical path " + fixed(*analysis.critical_path_ns / 1e6, 3) + " ms of " +
            fixed(*analysis.makespan_ns / 1e6, 3) + " ms)";
   out += ":\n";
+  if (analysis.critical_path_ns && analysis.critical_path_busy_ns &&
+      *analysis.critical_path_ns > 0) {
+    const double idle = *analysis.critical_path_ns - *analysis.critical_path_busy_ns;
+    if (idle > 0.5 * *analysis.critical_path_ns)
+      out += "  the GPU is idle " + fixed(100 * idle / *analysis.critical_path_ns) +
+             " % of the critical path (" + fixed(idle / 1e6, 3) +
+             " ms): the host, not a kernel, sets the pace (launches, synchronization, host "
+             "work)\n";
+  }
   if (limits.empty())
     return out + "  nothing: no user kernel ran\n";
   std::size_t width = 0;

@@ -42,9 +42,10 @@ struct kernel_analysis {
 struct application_analysis {
   /// Assumptions and caveats, one sentence each ("no synchronization records: ...").
   std::vector<std::string> notes;
-  std::optional<double> critical_path_ns; ///< the path's length over all segments
-  std::optional<double> makespan_ns;      ///< first op start to last op end
-  std::vector<kernel_analysis> kernels;   ///< by critical-path time, then total time, descending
+  std::optional<double> critical_path_ns;      ///< the path's length over all segments
+  std::optional<double> critical_path_busy_ns; ///< of which ops ran (the rest the GPU waited)
+  std::optional<double> makespan_ns;           ///< first op start to last op end
+  std::vector<kernel_analysis> kernels; ///< by critical-path time, then total time, descending
 };
 
 /// analysis.json: {"schema_version": "1.0", "notes", "critical_path_ns", "makespan_ns",

@@ -32,7 +32,11 @@ std::string next_step(bottleneck_class c, const bottleneck_inputs& in) {
     return "give each wave more independent work (unroll, several elements per thread), keep more "
            "loads in flight (prefetch), then look at the stall reasons";
   case bottleneck_class::under_occupied:
-    return in.occupancy_limiter.empty()
+    if (in.waves_per_cu && *in.waves_per_cu < 1)
+      return "launch more blocks: the grid does not fill the GPU once (split the work finer, or "
+             "run independent work beside it on other streams)";
+    return in.occupancy_limiter.empty() || in.occupancy_limiter == "waves" ||
+                   in.occupancy_limiter == "workgroups"
                ? "put more waves on the GPU: a larger grid, smaller blocks, or less register and "
                  "LDS use per block"
                : "put more waves on the GPU: a larger grid, or less " + in.occupancy_limiter +

@@ -65,7 +65,11 @@ peaks peaks_for(const arch_model& model,
     const std::string want = lower(product_name);
     for (const auto& product : products) {
       const std::string name = lower(product.value("name", ""));
-      if (!want.empty() && (name.rfind(want, 0) == 0 || want.rfind(name, 0) == 0)) {
+      bool alias = false;
+      if (product.contains("aliases") && product["aliases"].is_array())
+        for (const auto& a : product["aliases"])
+          alias = alias || (a.is_string() && lower(a.get<std::string>()) == want);
+      if (!want.empty() && (alias || name.rfind(want, 0) == 0 || want.rfind(name, 0) == 0)) {
         chosen = &product;
         break;
       }

@@ -158,7 +158,8 @@ dag build(const timeline& t) {
                       "next op depends on the op of another stream that ended last before it "
                       "started");
   }
-  if (waits_without_stream > 0)
+  // With the tracer's records, the API calls of the same waits add nothing: say nothing of them.
+  if (waits_without_stream > 0 && waits == 0)
     g.notes.push_back(std::to_string(waits_without_stream) +
                       " stream waits were recorded without their stream (API calls only) and "
                       "were not used");

@@ -86,6 +86,22 @@ std::int64_t integer(const std::string& text) {
   return static_cast<std::int64_t>(number(text).value_or(0));
 }
 
+/// The factor from a column's unit to its base (bytes, nanoseconds; a rate's numerator alike), for
+/// a report printed with ncu's default automatic units ("Mbyte", "usecond", "Gbyte/second"); 1 for
+/// base and unknown units.
+double unit_scale(const std::string& unit) {
+  static const std::map<std::string, double> factors = {
+      {"Kbyte", 1e3},   {"Mbyte", 1e6},   {"Gbyte", 1e9}, {"Tbyte", 1e12},
+      {"usecond", 1e3}, {"msecond", 1e6}, {"second", 1e9}};
+  const auto slash = unit.find('/');
+  const auto it = factors.find(unit.substr(0, slash));
+  if (it == factors.end())
+    return 1;
+  if (slash != std::string::npos && it->first == "second")
+    return 1; // "second/..." is not a unit ncu prints
+  return it->second;
+}
+
 } // namespace
 
 report parse_raw_csv(std::string_view text) {
@@ -153,8 +169,10 @@ report parse_raw_csv(std::string_view text) {
       const std::string& name = r.columns[i];
       if (name.find("__") == std::string::npos)
         continue; // the launch description columns above, not metrics
-      if (const auto v = number(fields[i]))
-        k.metrics.emplace(name, *v);
+      if (const auto v = number(fields[i])) {
+        const auto unit = r.units.find(name);
+        k.metrics.emplace(name, unit == r.units.end() ? *v : *v * unit_scale(unit->second));
+      }
     }
     r.kernels.push_back(std::move(k));
   }

@@ -40,7 +40,8 @@ struct kernel_row {
   std::uint32_t grid[3] = {0, 0, 0};
   std::int64_t device = 0;
   std::string compute_capability; ///< "9.0"
-  /// Every column whose value is a number (launch__*, device__attribute_*, the metrics), by name.
+  /// Every column whose value is a number (launch__*, device__attribute_*, the metrics), by name,
+  /// in base units: bytes and nanoseconds (ncu's automatic "Mbyte", "usecond", ... are scaled).
   std::map<std::string, double> metrics;
 };
 

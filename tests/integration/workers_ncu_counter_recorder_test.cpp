@@ -56,7 +56,7 @@ TEST(workers_ncu_counter_recorder, a_counter_pass_becomes_a_rocpd_database_of_it
       << log;
   EXPECT_NE(log.find("--launch-count 50 true"), std::string::npos) << log;
   EXPECT_NE(log.find("--import " + (dir / "counters").string() +
-                     "/ncu_counters.ncu-rep --csv --page raw"),
+                     "/ncu_counters.ncu-rep --csv --page raw --print-units base"),
             std::string::npos)
       << log;
 }

@@ -65,6 +65,20 @@ TEST(stages_ncu_csv, names_what_is_wrong_with_text_that_is_not_ncus_raw_page) {
   EXPECT_EQ(r.kernels[0].metrics.at("x__y.sum"), 15.0);
 }
 
+TEST(stages_ncu_csv, automatic_units_are_scaled_to_bytes_and_nanoseconds) {
+  // ncu --import without --print-units base prints "Mbyte", "usecond" (seen on an H100 run).
+  const report r = parse_raw_csv(
+      "\"ID\",\"Kernel Name\",\"dram__bytes_read.sum\",\"gpu__time_duration.sum\","
+      "\"dram__bytes.sum.per_second\",\"sm__throughput.avg.pct_of_peak_sustained_elapsed\"\n"
+      "\"\",\"\",\"Mbyte\",\"usecond\",\"Tbyte/second\",\"%\"\n"
+      "\"0\",\"copy\",\"536.88\",\"372.38\",\"2.84\",\"4.3\"\n");
+  const auto& m = r.kernels.at(0).metrics;
+  EXPECT_DOUBLE_EQ(m.at("dram__bytes_read.sum"), 536.88e6);
+  EXPECT_DOUBLE_EQ(m.at("gpu__time_duration.sum"), 372380);
+  EXPECT_DOUBLE_EQ(m.at("dram__bytes.sum.per_second"), 2.84e12);
+  EXPECT_DOUBLE_EQ(m.at("sm__throughput.avg.pct_of_peak_sustained_elapsed"), 4.3);
+}
+
 TEST(stages_ncu_csv, a_counter_pass_database_holds_each_launch_and_its_metrics) {
   const report r = parse_raw_csv(rpl::testing::read_text(fixture));
   temp_dir dir;

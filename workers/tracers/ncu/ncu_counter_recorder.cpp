@@ -115,8 +115,10 @@ recorded_run ncu_counter_recorder::record(const std::vector<std::string>& argv,
   }
   // The CSV comes from the saved report, apart from the application's own output.
   child_options import;
-  import.argv = {
-      options_.executable.string(), "--import", report.string(), "--csv", "--page", "raw"};
+  import.argv = {options_.executable.string(), "--import", report.string(), "--csv", "--page",
+                 "raw",
+                 // Base units: by default ncu scales each value (Mbyte, usecond, ...).
+                 "--print-units", "base"};
   import.max_output_bytes = std::size_t{512} << 20;
   const auto csv = run_child(import, std::chrono::minutes(10));
   if (!csv.succeeded()) {
