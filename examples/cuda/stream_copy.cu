@@ -14,8 +14,8 @@
 
 #include <cuda_runtime.h>
 
-extern "C" __global__ void stream_copy(const float4* __restrict__ in, float4* __restrict__ out,
-                                       size_t n) {
+extern "C" __global__ void
+stream_copy(const float4* __restrict__ in, float4* __restrict__ out, size_t n) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x)
     out[i] = in[i];
@@ -81,8 +81,8 @@ int main(int argc, char** argv) {
   }
   std::sort(ms.begin(), ms.end());
   const double median = ms[ms.size() / 2];
-  std::printf("stream_copy %ld MiB x %ld: median kernel time %.4f ms (CUDA events), %.1f GB/s\n", mib,
-              reps, median, 2.0 * static_cast<double>(bytes) / (median * 1e-3) / 1e9);
+  std::printf("stream_copy %ld MiB x %ld: median kernel time %.4f ms (CUDA events), %.1f GB/s\n",
+              mib, reps, median, 2.0 * static_cast<double>(bytes) / (median * 1e-3) / 1e9);
   CHECK(cudaFree(in));
   CHECK(cudaFree(out));
   return 0;
