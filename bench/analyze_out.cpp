@@ -4,7 +4,8 @@
 // kernels, an event record / stream wait pair every 1,000 dispatches, and one counter pass of
 // roofline counters on every 100th dispatch), then runs the real CLI as a child, --repeat times,
 // and reports its wall time and peak RSS (the child's own, from wait4). Baseline: the same command
-// without --out (the profile report alone), so the ratio is what the analyses add.
+// without --out (the same analyses, since the text report names what limits the application;
+// nothing written), so the ratio is what writing the four files adds.
 
 #include <algorithm>
 #include <chrono>
