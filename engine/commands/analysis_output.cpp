@@ -94,6 +94,9 @@ nlohmann::json roofline_of(const stages::profile_report& report,
         f.compute_pct = r.sol_compute_pct ? r.sol_compute_pct : r.percent_of_compute_peak;
         f.memory_pct = r.percent_of_memory_peak ? r.percent_of_memory_peak : r.sol_memory_pct;
         f.active_thread_fraction = r.active_thread_fraction;
+        f.issue_active = r.issue_active;
+        f.top_stall = r.top_stall;
+        f.top_stall_share = r.top_stall_share;
         entry["roofline"] = f.roofline;
       } else {
         f.roofline_missing =

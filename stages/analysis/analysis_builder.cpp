@@ -58,6 +58,9 @@ application_analysis build_application_analysis(const analysis_sources& sources,
     in.compute_pct = f.compute_pct;
     in.memory_pct = f.memory_pct;
     in.active_thread_fraction = f.active_thread_fraction;
+    in.issue_active = f.issue_active;
+    in.top_stall = f.top_stall;
+    in.top_stall_share = f.top_stall_share;
     if (k.occupancy) {
       in.occupancy = k.occupancy->result.occupancy;
       in.occupancy_limiter = to_string(k.occupancy->result.limiter);

@@ -24,6 +24,9 @@ struct kernel_findings {
   std::optional<double> compute_pct;
   std::optional<double> memory_pct;
   std::optional<double> active_thread_fraction;
+  std::optional<double> issue_active;
+  std::string top_stall;
+  std::optional<double> top_stall_share;
   std::optional<double> critical_path_ns;
   std::optional<double> min_slack_ns;
   std::vector<what_if_saving> what_if;

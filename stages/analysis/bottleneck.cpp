@@ -86,6 +86,10 @@ json measured_of(const bottleneck_inputs& in) {
   put("active_thread_fraction", in.active_thread_fraction);
   put("mean_idle_before_ns", in.mean_idle_before_ns);
   put("mean_duration_ns", in.mean_duration_ns);
+  put("issue_active", in.issue_active);
+  if (!in.top_stall.empty())
+    m["top_stall"] = in.top_stall;
+  put("top_stall_share", in.top_stall_share);
   return m;
 }
 
@@ -109,6 +113,43 @@ std::optional<std::string> divergent_because(const bottleneck_inputs& in,
            " % of a wave's lanes active per instruction (< " +
            number(t.divergence_min_active_fraction * 100) + " %)";
   return std::nullopt;
+}
+
+/// What the dominant warp stall means and what helps, by Nsight Compute's reason names.
+std::string stall_advice(const std::string& reason) {
+  if (reason == "long_scoreboard")
+    return "warps wait on global or local memory: keep more loads in flight, prefetch, or stage "
+           "reused data in shared memory";
+  if (reason == "short_scoreboard" || reason == "mio_throttle")
+    return "warps wait on shared memory or special functions: reduce bank conflicts and shared "
+           "memory traffic per result";
+  if (reason == "barrier")
+    return "warps wait at barriers: balance the work between a block's warps, or synchronize "
+           "less often";
+  if (reason == "math_pipe_throttle")
+    return "a math pipe is saturated: move work to another pipe (tensor cores, FP32 instead of "
+           "FP64) or do less of it";
+  if (reason == "lg_throttle")
+    return "the load/store queue is full: fewer, wider memory instructions (vector loads)";
+  if (reason == "wait")
+    return "fixed-latency dependencies: more independent instructions between dependent ones "
+           "(unroll, interleave)";
+  if (reason == "not_selected")
+    return "warps are ready but not picked: the scheduler is busy, occupancy is no longer the "
+           "limit";
+  return "look at the " + reason + " stalls in Nsight Compute's source view";
+}
+
+/// "; the dominant warp stall is long_scoreboard (45 % of the latency per instruction, ...)" when
+/// the counters say so and the share passes the threshold.
+std::string stall_detail(const bottleneck_inputs& in, const bottleneck_thresholds& t) {
+  if (in.top_stall.empty() || !in.top_stall_share || *in.top_stall_share <= t.stall_share)
+    return {};
+  std::string text = "; the dominant warp stall is " + in.top_stall + " (" +
+                     number(*in.top_stall_share * 100) + " % of the latency per instruction";
+  if (in.issue_active)
+    text += ", an instruction issued in " + number(*in.issue_active * 100) + " % of cycles";
+  return text + ")";
 }
 
 double read_value(const json& values, const char* key, double fallback) {
@@ -166,6 +207,7 @@ bottleneck_thresholds bottleneck_thresholds::from_json(const json& config) {
   t.divergence_min_active_fraction =
       read_value(v, "divergence_min_active_fraction", t.divergence_min_active_fraction);
   t.launch_idle_share = read_value(v, "launch_idle_share", t.launch_idle_share);
+  t.stall_share = read_value(v, "stall_share", t.stall_share);
   return t;
 }
 
@@ -254,8 +296,16 @@ bottleneck_label classify(const bottleneck_inputs& in, const bottleneck_threshol
       return make(bottleneck_class::divergence_limited, "sol.both_low.divergent",
                   because + "; " + *why, thresholds, measured, in);
     }
-    return make(bottleneck_class::latency_bound, "sol.both_low.latency",
-                because + ", with enough waves to fill the GPU", thresholds, measured, in);
+    const std::string stalls = stall_detail(in, t);
+    auto label =
+        make(bottleneck_class::latency_bound, "sol.both_low.latency",
+             because + ", with enough waves to fill the GPU" + stalls, thresholds, measured, in);
+    if (!stalls.empty()) {
+      label.rule += ".stall";
+      label.thresholds["stall_share"] = t.stall_share;
+      label.next_step = stall_advice(in.top_stall);
+    }
+    return label;
   }
   // 5. One unit clearly ahead of the other.
   if (std::fabs(compute - memory) >= t.sol_gap_pct) {

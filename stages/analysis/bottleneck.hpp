@@ -38,6 +38,7 @@ struct bottleneck_thresholds {
   double under_occupied_max_occupancy = 0.25;
   double divergence_min_active_fraction = 0.75;
   double launch_idle_share = 0.5;
+  double stall_share = 0.3;
 
   /// The embedded configs/analysis/bottleneck.json (throws std::runtime_error naming the key when
   /// a value is missing or not a number: a broken build, not a user error).
@@ -66,6 +67,13 @@ struct bottleneck_inputs {
   /// duration of the dispatches (ns).
   std::optional<double> mean_idle_before_ns;
   std::optional<double> mean_duration_ns;
+  /// Instructions issued per active cycle of a scheduler (0..1; Nsight Compute's
+  /// smsp__issue_active.avg.per_cycle_active), when counted.
+  std::optional<double> issue_active;
+  /// The warp stall reason that holds the largest part of the latency per issued instruction
+  /// ("long_scoreboard", ...), and that part (0..1), when counted.
+  std::string top_stall;
+  std::optional<double> top_stall_share;
 };
 
 /// One kernel's class with its evidence, or no class and the reason (too little was measured).

@@ -201,6 +201,24 @@ roofline_outcome compute_roofline(const rocpd::kernel_counters& k,
         counter(k, "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed");
     if (const auto lanes = counter(k, "smsp__thread_inst_executed_per_inst_executed.ratio"))
       r.active_thread_fraction = *lanes / 32.0;
+    r.issue_active = counter(k, "smsp__issue_active.avg.per_cycle_active");
+    // CPIStall: each reason's warps stalled per issue over the warp latency per issued instruction.
+    if (const auto latency = counter(k, "smsp__average_warp_latency_per_inst_issued.ratio");
+        latency && *latency > 0) {
+      const std::string prefix = "smsp__average_warps_issue_stalled_";
+      const std::string suffix = "_per_issue_active.ratio";
+      for (const auto& [name, total] : k.counters) {
+        if (name.rfind(prefix, 0) != 0 || name.size() <= prefix.size() + suffix.size() ||
+            name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0 ||
+            total.dispatches == 0)
+          continue;
+        const double share = total.sum / static_cast<double>(total.dispatches) / *latency;
+        if (!r.top_stall_share || share > *r.top_stall_share) {
+          r.top_stall = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+          r.top_stall_share = share;
+        }
+      }
+    }
   }
   if (!get.missing.empty()) {
     out.missing = "counters missing for " + k.name + ": " + join(get.missing) +
@@ -265,7 +283,10 @@ json to_json(const kernel_roofline& r) {
           {"ridge_point", opt(r.ridge_point)},
           {"bound", r.bound.empty() ? json(nullptr) : json(r.bound)},
           {"ncu_sol_compute_pct", opt(r.sol_compute_pct)},
-          {"ncu_sol_memory_pct", opt(r.sol_memory_pct)}};
+          {"ncu_sol_memory_pct", opt(r.sol_memory_pct)},
+          {"issue_active", opt(r.issue_active)},
+          {"top_stall", r.top_stall.empty() ? json(nullptr) : json(r.top_stall)},
+          {"top_stall_share", opt(r.top_stall_share)}};
 }
 
 json to_json(const peaks& p) {

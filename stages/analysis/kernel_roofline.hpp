@@ -69,6 +69,9 @@ struct kernel_roofline {
   std::optional<double> sol_compute_pct;
   std::optional<double> sol_memory_pct;
   std::optional<double> active_thread_fraction; ///< threads per warp instruction / warp size
+  std::optional<double> issue_active;           ///< smsp__issue_active.avg.per_cycle_active
+  std::string top_stall;                 ///< the stall reason with the largest part of the latency
+  std::optional<double> top_stall_share; ///< that part: stall / latency per issued instruction
 };
 
 /// A roofline, or why there is none.

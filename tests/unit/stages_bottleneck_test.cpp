@@ -31,6 +31,25 @@ TEST(stages_bottleneck, the_embedded_thresholds_are_the_documented_ones) {
   EXPECT_EQ(t.under_occupied_max_occupancy, 0.25);
   EXPECT_EQ(t.divergence_min_active_fraction, 0.75);
   EXPECT_EQ(t.launch_idle_share, 0.5);
+  EXPECT_EQ(t.stall_share, 0.3);
+}
+
+TEST(stages_bottleneck, a_latency_bound_kernel_names_its_dominant_stall_when_counted) {
+  auto in = sol(20, 30);
+  in.issue_active = 0.21;
+  in.top_stall = "long_scoreboard";
+  in.top_stall_share = 0.45; // > 0.3: reported (CPIStall)
+  const auto label = classify(in, bottleneck_thresholds{});
+  ASSERT_TRUE(label.label);
+  EXPECT_EQ(*label.label, bottleneck_class::latency_bound);
+  EXPECT_EQ(label.rule, "sol.both_low.latency.stall");
+  EXPECT_NE(label.because.find("the dominant warp stall is long_scoreboard (45.0 % of the latency "
+                               "per instruction, an instruction issued in 21.0 % of cycles)"),
+            std::string::npos)
+      << label.because;
+  EXPECT_NE(label.next_step.find("global or local memory"), std::string::npos);
+  in.top_stall_share = 0.3; // not above 0.3: not named
+  EXPECT_EQ(classify(in, bottleneck_thresholds{}).rule, "sol.both_low.latency");
 }
 
 TEST(stages_bottleneck, a_unit_at_80_percent_of_peak_is_its_bound) {

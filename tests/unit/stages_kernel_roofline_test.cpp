@@ -171,6 +171,11 @@ TEST(stages_kernel_roofline, sm_90_from_nsight_compute_metrics) {
   put("dram__bytes_write.sum", 0);
   put("sm__throughput.avg.pct_of_peak_sustained_elapsed", 46.79);
   put("smsp__thread_inst_executed_per_inst_executed.ratio", 32);
+  // Stalls: 9 of a 20-cycle latency per instruction on long_scoreboard (0.45), 2 on barrier.
+  put("smsp__average_warp_latency_per_inst_issued.ratio", 20);
+  put("smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio", 9);
+  put("smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", 2);
+  put("smsp__issue_active.avg.per_cycle_active", 0.25);
   const auto roofs = peaks_for(load_arch("sm_90"), "NVIDIA H200");
   EXPECT_EQ(roofs.product, "NVIDIA H200 SXM");
   // FP32 peak: 2 x 128 FFMA/clk/SM x 132 SMs x 1980 MHz = 6.690816e13 FLOP/s; HBM 4.8e12 B/s.
@@ -189,6 +194,9 @@ TEST(stages_kernel_roofline, sm_90_from_nsight_compute_metrics) {
   EXPECT_EQ(r.bound, "compute");
   EXPECT_DOUBLE_EQ(*r.sol_compute_pct, 46.79);
   EXPECT_DOUBLE_EQ(*r.active_thread_fraction, 1.0);
+  EXPECT_EQ(r.top_stall, "long_scoreboard");
+  EXPECT_DOUBLE_EQ(*r.top_stall_share, 0.45);
+  EXPECT_DOUBLE_EQ(*r.issue_active, 0.25);
   // The H100 SXM5 as the driver names it is an alias; a name configs/arch does not know gets the
   // first product, said so.
   const auto h100 = peaks_for(load_arch("sm_90"), "NVIDIA H100 80GB HBM3");

@@ -61,7 +61,22 @@ std::vector<std::string> ncu_roofline_metrics() {
           "sm__throughput.avg.pct_of_peak_sustained_elapsed",
           "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
           "launch__waves_per_multiprocessor", "sm__warps_active.avg.pct_of_peak_sustained_active",
-          "smsp__thread_inst_executed_per_inst_executed.ratio", "dram__bytes.sum.per_second"};
+          "smsp__thread_inst_executed_per_inst_executed.ratio", "dram__bytes.sum.per_second",
+          // Issue and warp stalls (§4.1 IssueSlotUtilization and CPIStall): the cycles an
+          // instruction issued, the warp latency per issued instruction and each stall's part.
+          "smsp__issue_active.avg.per_cycle_active",
+          "smsp__average_warp_latency_per_inst_issued.ratio",
+          "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+          "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
+          "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+          "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
+          "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",
+          "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio",
+          "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
+          "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",
+          "smsp__average_warps_issue_stalled_membar_per_issue_active.ratio",
+          "smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio",
+          "smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio"};
 }
 
 std::optional<std::filesystem::path> find_ncu(const std::filesystem::path& explicit_path) {
