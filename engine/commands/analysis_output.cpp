@@ -104,6 +104,24 @@ nlohmann::json roofline_of(const stages::profile_report& report,
       }
       if (!outcome.problems.empty())
         entry["problems"] = outcome.problems;
+      // Per dispatch (the first 1000 of each pass, matched by order across passes).
+      nlohmann::json per_dispatch = nlohmann::json::array();
+      for (const auto& d : analysis::dispatch_rooflines(it->second, *roofs)) {
+        if (!d) {
+          per_dispatch.push_back(nullptr);
+          continue;
+        }
+        per_dispatch.push_back(
+            {{"duration_ns", d->duration_ns},
+             {"flops", d->total_flops},
+             {"dram_bytes",
+              d->dram_bytes ? nlohmann::json(*d->dram_bytes) : nlohmann::json(nullptr)},
+             {"arithmetic_intensity", d->intensity ? nlohmann::json(*d->intensity) : nullptr},
+             {"flops_per_second", d->flops_per_s},
+             {"dram_bytes_per_second", d->bytes_per_s ? nlohmann::json(*d->bytes_per_s) : nullptr},
+             {"bound", d->bound.empty() ? nlohmann::json(nullptr) : nlohmann::json(d->bound)}});
+      }
+      entry["dispatches"] = std::move(per_dispatch);
     }
     if (entry["roofline"].is_null())
       entry["missing"] = f.roofline_missing;

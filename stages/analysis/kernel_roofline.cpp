@@ -263,6 +263,23 @@ roofline_outcome compute_roofline(const rocpd::kernel_counters& k,
   return out;
 }
 
+std::vector<std::optional<kernel_roofline>>
+dispatch_rooflines(const rocpd::kernel_counters& counters, const peaks& roofs) {
+  std::vector<std::optional<kernel_roofline>> out;
+  for (const auto& d : counters.dispatches_by_ordinal) {
+    rocpd::kernel_counters one;
+    one.name = counters.name;
+    one.target = counters.target;
+    one.product = counters.product;
+    one.dispatches = 1;
+    one.duration_sum_ns = d.duration_ns;
+    for (const auto& [name, value] : d.counters)
+      one.counters[name] = {value, 1};
+    out.push_back(compute_roofline(one, roofs, std::nullopt).roofline);
+  }
+  return out;
+}
+
 json to_json(const kernel_roofline& r) {
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   return {{"name", r.name},

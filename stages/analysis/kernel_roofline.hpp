@@ -87,6 +87,11 @@ roofline_outcome compute_roofline(const rocpd::kernel_counters& counters,
                                   const peaks& roofs,
                                   std::optional<double> timeline_duration_ns);
 
+/// The roofline of each of the kernel's dispatches (kernel_counters::dispatches_by_ordinal), with
+/// the dispatch's own duration; a dispatch whose counters are incomplete or inconsistent is null.
+std::vector<std::optional<kernel_roofline>>
+dispatch_rooflines(const rocpd::kernel_counters& counters, const peaks& roofs);
+
 nlohmann::json to_json(const kernel_roofline& r);
 nlohmann::json to_json(const peaks& p);
 

@@ -29,7 +29,7 @@ std::string kernel_key(const std::string& name) {
 }
 
 std::map<std::string, kernel_counters>
-read_kernel_counters(const std::vector<std::filesystem::path>& paths) {
+read_kernel_counters(const std::vector<std::filesystem::path>& paths, std::size_t max_dispatches) {
   std::map<std::string, kernel_counters> out;
   if (paths.empty())
     return out;
@@ -51,6 +51,9 @@ read_kernel_counters(const std::vector<std::filesystem::path>& paths) {
                     " D ON D.event_id = PE.event_id JOIN rocpd_info_kernel_symbol" + sfx +
                     " KS ON KS.id = D.kernel_id GROUP BY PE.event_id, PE.pmc_id ORDER BY D.id");
         std::int64_t last_dispatch = -1;
+        // The ordinal of each kernel's dispatches within this pass (file and suffix).
+        std::map<std::string, std::size_t> ordinal;
+        kernel_counters::dispatch* current = nullptr;
         while (rows.step()) {
           const std::int64_t dispatch = rows.column_int64(0);
           const std::string name = rows.column_text(1);
@@ -65,12 +68,26 @@ read_kernel_counters(const std::vector<std::filesystem::path>& paths) {
           }
           if (dispatch != last_dispatch) {
             ++k.dispatches;
-            k.duration_sum_ns += static_cast<double>(rows.column_int64(3) - rows.column_int64(2));
+            const double duration =
+                static_cast<double>(rows.column_int64(3) - rows.column_int64(2));
+            k.duration_sum_ns += duration;
             last_dispatch = dispatch;
+            const std::size_t n = ordinal[k.name]++;
+            current = nullptr;
+            if (n < max_dispatches) {
+              if (k.dispatches_by_ordinal.size() <= n)
+                k.dispatches_by_ordinal.resize(n + 1);
+              current = &k.dispatches_by_ordinal[n];
+              current->duration_ns = duration;
+            }
           }
-          counter_total& c = k.counters[rows.column_text(5)];
-          c.sum += rows.column_double(6);
+          const std::string counter_name = rows.column_text(5);
+          const double value = rows.column_double(6);
+          counter_total& c = k.counters[counter_name];
+          c.sum += value;
           ++c.dispatches;
+          if (current != nullptr)
+            current->counters[counter_name] = value;
         }
       }
     } catch (const sqlite::sqlite_error& error) {

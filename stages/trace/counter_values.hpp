@@ -26,12 +26,22 @@ struct kernel_counters {
   std::size_t dispatches = 0; ///< dispatches with any counter, over all passes
   double duration_sum_ns = 0; ///< their durations as the passes recorded them
   std::map<std::string, counter_total> counters;
+  /// Per dispatch, in each pass's dispatch order: the n-th dispatch of this kernel in every pass
+  /// is taken as the same launch (passes replay the same application), so its counters from all
+  /// passes combine. At most `max_dispatches` (read_kernel_counters), each with its counters
+  /// (instances summed) and the duration a pass recorded (the last pass's).
+  struct dispatch {
+    double duration_ns = 0;
+    std::map<std::string, double> counters;
+  };
+  std::vector<dispatch> dispatches_by_ordinal;
 };
 
 /// The per-kernel counters of `paths` (each a counter-pass file), keyed by kernel_key(name).
 /// Throws rocpd_error naming the file for one that cannot be read.
 std::map<std::string, kernel_counters>
-read_kernel_counters(const std::vector<std::filesystem::path>& paths);
+read_kernel_counters(const std::vector<std::filesystem::path>& paths,
+                     std::size_t max_dispatches = 1000);
 
 /// The name a kernel is matched by across tools: "void " and the argument list dropped, spaces
 /// removed ("sgemm_tiled(const float *, ...)" and "sgemm_tiled(float const*, ...)" are one

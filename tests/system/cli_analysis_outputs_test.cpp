@@ -115,6 +115,11 @@ TEST(cli_analysis_outputs, counters_roofline_records_passes_and_fills_the_roofli
   EXPECT_DOUBLE_EQ(gemm["arithmetic_intensity"].get<double>(),
                    (3 * 320000.0 + 4 * 512000.0) / 96000);
   EXPECT_EQ(gemm["bound"], "memory");
+  // Per dispatch too: 10 gemm_tile dispatches in each pass, each with the same counts.
+  const auto& dispatches = roofline["kernels"][0]["dispatches"];
+  ASSERT_EQ(dispatches.size(), 10u);
+  EXPECT_DOUBLE_EQ(dispatches[3]["flops"].get<double>(), 3 * 320000.0 + 4 * 512000.0);
+  EXPECT_DOUBLE_EQ(dispatches[3]["dram_bytes"].get<double>(), 96000);
   // The peaks say which product they assumed (the stand-in's MI210 is not in configs/arch).
   EXPECT_NE(roofline["peaks"]["notes"].dump().find("assumed"), std::string::npos);
   // The analysis now has compute and memory percentages for every kernel.

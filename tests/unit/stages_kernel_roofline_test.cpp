@@ -128,6 +128,15 @@ TEST(stages_kernel_roofline, gfx942_from_three_passes_equals_the_formulas_by_han
   // Ridge 1.3074432e15 / 5.3248e12 = 245.5 FLOP/B; intensity 8.12 < ridge: memory bound.
   EXPECT_DOUBLE_EQ(*r.ridge_point, 2048.0 * 304 * 2100e6 / 5.3248e12);
   EXPECT_EQ(r.bound, "memory");
+  // Per dispatch: the n-th dispatch of each pass is one launch (2 of them), each over the last
+  // pass's 2 us: 680,960 FLOPs and 83,840 bytes each, 3.4048e11 FLOP/s.
+  const auto per_dispatch = dispatch_rooflines(k, roofs);
+  ASSERT_EQ(per_dispatch.size(), 2u);
+  ASSERT_TRUE(per_dispatch[1]);
+  EXPECT_DOUBLE_EQ(per_dispatch[1]->total_flops, 680960);
+  EXPECT_DOUBLE_EQ(*per_dispatch[1]->dram_bytes, 83840);
+  EXPECT_DOUBLE_EQ(per_dispatch[1]->flops_per_s, 680960 / 2e-6);
+  EXPECT_EQ(per_dispatch[1]->bound, "memory");
   // Without the traced duration, the passes' own 2 us.
   EXPECT_DOUBLE_EQ(compute_roofline(k, roofs, std::nullopt).roofline->duration_ns, 2000);
 }
