@@ -200,6 +200,11 @@ std::vector<std::filesystem::path> record_counters(const profile_options& option
                         "fix: install it with the CUDA toolkit, pass --ncu PATH or set NCU");
     workers::ncu_options o;
     o.executable = *ncu;
+    for (const auto& agent : stages::rocpd::reader::open(traced).agents())
+      if (agent.type == "GPU") {
+        o.metrics = workers::ncu_roofline_metrics(agent.name);
+        break;
+      }
     o.launch_count = options.counter_launches;
     o.timeout = run_timeout(options);
     o.echo_output = options.debug;

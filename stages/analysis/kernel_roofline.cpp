@@ -188,9 +188,12 @@ roofline_outcome compute_roofline(const rocpd::kernel_counters& k,
     auto tensor = [&](const char* name) {
       return get(std::string("sm__ops_path_tensor_op_") + name + "_sparsity_off.sum");
     };
-    r.flops["bf16_tensor"] = tensor("hgmma_src_bf16_dst_fp32") + tensor("hmma_src_bf16_dst_fp32");
-    r.flops["fp16_tensor"] = tensor("hgmma_src_fp16") + tensor("hmma_src_fp16_dst_fp32");
-    r.flops["tf32_tensor"] = tensor("hgmma_src_tf32_dst_fp32") + tensor("hmma_src_tf32_dst_fp32");
+    // wgmma (hgmma) exists on Hopper (sm_90) only; mma.sync (hmma) everywhere.
+    const bool hopper = k.target == "sm_90";
+    auto hgmma = [&](const char* name) { return hopper ? tensor(name) : 0.0; };
+    r.flops["bf16_tensor"] = hgmma("hgmma_src_bf16_dst_fp32") + tensor("hmma_src_bf16_dst_fp32");
+    r.flops["fp16_tensor"] = hgmma("hgmma_src_fp16") + tensor("hmma_src_fp16_dst_fp32");
+    r.flops["tf32_tensor"] = hgmma("hgmma_src_tf32_dst_fp32") + tensor("hmma_src_tf32_dst_fp32");
     if (const auto total = counter(k, "dram__bytes.sum");
         total && !counter(k, "dram__bytes_read.sum"))
       r.dram_bytes = *total;

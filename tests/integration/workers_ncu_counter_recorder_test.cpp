@@ -2,6 +2,8 @@
 // application for --export and prints a real ncu capture (tests/fixtures/ncu/) for --import: the
 // recorder's command lines, its database and its failures, without a GPU. The real ncu is run by
 // the gpu tests.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "stages/trace/rocpd_reader.hpp"
@@ -87,6 +89,16 @@ TEST(workers_ncu_counter_recorder, a_failing_ncu_or_an_empty_report_says_so) {
   options.executable = fake_ncu(dir, capture);
   const auto app = ncu_counter_recorder(options).record({"false"}, dir / "d", 1);
   EXPECT_EQ(app.status, record_status::run_failed);
+}
+
+TEST(workers_ncu_counter_recorder, asks_for_hoppers_wgmma_paths_only_on_sm_90) {
+  auto has_hgmma = [](const std::vector<std::string>& metrics) {
+    return std::any_of(metrics.begin(), metrics.end(),
+                       [](const std::string& m) { return m.find("_hgmma_") != m.npos; });
+  };
+  EXPECT_TRUE(has_hgmma(ncu_roofline_metrics("sm_90")));
+  EXPECT_FALSE(has_hgmma(ncu_roofline_metrics("sm_80")));
+  EXPECT_EQ(ncu_roofline_metrics("sm_80").size() + 3, ncu_roofline_metrics("sm_90").size());
 }
 
 TEST(workers_ncu_counter_recorder, finds_ncu_by_option_then_environment) {

@@ -215,6 +215,15 @@ TEST(stages_kernel_roofline, sm_90_from_nsight_compute_metrics) {
   EXPECT_EQ(unknown.product, "NVIDIA H100 SXM5");
   ASSERT_FALSE(unknown.notes.empty());
   EXPECT_NE(unknown.notes[0].find("assumed NVIDIA H100 SXM5"), std::string::npos);
+  // On sm_80 (no wgmma) the hgmma counters are not needed: without them the roofline stands.
+  rocpd::kernel_counters ampere = k;
+  ampere.target = "sm_80";
+  for (auto it = ampere.counters.begin(); it != ampere.counters.end();)
+    it = it->first.find("_hgmma_") != std::string::npos ? ampere.counters.erase(it) : std::next(it);
+  EXPECT_TRUE(compute_roofline(ampere, roofs, std::nullopt).roofline);
+  k.counters.erase("sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off.sum");
+  EXPECT_NE(compute_roofline(k, roofs, std::nullopt).missing.find("hgmma_src_fp16"),
+            std::string::npos);
   // Overrides win.
   EXPECT_DOUBLE_EQ(*peaks_for(load_arch("sm_90"), "NVIDIA H200", {{"hbm", 4e12}}).bytes_per_s,
                    4e12);

@@ -37,46 +37,49 @@ std::string join(const std::vector<std::string>& words, char separator) {
 
 } // namespace
 
-std::vector<std::string> ncu_roofline_metrics() {
-  return {// Time and DRAM traffic (the memory roof).
-          "gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
-          // FLOPs by type (fp32, fp64, fp16 with its packed weights; §1.5).
-          "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
-          "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
-          "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-          "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
-          "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
-          "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
-          "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum",
-          "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
-          "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
-          // Tensor-core math ops (dense paths), sm_90 (wgmma and mma.sync).
-          "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum",
-          "sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off.sum",
-          "sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32_sparsity_off.sum",
-          "sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32_sparsity_off.sum",
-          "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32_sparsity_off.sum",
-          "sm__ops_path_tensor_op_hmma_src_tf32_dst_fp32_sparsity_off.sum",
-          // Speed of light, waves, achieved occupancy and divergence (§4.1 rules).
-          "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-          "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
-          "launch__waves_per_multiprocessor", "sm__warps_active.avg.pct_of_peak_sustained_active",
-          "smsp__thread_inst_executed_per_inst_executed.ratio", "dram__bytes.sum.per_second",
-          // Issue and warp stalls (§4.1 IssueSlotUtilization and CPIStall): the cycles an
-          // instruction issued, the warp latency per issued instruction and each stall's part.
-          "smsp__issue_active.avg.per_cycle_active",
-          "smsp__average_warp_latency_per_inst_issued.ratio",
-          "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
-          "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
-          "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
-          "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
-          "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",
-          "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio",
-          "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
-          "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",
-          "smsp__average_warps_issue_stalled_membar_per_issue_active.ratio",
-          "smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio",
-          "smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio"};
+std::vector<std::string> ncu_roofline_metrics(const std::string& target) {
+  std::vector<std::string> metrics = {
+      // Time and DRAM traffic (the memory roof).
+      "gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+      // FLOPs by type (fp32, fp64, fp16 with its packed weights; §1.5).
+      "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+      "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+      "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+      "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
+      "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
+      "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
+      "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum",
+      "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
+      "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
+      // Tensor-core math ops (dense paths), sm_90 (wgmma and mma.sync).
+      "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum",
+      "sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off.sum",
+      "sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32_sparsity_off.sum",
+      "sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32_sparsity_off.sum",
+      "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32_sparsity_off.sum",
+      "sm__ops_path_tensor_op_hmma_src_tf32_dst_fp32_sparsity_off.sum",
+      // Speed of light, waves, achieved occupancy and divergence (§4.1 rules).
+      "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+      "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+      "launch__waves_per_multiprocessor", "sm__warps_active.avg.pct_of_peak_sustained_active",
+      "smsp__thread_inst_executed_per_inst_executed.ratio", "dram__bytes.sum.per_second",
+      // Issue and warp stalls (§4.1 IssueSlotUtilization and CPIStall): the cycles an
+      // instruction issued, the warp latency per issued instruction and each stall's part.
+      "smsp__issue_active.avg.per_cycle_active", "smsp__average_warp_latency_per_inst_issued.ratio",
+      "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+      "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
+      "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+      "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
+      "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",
+      "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio",
+      "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
+      "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",
+      "smsp__average_warps_issue_stalled_membar_per_issue_active.ratio",
+      "smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio",
+      "smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio"};
+  if (target != "sm_90")
+    std::erase_if(metrics, [](const std::string& m) { return m.find("_hgmma_") != m.npos; });
+  return metrics;
 }
 
 std::optional<std::filesystem::path> find_ncu(const std::filesystem::path& explicit_path) {

@@ -18,8 +18,9 @@
 namespace rpl::workers {
 
 /// What the roofline, the occupancy and the bottleneck classes read on NVIDIA (Nsight Compute
-/// metric names, hardware-models.md §1.5 and §4.1).
-std::vector<std::string> ncu_roofline_metrics();
+/// metric names, hardware-models.md §1.5 and §4.1) for `target` ("sm_90": with the wgmma
+/// (hgmma) tensor paths, which only Hopper has; other targets: the mma.sync (hmma) paths only).
+std::vector<std::string> ncu_roofline_metrics(const std::string& target = "sm_90");
 
 struct ncu_options {
   std::filesystem::path executable;                          ///< ncu (find_ncu)
