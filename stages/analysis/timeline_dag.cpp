@@ -54,6 +54,8 @@ dag build(const timeline& t) {
       waits_without_stream += s.stream_id < 0 && !s.from_tracer_record;
       continue;
     }
+    if (s.kind == sync_kind::event_record)
+      continue; // GPU side: it cuts nothing
     if (s.from_tracer_record)
       continue; // the API region of the same call is there too
     cuts[{s.database, s.pid}].push_back(s.end_ns);
@@ -92,21 +94,61 @@ dag build(const timeline& t) {
     last_on_track[track] = i;
   }
 
-  // Stream waits: the waiting stream's first op after the call depends on the op of another
-  // stream of the process that ended last before that op started.
-  std::map<std::tuple<std::size_t, std::int64_t, std::int64_t>, std::vector<std::uint32_t>>
-      by_stream; // (database, pid, stream) -> ops in start order
+  // Stream waits: the waiting stream's first op after the call depends on the last op that the
+  // recording stream of the event had finished when the event was recorded; without the record,
+  // on the op of another stream of the process that ended last before the waiter started.
+  using stream_key = std::tuple<std::size_t, std::int64_t, std::int64_t>; // database, pid, stream
+  std::map<stream_key, std::vector<std::uint32_t>> by_stream;             // ops in start order
+  std::map<stream_key, std::vector<std::uint32_t>> stream_by_end;
   std::map<process_key, std::vector<std::uint32_t>> by_end; // per process, by end
   for (const std::uint32_t i : g.order) {
     const auto& track = t.tracks[static_cast<std::size_t>(t.ops[i].track)];
     by_stream[{track.database, track.pid, track.stream_id}].push_back(i);
+    stream_by_end[{track.database, track.pid, track.stream_id}].push_back(i);
     by_end[{track.database, track.pid}].push_back(i);
   }
+  const auto by_end_time = [&](std::uint32_t a, std::uint32_t b) {
+    return std::tie(t.ops[a].end_ns, a) < std::tie(t.ops[b].end_ns, b);
+  };
   for (auto& [key, ops] : by_end)
-    std::sort(ops.begin(), ops.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return std::tie(t.ops[a].end_ns, a) < std::tie(t.ops[b].end_ns, b);
-    });
-  std::size_t used = 0;
+    std::sort(ops.begin(), ops.end(), by_end_time);
+  for (auto& [key, ops] : stream_by_end)
+    std::sort(ops.begin(), ops.end(), by_end_time);
+
+  // Event records with their stream: by record instance, and per event in call order.
+  using event_key = std::tuple<std::size_t, std::int64_t, std::string>; // database, pid, event
+  std::map<std::tuple<std::size_t, std::int64_t, std::int64_t>, const rocpd::sync_row*> by_sync_id;
+  std::map<event_key, std::vector<const rocpd::sync_row*>> records;
+  for (const auto& s : t.syncs) {
+    if (s.kind != sync_kind::event_record || s.stream_id < 0)
+      continue;
+    if (s.event_sync_id >= 0)
+      by_sync_id[{s.database, s.pid, s.event_sync_id}] = &s;
+    if (!s.event.empty())
+      records[{s.database, s.pid, s.event}].push_back(&s);
+  }
+  for (auto& [key, list] : records)
+    std::stable_sort(list.begin(), list.end(),
+                     [](const auto* a, const auto* b) { return a->start_ns < b->start_ns; });
+  const auto record_of = [&](const rocpd::sync_row& wait) -> const rocpd::sync_row* {
+    if (wait.event_sync_id >= 0) {
+      const auto it = by_sync_id.find({wait.database, wait.pid, wait.event_sync_id});
+      if (it != by_sync_id.end())
+        return it->second;
+    }
+    if (wait.event.empty())
+      return nullptr;
+    const auto it = records.find({wait.database, wait.pid, wait.event});
+    if (it == records.end())
+      return nullptr;
+    // The last record of the event called before the wait.
+    const auto& list = it->second;
+    auto r = std::upper_bound(list.begin(), list.end(), wait.start_ns,
+                              [](std::int64_t v, const auto* rec) { return v < rec->start_ns; });
+    return r == list.begin() ? nullptr : *std::prev(r);
+  };
+
+  std::size_t used = 0, by_record = 0, record_without_op = 0;
   for (const auto& s : t.syncs) {
     if (s.kind != sync_kind::stream_wait_event || s.stream_id < 0)
       continue;
@@ -121,29 +163,54 @@ dag build(const timeline& t) {
     if (waiter_it == ops.end())
       continue;
     const std::uint32_t waiter = *waiter_it;
-    const auto& ends = by_end[{s.database, s.pid}];
-    // The last op (of another stream, same segment) that ended at or before the waiter started.
-    auto it =
-        std::upper_bound(ends.begin(), ends.end(), t.ops[waiter].start_ns,
-                         [&](std::int64_t v, std::uint32_t i) { return v < t.ops[i].end_ns; });
     std::uint32_t source = none;
-    while (it != ends.begin()) {
-      --it;
-      const std::uint32_t c = *it;
-      if (t.ops[c].track != t.ops[waiter].track && g.segment[c] == g.segment[waiter]) {
-        source = c;
-        break;
+    bool from_record = false;
+    if (const rocpd::sync_row* record = record_of(s); record != nullptr) {
+      // The recording stream's last op that ended by the time the waiter started (and by the time
+      // the GPU reached the record, when the tracer timed it).
+      from_record = true;
+      std::int64_t limit = t.ops[waiter].start_ns;
+      if (record->device_ns >= 0)
+        limit = std::min(limit, record->device_ns);
+      const auto rec = stream_by_end.find({record->database, record->pid, record->stream_id});
+      if (rec != stream_by_end.end()) {
+        const auto& ends = rec->second;
+        auto it = std::upper_bound(ends.begin(), ends.end(), limit,
+                                   [&](std::int64_t v, auto i) { return v < t.ops[i].end_ns; });
+        if (it != ends.begin() && g.segment[*std::prev(it)] == g.segment[waiter] &&
+            *std::prev(it) != waiter)
+          source = *std::prev(it);
       }
-      if (g.segment[c] != g.segment[waiter] && t.ops[c].end_ns < t.ops[waiter].start_ns)
-        break; // earlier segments cannot release it
+      if (source == none) {
+        ++record_without_op; // nothing recorded before it in this segment: no dependency
+        continue;
+      }
+    } else {
+      const auto& ends = by_end[{s.database, s.pid}];
+      // The last op (of another stream, same segment) that ended at or before the waiter started.
+      auto it =
+          std::upper_bound(ends.begin(), ends.end(), t.ops[waiter].start_ns,
+                           [&](std::int64_t v, std::uint32_t i) { return v < t.ops[i].end_ns; });
+      while (it != ends.begin()) {
+        --it;
+        const std::uint32_t c = *it;
+        if (t.ops[c].track != t.ops[waiter].track && g.segment[c] == g.segment[waiter]) {
+          source = c;
+          break;
+        }
+        if (g.segment[c] != g.segment[waiter] && t.ops[c].end_ns < t.ops[waiter].start_ns)
+          break; // earlier segments cannot release it
+      }
     }
-    if (source == none || std::find(g.wait_pred[waiter].begin(), g.wait_pred[waiter].end(),
-                                    source) != g.wait_pred[waiter].end())
+    if (source == none || t.ops[source].track == t.ops[waiter].track ||
+        std::find(g.wait_pred[waiter].begin(), g.wait_pred[waiter].end(), source) !=
+            g.wait_pred[waiter].end())
       continue;
     g.wait_pred[waiter].push_back(source);
     g.wait_next[source].push_back(waiter);
-    g.cross_edges.push_back({source, waiter, dag_edge_kind::stream_wait});
+    g.cross_edges.push_back({source, waiter, dag_edge_kind::stream_wait, from_record});
     ++used;
+    by_record += from_record;
   }
 
   if (waits == 0) {
@@ -151,12 +218,21 @@ dag build(const timeline& t) {
         "no stream-wait records with their stream: the streams of a process are taken as "
         "independent between host synchronizations, so the critical path follows the stream whose "
         "work ends last (the CUPTI tracer records waits with their stream: profile --backend "
-        "cuda)");
+        "cuda; rocprofv3 --hip-trace records the calls' arguments)");
   } else {
-    g.notes.push_back(std::to_string(used) + " of " + std::to_string(waits) +
-                      " recorded stream waits became cross-stream edges: the waiting stream's "
-                      "next op depends on the op of another stream that ended last before it "
-                      "started");
+    std::string note =
+        std::to_string(used) + " of " + std::to_string(waits) +
+        " recorded stream waits became cross-stream edges: " + std::to_string(by_record) +
+        " from the event record they wait for (the recording stream's last op "
+        "before the record), " +
+        std::to_string(used - by_record) +
+        " by timing (no record of the event: the op of another stream that ended "
+        "last before the waiter started)";
+    if (record_without_op > 0)
+      note += "; " + std::to_string(record_without_op) +
+              " waited for events recorded before any op of their stream in the segment (no "
+              "dependency)";
+    g.notes.push_back(note);
   }
   // With the tracer's records, the API calls of the same waits add nothing: say nothing of them.
   if (waits_without_stream > 0 && waits == 0)
@@ -361,6 +437,7 @@ nlohmann::json to_json(const timeline& t, const critical_path_result& r, std::si
   json edges = json::array();
   for (const auto& e : r.cross_edges)
     edges.push_back({{"kind", "stream_wait"},
+                     {"matched_by", e.from_event_record ? "event_record" : "timing"},
                      {"from",
                       {{"name", t.names[static_cast<std::size_t>(t.ops[e.from].name)]},
                        {"track", t.ops[e.from].track},

@@ -36,6 +36,9 @@ struct dag_edge {
   std::uint32_t from = 0; ///< op index
   std::uint32_t to = 0;
   dag_edge_kind kind = dag_edge_kind::stream_order;
+  /// A wait edge from the recording stream of the event waited for (true), or by timing from the
+  /// op of another stream that ended last before the waiter (false).
+  bool from_event_record = false;
 };
 
 struct kernel_path_time {

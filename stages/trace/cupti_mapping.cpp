@@ -384,6 +384,7 @@ public:
     copies();
     memsets();
     synchronizations();
+    event_records();
   }
 
 private:
@@ -433,6 +434,7 @@ private:
     spans[pid_] = {trace_.start_ns, trace_.end_ns};
     for (const api_record& a : trace_.apis) {
       correlation_tid_.emplace(a.correlation_id, a.thread_id);
+      correlation_span_.emplace(a.correlation_id, std::make_pair(a.start_ns, a.end_ns));
       auto [it, inserted] = spans.emplace(static_cast<std::int64_t>(a.thread_id),
                                           std::make_pair(a.start_ns, a.end_ns));
       if (!inserted) {
@@ -524,6 +526,8 @@ private:
       max_correlation = std::max<std::int64_t>(max_correlation, a.correlation_id);
     for (const auto& s : trace_.syncs)
       max_correlation = std::max<std::int64_t>(max_correlation, s.correlation_id);
+    for (const auto& e : trace_.event_records)
+      max_correlation = std::max<std::int64_t>(max_correlation, e.correlation_id);
     for (const auto& m : trace_.memsets)
       max_correlation = std::max<std::int64_t>(max_correlation, m.correlation_id);
     next_region_ = max_correlation + 1;
@@ -719,6 +723,39 @@ private:
     }
   }
 
+  /// Event records as regions named cudaEventRecord (category CUDA_EVENT), timed by their API
+  /// call (the device time when there is no call), with the stream, the event and the instance
+  /// that stream waits name: the critical path links a wait to the stream that recorded its event.
+  void event_records() {
+    for (const cuda_event_record& e : trace_.event_records) {
+      rocpd::region_info r;
+      r.id = region_id(0);
+      r.pid = pid_;
+      r.tid = tid_of(e.correlation_id);
+      if (const auto it = correlation_span_.find(e.correlation_id); it != correlation_span_.end()) {
+        r.start_ns = i64(it->second.first);
+        r.end_ns = i64(it->second.second);
+      } else {
+        r.start_ns = r.end_ns = i64(e.device_ns);
+      }
+      r.name = "cudaEventRecord";
+      r.category = "CUDA_EVENT";
+      r.correlation_id = e.correlation_id;
+      json ext = {{"context", e.context_id},
+                  {"cuda_stream", e.stream_id},
+                  {"stream_id", stream_of(e.context_id, e.stream_id)},
+                  {"event_id", e.event_id},
+                  {"device", e.device_id}};
+      if (valid_id(e.event_sync_id) && e.event_sync_id != 0xffffffffull)
+        ext["event_sync_id"] = e.event_sync_id;
+      if (e.device_ns != 0)
+        ext["device_timestamp"] = e.device_ns;
+      add_api(ext, e.correlation_id);
+      r.event_extdata = ext.dump();
+      sink_.add_region(r);
+    }
+  }
+
   json synchronization_extdata(const synchronization_record& sy) {
     json ext = {{"type", sy.type}, {"context", sy.context_id}, {"return_value", sy.return_value}};
     if (const auto it = trace_.context_device.find(sy.context_id);
@@ -786,6 +823,7 @@ private:
   std::uint32_t host_agent_ = 0;
   std::unordered_map<std::uint32_t, std::uint32_t> correlation_tid_;
   std::unordered_map<std::uint32_t, std::string> correlation_api_;
+  std::unordered_map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> correlation_span_;
   std::unordered_map<symbol_key, std::int64_t, symbol_key_hash> symbol_ids_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::int64_t> stream_ids_; // (context, stream)
   std::set<std::int64_t> taken_stream_ids_{0}; // 0 is the process's "Default Stream"

@@ -101,6 +101,15 @@ struct synchronization_record {
   std::uint32_t stream_id = 0, cuda_event_id = 0, return_value = 0;
 };
 
+/// CUPTI_ACTIVITY_KIND_CUDA_EVENT (CUpti_ActivityCudaEvent2): an event recorded on a stream.
+/// `event_sync_id` is the instance a stream wait names
+/// (synchronization_record::cuda_event_sync_id); `device_ns` when the GPU reached the record (0
+/// unless device timestamps are on).
+struct cuda_event_record {
+  std::uint64_t device_ns = 0, event_sync_id = 0;
+  std::uint32_t correlation_id = 0, context_id = 0, stream_id = 0, event_id = 0, device_id = 0;
+};
+
 /// CUPTI_ACTIVITY_KIND_RUNTIME or DRIVER (CUpti_ActivityAPI).
 struct api_record {
   std::uint64_t start_ns = 0, end_ns = 0;
@@ -180,6 +189,7 @@ struct cupti_trace {
   std::vector<memcpy_record> copies;
   std::vector<memset_record> memsets;
   std::vector<synchronization_record> syncs;
+  std::vector<cuda_event_record> event_records;
   std::vector<api_record> apis; ///< kept calls only (keep_runtime_api, keep_driver_api)
   std::map<std::uint32_t, device_record> devices;        ///< CUPTI device records, by ordinal
   std::map<std::uint32_t, std::uint32_t> context_device; ///< context id -> device ordinal

@@ -4,6 +4,7 @@
 #include <optional>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +30,12 @@ std::optional<sync_kind> kind_of(const std::string& name) {
       {"cudaEventSynchronize", sync_kind::event_synchronize},
       {"cuEventSynchronize", sync_kind::event_synchronize},
       {"hipEventSynchronize", sync_kind::event_synchronize},
+      {"cudaEventRecord", sync_kind::event_record},
+      {"cudaEventRecordWithFlags", sync_kind::event_record},
+      {"cuEventRecord", sync_kind::event_record},
+      {"cuEventRecordWithFlags", sync_kind::event_record},
+      {"hipEventRecord", sync_kind::event_record},
+      {"hipEventRecordWithFlags", sync_kind::event_record},
   };
   const auto it = names.find(name);
   if (it == names.end())
@@ -52,6 +59,219 @@ private:
   std::vector<std::string>& names_;
   std::unordered_map<std::string, std::int32_t> index_;
 };
+
+std::optional<std::int64_t> integer_field(const nlohmann::json& object, const char* key) {
+  if (object.is_object() && object.contains(key) && object[key].is_number_integer())
+    return object[key].get<std::int64_t>();
+  return std::nullopt;
+}
+
+/// The `stream` and `event` arguments of one API call (rocpd_arg, values as text, as rocprofv3
+/// writes them for HIP).
+struct call_arguments {
+  std::string stream; ///< the handle as text
+  std::optional<std::int64_t> stream_id;
+  std::string event;
+};
+
+/// The arguments of API calls by their event id, without an index on rocpd_arg.event_id (AMD's
+/// schema has none unless rocpd_indexes.sql was applied) and without reading the whole table
+/// (several rows per HIP call: millions in a large trace). rocprofv3 writes a call's arguments
+/// right after its event, so rocpd_arg's ids grow with event_id: a binary search over the row ids
+/// finds a call's rows. Only rows whose event_id matches are taken, so a table in another order
+/// cannot give wrong arguments; a call found without rows falls back to one filtered scan.
+class argument_lookup {
+public:
+  argument_lookup(sqlite::connection& db, const std::string& sfx)
+      : at_(db, "SELECT id, event_id FROM rocpd_arg" + sfx + " WHERE id >= ? ORDER BY id LIMIT 1"),
+        rows_(db,
+              "SELECT event_id, name, value, extdata FROM rocpd_arg" + sfx +
+                  " WHERE id >= ? ORDER BY id LIMIT 32"),
+        db_(db), sfx_(sfx) {
+    sqlite::statement bounds(db, "SELECT MIN(id), MAX(id) FROM rocpd_arg" + sfx);
+    if (bounds.step() && !bounds.column_is_null(0)) {
+      first_ = bounds.column_int64(0);
+      last_ = bounds.column_int64(1);
+    }
+  }
+
+  bool empty() const { return last_ < first_; }
+
+  /// The `stream` and `event` arguments of the call whose event is `event_id`; nullopt when the
+  /// search found no rows of that event.
+  std::optional<call_arguments> find(std::int64_t event_id) {
+    if (empty())
+      return std::nullopt;
+    // The first row whose event_id is >= event_id, assuming the order.
+    std::int64_t lo = first_, hi = last_ + 1;
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      const auto row = row_at(mid);
+      if (!row || row->second >= event_id) {
+        hi = mid;
+      } else {
+        lo = row->first + 1;
+      }
+    }
+    std::optional<call_arguments> out;
+    rows_.reset();
+    rows_.bind_int64(1, lo);
+    while (rows_.step() && rows_.column_int64(0) == event_id) {
+      if (!out)
+        out.emplace();
+      add(*out, rows_.column_text(1), rows_.column_text(2), rows_.column_text(3));
+    }
+    return out;
+  }
+
+  /// The arguments of `events` by one scan of the table (the fallback).
+  std::unordered_map<std::int64_t, call_arguments>
+  scan(const std::unordered_set<std::int64_t>& events) {
+    std::unordered_map<std::int64_t, call_arguments> out;
+    if (events.empty() || empty())
+      return out;
+    sqlite::statement all(db_, "SELECT event_id, name, value, extdata FROM rocpd_arg" + sfx_ +
+                                   " WHERE name IN ('stream', 'event')");
+    while (all.step())
+      if (events.count(all.column_int64(0)) != 0)
+        add(out[all.column_int64(0)], all.column_text(1), all.column_text(2), all.column_text(3));
+    return out;
+  }
+
+private:
+  /// (id, event_id) of the first row with id >= `id`.
+  std::optional<std::pair<std::int64_t, std::int64_t>> row_at(std::int64_t id) {
+    at_.reset();
+    at_.bind_int64(1, id);
+    if (!at_.step())
+      return std::nullopt;
+    return std::make_pair(at_.column_int64(0), at_.column_int64(1));
+  }
+
+  static void
+  add(call_arguments& a, const std::string& name, std::string value, const std::string& extdata) {
+    if (name == "event") {
+      a.event = std::move(value);
+    } else if (name == "stream") {
+      a.stream = std::move(value);
+      a.stream_id = integer_field(
+          nlohmann::json::parse(extdata, nullptr, /*allow_exceptions=*/false), "stream_id");
+    }
+  }
+
+  sqlite::statement at_, rows_;
+  sqlite::connection& db_;
+  std::string sfx_;
+  std::int64_t first_ = 1, last_ = 0;
+};
+
+/// Stream handles (as the `stream` arguments print them) to rocpd stream ids: for each stream of
+/// the file, the first dispatch (else copy) on it, the API call that launched it (a dispatch's
+/// event shares the internal correlation id, stack_id, of its call, which is the call's region
+/// id), and that call's `stream` argument. One partial scan per stream, a few lookups each.
+std::unordered_map<std::string, std::int64_t>
+stream_handles(sqlite::connection& db, const std::string& sfx, argument_lookup& args) {
+  std::unordered_map<std::string, std::int64_t> out;
+  std::vector<std::int64_t> streams;
+  sqlite::statement list(db, "SELECT id FROM rocpd_info_stream" + sfx);
+  while (list.step())
+    streams.push_back(list.column_int64(0));
+  for (const std::int64_t stream : streams) {
+    for (const char* table : {"rocpd_kernel_dispatch", "rocpd_memory_copy"}) {
+      sqlite::statement first(db, "SELECT R.event_id FROM " + std::string(table) + sfx +
+                                      " O JOIN rocpd_event" + sfx +
+                                      " E ON E.id = O.event_id JOIN rocpd_region" + sfx +
+                                      " R ON R.id = E.stack_id WHERE O.stream_id = ? LIMIT 4");
+      first.bind_int64(1, stream);
+      bool found = false;
+      while (!found && first.step()) {
+        const auto a = args.find(first.column_int64(0));
+        if (a && !a->stream.empty()) {
+          out.emplace(a->stream, stream);
+          found = true;
+        }
+      }
+      if (found)
+        break;
+    }
+  }
+  return out;
+}
+
+/// The synchronization regions of one database (one uuid suffix), with their stream and event
+/// from the tracer's extdata or the call's arguments.
+void read_synchronization(sqlite::connection& db,
+                          const std::string& sfx,
+                          std::size_t database,
+                          std::vector<sync_row>& syncs) {
+  sqlite::statement regions(
+      db, "SELECT R.pid, R.start, R.\"end\", S.string, E.extdata, R.event_id FROM rocpd_region" +
+              sfx + " R JOIN rocpd_string" + sfx + " S ON S.id = R.name_id LEFT JOIN rocpd_event" +
+              sfx +
+              " E ON E.id = R.event_id WHERE S.string LIKE '%Synchronize' OR S.string "
+              "LIKE '%WaitEvent' OR S.string LIKE '%EventRecord%'");
+  std::vector<std::pair<std::size_t, std::int64_t>> need_args; // (sync index, event id)
+  while (regions.step()) {
+    const auto kind = kind_of(std::string(regions.column_text(3)));
+    if (!kind)
+      continue;
+    sync_row sync;
+    sync.kind = *kind;
+    sync.pid = regions.column_int64(0);
+    sync.start_ns = regions.column_int64(1);
+    sync.end_ns = regions.column_int64(2);
+    sync.database = database;
+    const auto extdata =
+        nlohmann::json::parse(regions.column_text(4), nullptr, /*allow_exceptions=*/false);
+    if (const auto stream = integer_field(extdata, "stream_id")) {
+      // The CUPTI tracer's record of the call (cupti_mapping.hpp).
+      sync.stream_id = *stream;
+      sync.from_tracer_record = true;
+      if (const auto event = integer_field(extdata, "event_id"))
+        sync.event = "cuda:" + std::to_string(*event);
+      sync.event_sync_id = integer_field(extdata, "event_sync_id").value_or(-1);
+      sync.device_ns = integer_field(extdata, "device_timestamp").value_or(-1);
+    } else if (sync.kind == sync_kind::stream_wait_event || sync.kind == sync_kind::event_record) {
+      need_args.emplace_back(syncs.size(), regions.column_int64(5));
+    }
+    syncs.push_back(std::move(sync));
+  }
+  if (need_args.empty())
+    return;
+  // The HIP calls' arguments (rocpd_arg).
+  argument_lookup args(db, sfx);
+  if (args.empty())
+    return;
+  std::vector<std::optional<call_arguments>> found(need_args.size());
+  std::unordered_set<std::int64_t> missing;
+  for (std::size_t i = 0; i < need_args.size(); ++i) {
+    found[i] = args.find(need_args[i].second);
+    if (!found[i])
+      missing.insert(need_args[i].second);
+  }
+  if (!missing.empty()) {
+    auto scanned = args.scan(missing);
+    for (std::size_t i = 0; i < need_args.size(); ++i)
+      if (!found[i])
+        if (auto it = scanned.find(need_args[i].second); it != scanned.end())
+          found[i] = std::move(it->second);
+  }
+  std::optional<std::unordered_map<std::string, std::int64_t>> handles; // read when needed
+  for (std::size_t i = 0; i < need_args.size(); ++i) {
+    if (!found[i])
+      continue;
+    sync_row& sync = syncs[need_args[i].first];
+    sync.event = found[i]->event;
+    if (found[i]->stream_id) {
+      sync.stream_id = *found[i]->stream_id;
+    } else if (!found[i]->stream.empty()) {
+      if (!handles)
+        handles = stream_handles(db, sfx, args);
+      if (const auto h = handles->find(found[i]->stream); h != handles->end())
+        sync.stream_id = h->second;
+    }
+  }
+}
 
 } // namespace
 
@@ -111,31 +331,7 @@ timeline read_timeline(const reader& files) {
               {copies.column_int64(1), copies.column_int64(2), intern(copies.column_text(3)),
                track_of(database, copies.column_int64(0), agent, copies.column_int64(6)), true});
         }
-        sqlite::statement regions(
-            db, "SELECT R.pid, R.start, R.\"end\", S.string, E.extdata FROM rocpd_region" + sfx +
-                    " R JOIN rocpd_string" + sfx + " S ON S.id = R.name_id LEFT JOIN rocpd_event" +
-                    sfx +
-                    " E ON E.id = R.event_id WHERE S.string LIKE '%Synchronize' OR S.string "
-                    "LIKE '%WaitEvent'");
-        while (regions.step()) {
-          const auto kind = kind_of(std::string(regions.column_text(3)));
-          if (!kind)
-            continue;
-          sync_row sync;
-          sync.kind = *kind;
-          sync.pid = regions.column_int64(0);
-          sync.start_ns = regions.column_int64(1);
-          sync.end_ns = regions.column_int64(2);
-          sync.database = database;
-          const auto extdata =
-              nlohmann::json::parse(regions.column_text(4), nullptr, /*allow_exceptions=*/false);
-          if (extdata.is_object() && extdata.contains("stream_id") &&
-              extdata["stream_id"].is_number_integer()) {
-            sync.stream_id = extdata["stream_id"].get<std::int64_t>();
-            sync.from_tracer_record = true;
-          }
-          out.syncs.push_back(sync);
-        }
+        read_synchronization(db, sfx, database, out.syncs);
       }
     } catch (const sqlite::sqlite_error& error) {
       throw rocpd_error(info.path.string() + ": cannot read its copies or synchronization (" +

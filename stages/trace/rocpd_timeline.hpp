@@ -4,9 +4,15 @@
 /// events, and the host-blocking stream, device and event synchronizes), read in one pass per
 /// table with names interned, so a million ops stay compact.
 ///
-/// Synchronization comes from API regions by name (cuda*, cu*, hip*), and on CUDA from the CUPTI
-/// tracer's synchronization records (category CUDA_SYNCHRONIZATION), whose extdata names the
-/// stream (cupti_mapping.hpp); a region without a stream has stream_id -1.
+/// Synchronization comes from API regions by name (cuda*, cu*, hip*). The stream and the event of
+/// a stream wait or an event record come from, in this order:
+/// - on CUDA, the CUPTI tracer's records (categories CUDA_SYNCHRONIZATION and CUDA_EVENT), whose
+///   extdata names the stream, the event and the record instance (cupti_mapping.hpp);
+/// - on ROCm, the call's arguments in rocpd_arg (`stream` and `event`, values as text): a stream
+///   argument's extdata may carry its stream_id; otherwise the handle is resolved through the
+///   launches of the same trace (the `stream` argument of the API call that launched each
+///   dispatch or copy, linked by the internal correlation id).
+/// A region whose stream is not known has stream_id -1.
 
 #include <cstdint>
 #include <string>
@@ -30,6 +36,7 @@ enum class sync_kind : std::uint8_t {
   stream_synchronize, ///< the host waits for one stream
   device_synchronize, ///< the host waits for every stream
   event_synchronize,  ///< the host waits for an event
+  event_record,       ///< an event is recorded on a stream (GPU side; waits name it)
 };
 
 struct sync_row {
@@ -38,8 +45,14 @@ struct sync_row {
   std::int64_t end_ns = 0;
   std::size_t database = 0;
   std::int64_t pid = 0;
-  std::int64_t stream_id = -1;     ///< the stream waiting or synchronized; -1 when not recorded
-  bool from_tracer_record = false; ///< a CUPTI synchronization record, not just an API call
+  std::int64_t stream_id = -1;     ///< the stream waiting, synchronized or recording; -1: unknown
+  bool from_tracer_record = false; ///< a CUPTI record, beside the API region of the same call
+  /// The event waited for or recorded ("cuda:7", or the HIP handle "0x5555..."); empty: unknown.
+  std::string event;
+  /// The record instance a wait waits for and a record is (CUPTI's cudaEventSyncId); -1: unknown.
+  std::int64_t event_sync_id = -1;
+  /// When the GPU reached an event record (CUPTI's device timestamp, ns); -1: not recorded.
+  std::int64_t device_ns = -1;
 };
 
 struct timeline_track {

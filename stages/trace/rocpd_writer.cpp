@@ -205,7 +205,7 @@ struct writer::impl {
 
   insert metadata_insert, string_insert, node_insert, process_insert, thread_insert, agent_insert,
       queue_insert, stream_insert, code_object_insert, symbol_insert, event_insert, dispatch_insert,
-      copy_insert, region_insert, pmc_info_insert, pmc_event_insert;
+      copy_insert, region_insert, pmc_info_insert, pmc_event_insert, arg_insert;
 
   ~impl() {
     if (db && in_transaction) {
@@ -242,6 +242,7 @@ struct writer::impl {
     region_insert.flush();
     copy_insert.flush();
     pmc_event_insert.flush();
+    arg_insert.flush();
   }
 
   std::int64_t nid(std::int64_t value) const { return value != 0 ? value : last_nid; }
@@ -361,6 +362,8 @@ writer::writer(const std::filesystem::path& path, std::string uuid)
                                 "a counter definition");
   w.pmc_event_insert =
       w.prepare("rocpd_pmc_event", "id, event_id, pmc_id, value", "counter values", batch);
+  w.arg_insert = w.prepare("rocpd_arg", "event_id, position, type, name, value, extdata",
+                           "API call arguments", batch);
   // rocprofv3 always inserts the empty string: the region name of a dispatch without a region.
   w.empty_string_id = w.intern("");
 }
@@ -631,6 +634,21 @@ std::int64_t writer::add_pmc_event(std::int64_t event_id, std::int64_t pmc_id, d
   const std::int64_t id = w.next_pmc_event_id++;
   w.pmc_event_insert.i64(id).i64(event_id).i64(pmc_id).real(value).run();
   return id;
+}
+
+void writer::add_arg(std::int64_t event_id,
+                     std::int64_t position,
+                     std::string_view type,
+                     std::string_view name,
+                     std::string_view value,
+                     std::string_view extdata) {
+  impl_->arg_insert.i64(event_id)
+      .i64(position)
+      .text(type)
+      .text(name)
+      .text(value)
+      .json_text(extdata)
+      .run();
 }
 
 std::int64_t writer::last_event_id() const {

@@ -243,6 +243,14 @@ public:
   std::int64_t add_pmc_info(const pmc_info& counter);
   /// One counter value of the dispatch whose event is `event_id` (one row per dimension instance).
   std::int64_t add_pmc_event(std::int64_t event_id, std::int64_t pmc_id, double value);
+  /// One argument of the API call whose event is `event_id` (rocpd_arg: position, C type, name,
+  /// value as text, as rocprofv3 writes them; `extdata` JSON, e.g. {"stream_id": 2}).
+  void add_arg(std::int64_t event_id,
+               std::int64_t position,
+               std::string_view type,
+               std::string_view name,
+               std::string_view value,
+               std::string_view extdata = "{}");
   /// The event the last add_dispatch/add_memory_copy/add_region created or used (for PMC rows).
   std::int64_t last_event_id() const;
   /// One more row of rocpd_metadata (beside schema_version, uuid and guid, which the schema

@@ -577,6 +577,50 @@ TEST(stages_cupti_mapping, synchronizations_keep_only_meaningful_stream_and_even
                                                      {"event_sync_id", 12}}));
 }
 
+TEST(stages_cupti_mapping, event_records_become_regions_timed_by_their_call) {
+  cupti_trace trace = base_trace();
+  trace.context_device[1] = 0;
+  trace.apis.push_back(api(1, 50, 5001, 1500)); // the cudaEventRecord call (cbid 1 is kept)
+  cuda_event_record timed;
+  timed.correlation_id = 50;
+  timed.context_id = 1;
+  timed.stream_id = 13;
+  timed.event_id = 4;
+  timed.event_sync_id = 9;
+  timed.device_ns = 2600;
+  timed.device_id = 0;
+  trace.event_records.push_back(timed);
+  cuda_event_record bare; // no call recorded, no device time, no instance
+  bare.correlation_id = 51;
+  bare.context_id = 1;
+  bare.stream_id = 14;
+  bare.event_id = 5;
+  bare.event_sync_id = 0xffffffffull;
+  trace.event_records.push_back(bare);
+  const recording_sink sink = mapped(trace);
+
+  std::vector<const rocpd::region_info*> records;
+  for (const auto& r : sink.regions)
+    if (r.category == "CUDA_EVENT")
+      records.push_back(&r);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0]->name, "cudaEventRecord");
+  EXPECT_EQ(records[0]->start_ns, 1500); // the call's span
+  EXPECT_EQ(records[0]->end_ns, 1550);
+  EXPECT_EQ(records[0]->tid, 5001);
+  const json first = json::parse(records[0]->event_extdata);
+  EXPECT_EQ(first["stream_id"], 13);
+  EXPECT_EQ(first["event_id"], 4);
+  EXPECT_EQ(first["event_sync_id"], 9);
+  EXPECT_EQ(first["device_timestamp"], 2600);
+  EXPECT_EQ(first["device"], 0);
+  const json second = json::parse(records[1]->event_extdata);
+  EXPECT_EQ(records[1]->start_ns, 0);
+  EXPECT_FALSE(second.contains("event_sync_id"));
+  EXPECT_FALSE(second.contains("device_timestamp"));
+  EXPECT_EQ(second["stream_id"], 14);
+}
+
 TEST(stages_cupti_mapping, drops_driver_calls_inside_runtime_calls_and_names_unknown_cbids) {
   cupti_trace trace = base_trace();
   trace.apis.push_back(api(1, 50, 5001, 3000, true)); // cuLaunchKernel inside cudaLaunchKernel

@@ -102,6 +102,75 @@ TEST(stages_timeline_dag, a_recorded_stream_wait_links_the_streams) {
   EXPECT_DOUBLE_EQ(what_if_saving(t, "q", 50), 0);
 }
 
+rocpd::sync_row event_sync(sync_kind kind,
+                           std::int64_t at,
+                           std::int64_t stream,
+                           std::string event,
+                           std::int64_t sync_id = -1,
+                           std::int64_t device_ns = -1) {
+  rocpd::sync_row s = sync(kind, at, at + 1, stream);
+  s.event = std::move(event);
+  s.event_sync_id = sync_id;
+  s.device_ns = device_ns;
+  return s;
+}
+
+TEST(stages_timeline_dag, a_wait_follows_the_stream_that_recorded_its_event) {
+  // S1: p [0,100]. S3: z [0,103] (ends later than p). S2: w [105,205]. The event is recorded on
+  // S1 at 50 and S2 waits for it at 60: the edge is p -> w, although z ended last before w (by
+  // timing alone z -> w). Path: p, 5 ns gap, w: 205. z: no successor, 205 - 103 = 102 slack.
+  timeline t = make({{"p", 1, 0, 100}, {"z", 3, 0, 103}, {"w", 2, 105, 205}});
+  t.syncs.push_back(event_sync(sync_kind::event_record, 50, 1, "cuda:7"));
+  t.syncs.push_back(event_sync(sync_kind::stream_wait_event, 60, 2, "cuda:7"));
+  const auto r = critical_path(t);
+  ASSERT_EQ(r.cross_edges.size(), 1u);
+  EXPECT_EQ(r.cross_edges[0].from, 0u);
+  EXPECT_EQ(r.cross_edges[0].to, 2u);
+  EXPECT_TRUE(r.cross_edges[0].from_event_record);
+  EXPECT_EQ(r.on_path, (std::vector<std::uint8_t>{1, 0, 1}));
+  EXPECT_DOUBLE_EQ(r.path_ns, 205);
+  EXPECT_DOUBLE_EQ(r.slack_ns[1], 102);
+  EXPECT_NE(r.notes[0].find("1 of 1 recorded stream waits became cross-stream edges: 1 from the "
+                            "event record"),
+            std::string::npos);
+  // Without the record the same wait is matched by timing, to z.
+  timeline u = make({{"p", 1, 0, 100}, {"z", 3, 0, 103}, {"w", 2, 105, 205}});
+  u.syncs.push_back(event_sync(sync_kind::stream_wait_event, 60, 2, "cuda:7"));
+  const auto v = critical_path(u);
+  ASSERT_EQ(v.cross_edges.size(), 1u);
+  EXPECT_EQ(v.cross_edges[0].from, 1u);
+  EXPECT_FALSE(v.cross_edges[0].from_event_record);
+  EXPECT_NE(v.notes[0].find("0 from the event record"), std::string::npos);
+  EXPECT_NE(v.notes[0].find("1 by timing"), std::string::npos);
+}
+
+TEST(stages_timeline_dag, the_record_instance_and_its_device_time_pick_the_source) {
+  // S1: p1 [0,40], p2 [45,100]; S2: w [105,205]. Two records of the event on S1: sync id 1 at
+  // host 10 (the GPU reached it at 42, after p1) and sync id 2 at host 30 (reached at 101). The
+  // wait (host 35) names sync id 1: its source is p1 (ended 40 <= 42), not p2 (100 > 42), even
+  // though record 2 is the last one called before the wait.
+  timeline t = make({{"p1", 1, 0, 40}, {"p2", 1, 45, 100}, {"w", 2, 105, 205}});
+  t.syncs.push_back(event_sync(sync_kind::event_record, 10, 1, "cuda:3", 1, 42));
+  t.syncs.push_back(event_sync(sync_kind::event_record, 30, 1, "cuda:3", 2, 101));
+  t.syncs.push_back(event_sync(sync_kind::stream_wait_event, 35, 2, "cuda:3", 1));
+  const auto r = critical_path(t);
+  ASSERT_EQ(r.cross_edges.size(), 1u);
+  EXPECT_EQ(r.cross_edges[0].from, 0u);
+  // The same wait without a sync id takes the last record called before it (sync id 2): p2.
+  t.syncs.back().event_sync_id = -1;
+  const auto q = critical_path(t);
+  ASSERT_EQ(q.cross_edges.size(), 1u);
+  EXPECT_EQ(q.cross_edges[0].from, 1u);
+  // An event recorded before anything ran on its stream releases the waiter at once: no edge.
+  timeline e = make({{"p", 1, 50, 100}, {"w", 2, 105, 205}});
+  e.syncs.push_back(event_sync(sync_kind::event_record, 1, 1, "cuda:9", -1, 2));
+  e.syncs.push_back(event_sync(sync_kind::stream_wait_event, 3, 2, "cuda:9"));
+  const auto n = critical_path(e);
+  EXPECT_TRUE(n.cross_edges.empty());
+  EXPECT_NE(n.notes[0].find("1 waited for events recorded before any op of their stream"),
+            std::string::npos);
+}
+
 TEST(stages_timeline_dag, a_host_synchronization_cuts_the_timeline_into_segments) {
   // S1: x [0,100]; the host waits (device synchronize, [50,120]); y [130,180] after it.
   // Segments: x (starts before 120) and y: the path is 100 + 50 = 150 of a 180 ns makespan;

@@ -164,6 +164,19 @@ void parse_synchronization(const CUpti_ActivitySynchronization2& s, parsed_recor
   out.syncs.push_back(r);
 }
 
+void parse_cuda_event(const CUpti_ActivityCudaEvent2& e, parsed_records& out) {
+  cupti::cuda_event_record r;
+  r.device_ns = e.deviceTimestamp;
+  r.event_sync_id = e.cudaEventSyncId;
+  r.correlation_id = e.correlationId;
+  r.context_id = e.contextId;
+  r.stream_id = e.streamId;
+  r.event_id = e.eventId;
+  r.device_id = e.deviceId;
+  out.event_records.push_back(r);
+  out.contexts.emplace_back(e.contextId, e.deviceId);
+}
+
 void parse_api(const CUpti_ActivityAPI& a,
                bool driver,
                const tracer_state& state,
@@ -229,6 +242,8 @@ void parse_record(const CUpti_Activity& record, const tracer_state& state, parse
   case CUPTI_ACTIVITY_KIND_MEMSET: return parse_memset(as<CUpti_ActivityMemset4>(record), out);
   case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
     return parse_synchronization(as<CUpti_ActivitySynchronization2>(record), out);
+  case CUPTI_ACTIVITY_KIND_CUDA_EVENT:
+    return parse_cuda_event(as<CUpti_ActivityCudaEvent2>(record), out);
   case CUPTI_ACTIVITY_KIND_RUNTIME:
   case CUPTI_ACTIVITY_KIND_DRIVER:
     return parse_api(as<CUpti_ActivityAPI>(record), record.kind == CUPTI_ACTIVITY_KIND_DRIVER,

@@ -131,19 +131,28 @@ void enable_activity_kinds(const tracer_state& g) {
       {CUPTI_ACTIVITY_KIND_MEMCPY2, "cuptiActivityEnable(MEMCPY2)"},
       {CUPTI_ACTIVITY_KIND_MEMSET, "cuptiActivityEnable(MEMSET)"},
       {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "cuptiActivityEnable(SYNCHRONIZATION)"},
+      {CUPTI_ACTIVITY_KIND_CUDA_EVENT, "cuptiActivityEnable(CUDA_EVENT)"},
       {CUPTI_ACTIVITY_KIND_RUNTIME, "cuptiActivityEnable(RUNTIME)"},
   };
   for (const auto& [kind, what] : kinds) {
     const CUptiResult r = cuptiActivityEnable(kind);
     // DEVICE and CONTEXT are descriptive only: the driver API fills agents at exit anyway.
+    // CUDA_EVENT (event records, for the critical path's stream waits) is optional too: without
+    // it, waits are matched by timing and the analysis says so.
     if (r != CUPTI_SUCCESS &&
-        (kind == CUPTI_ACTIVITY_KIND_DEVICE || kind == CUPTI_ACTIVITY_KIND_CONTEXT)) {
+        (kind == CUPTI_ACTIVITY_KIND_DEVICE || kind == CUPTI_ACTIVITY_KIND_CONTEXT ||
+         kind == CUPTI_ACTIVITY_KIND_CUDA_EVENT)) {
       if (g.verbose)
         cupti_ok(r, what);
       continue;
     }
     cupti_ok(r, what);
   }
+  // When the GPU reached each event record: the wait's source is then the recording stream's
+  // last op before that time, not merely before the waiter started.
+  const CUptiResult r = cuptiActivityEnableCudaEventDeviceTimestamps(1);
+  if (r != CUPTI_SUCCESS && g.verbose)
+    cupti_ok(r, "cuptiActivityEnableCudaEventDeviceTimestamps");
 }
 
 /// Driver API: only the launch/copy/synchronize calls (cheap), unless RPL_CUPTI_DRIVER_API=0.

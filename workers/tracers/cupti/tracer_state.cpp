@@ -43,6 +43,7 @@ void merge_buffer(tracer_state& state,
   append(state.copies, records.copies);
   append(state.memsets, records.memsets);
   append(state.syncs, records.syncs);
+  append(state.event_records, records.event_records);
   append(state.apis, records.apis);
   for (cupti::device_record& device : records.devices) {
     state.devices[device.id] = std::move(device);
@@ -72,6 +73,7 @@ bool take_new_records(tracer_state& state, std::chrono::milliseconds wait, bool 
   move_append(trace.copies, state.copies);
   move_append(trace.memsets, state.memsets);
   move_append(trace.syncs, state.syncs);
+  move_append(trace.event_records, state.event_records);
   move_append(trace.apis, state.apis);
   trace.devices = state.devices;
   trace.context_device = state.context_device;

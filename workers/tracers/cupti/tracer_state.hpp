@@ -29,6 +29,7 @@ struct parsed_records {
   std::vector<cupti::memcpy_record> copies;
   std::vector<cupti::memset_record> memsets;
   std::vector<cupti::synchronization_record> syncs;
+  std::vector<cupti::cuda_event_record> event_records;
   std::vector<cupti::api_record> apis;
   std::vector<cupti::device_record> devices;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> contexts; ///< (context id, device ordinal)
@@ -44,6 +45,7 @@ struct tracer_state {
   std::vector<cupti::memcpy_record> copies;
   std::vector<cupti::memset_record> memsets;
   std::vector<cupti::synchronization_record> syncs;
+  std::vector<cupti::cuda_event_record> event_records;
   std::vector<cupti::api_record> apis;
   std::map<std::uint32_t, cupti::device_record> devices; // CUPTI device records, by ordinal
   std::map<std::uint32_t, std::uint32_t> context_device; // context id -> device ordinal
