@@ -85,10 +85,13 @@ public:
   argument_lookup(sqlite::connection& db, const std::string& sfx)
       : at_(db, "SELECT id, event_id FROM rocpd_arg" + sfx + " WHERE id >= ? ORDER BY id LIMIT 1"),
         rows_(db,
-              "SELECT event_id, name, value, extdata FROM rocpd_arg" + sfx +
+              "SELECT event_id, name, value, extdata, id FROM rocpd_arg" + sfx +
                   " WHERE id >= ? ORDER BY id LIMIT 32"),
         db_(db), sfx_(sfx) {
-    sqlite::statement bounds(db, "SELECT MIN(id), MAX(id) FROM rocpd_arg" + sfx);
+    // One aggregate per query: SQLite answers a lone MIN or MAX of the rowid from the b-tree's
+    // ends, but reads the whole table for the pair.
+    sqlite::statement bounds(db, "SELECT (SELECT MIN(id) FROM rocpd_arg" + sfx +
+                                     "), (SELECT MAX(id) FROM rocpd_arg" + sfx + ")");
     if (bounds.step() && !bounds.column_is_null(0)) {
       first_ = bounds.column_int64(0);
       last_ = bounds.column_int64(1);
@@ -98,12 +101,27 @@ public:
   bool empty() const { return last_ < first_; }
 
   /// The `stream` and `event` arguments of the call whose event is `event_id`; nullopt when the
-  /// search found no rows of that event.
+  /// search found no rows of that event. Calls asked for in event order (as the regions are read)
+  /// are found by galloping forward from the previous call's rows, which touches a few pages
+  /// near them; any other call by bisecting the whole table.
   std::optional<call_arguments> find(std::int64_t event_id) {
     if (empty())
       return std::nullopt;
-    // The first row whose event_id is >= event_id, assuming the order.
+    // [lo, hi): the first row whose event_id is >= event_id lies in it, assuming the order.
     std::int64_t lo = first_, hi = last_ + 1;
+    if (hint_ && hint_->second < event_id) {
+      lo = hint_->first + 1;
+      for (std::int64_t step = 1; lo < hi; step *= 2) {
+        const auto row = row_at(std::min(lo + step, last_));
+        if (!row || row->second >= event_id) {
+          hi = row ? row->first : hi;
+          break;
+        }
+        lo = row->first + 1;
+        if (row->first == last_)
+          break;
+      }
+    }
     while (lo < hi) {
       const std::int64_t mid = lo + (hi - lo) / 2;
       const auto row = row_at(mid);
@@ -119,6 +137,7 @@ public:
     while (rows_.step() && rows_.column_int64(0) == event_id) {
       if (!out)
         out.emplace();
+      hint_.emplace(rows_.column_int64(4), event_id);
       add(*out, rows_.column_text(1), rows_.column_text(2), rows_.column_text(3));
     }
     return out;
@@ -163,36 +182,40 @@ private:
   sqlite::connection& db_;
   std::string sfx_;
   std::int64_t first_ = 1, last_ = 0;
+  std::optional<std::pair<std::int64_t, std::int64_t>> hint_; ///< (row id, event id) last found
 };
 
-/// Stream handles (as the `stream` arguments print them) to rocpd stream ids: for each stream of
-/// the file, the first dispatch (else copy) on it, the API call that launched it (a dispatch's
-/// event shares the internal correlation id, stack_id, of its call, which is the call's region
-/// id), and that call's `stream` argument. One partial scan per stream, a few lookups each.
+/// Stream handles (as the `stream` arguments print them) to rocpd stream ids: the dispatches
+/// (then copies) in order, and for the first op of each stream, the API call that launched it (a
+/// dispatch's event shares the internal correlation id, stack_id, of its call, which is the
+/// call's region id) and that call's `stream` argument. Stops once every handle in `wanted` is
+/// known, so a trace reads a few rows per stream; a stream without ops is not looked for.
 std::unordered_map<std::string, std::int64_t>
-stream_handles(sqlite::connection& db, const std::string& sfx, argument_lookup& args) {
+stream_handles(sqlite::connection& db,
+               const std::string& sfx,
+               argument_lookup& args,
+               const std::unordered_set<std::string>& wanted) {
   std::unordered_map<std::string, std::int64_t> out;
-  std::vector<std::int64_t> streams;
-  sqlite::statement list(db, "SELECT id FROM rocpd_info_stream" + sfx);
-  while (list.step())
-    streams.push_back(list.column_int64(0));
-  for (const std::int64_t stream : streams) {
-    for (const char* table : {"rocpd_kernel_dispatch", "rocpd_memory_copy"}) {
-      sqlite::statement first(db, "SELECT R.event_id FROM " + std::string(table) + sfx +
-                                      " O JOIN rocpd_event" + sfx +
-                                      " E ON E.id = O.event_id JOIN rocpd_region" + sfx +
-                                      " R ON R.id = E.stack_id WHERE O.stream_id = ? LIMIT 4");
-      first.bind_int64(1, stream);
-      bool found = false;
-      while (!found && first.step()) {
-        const auto a = args.find(first.column_int64(0));
-        if (a && !a->stream.empty()) {
-          out.emplace(a->stream, stream);
-          found = true;
-        }
+  std::unordered_map<std::int64_t, int> tries; // per stream; 4 ops without arguments give up
+  std::size_t resolved = 0;
+  for (const char* table : {"rocpd_kernel_dispatch", "rocpd_memory_copy"}) {
+    sqlite::statement ops(db, "SELECT O.stream_id, R.event_id FROM " + std::string(table) + sfx +
+                                  " O JOIN rocpd_event" + sfx +
+                                  " E ON E.id = O.event_id JOIN rocpd_region" + sfx +
+                                  " R ON R.id = E.stack_id ORDER BY O.id");
+    while (resolved < wanted.size() && ops.step()) {
+      const std::int64_t stream = ops.column_int64(0);
+      int& tried = tries[stream];
+      if (tried >= 4)
+        continue;
+      const auto a = args.find(ops.column_int64(1));
+      if (!a || a->stream.empty()) {
+        ++tried; // the next op of this stream may have its arguments
+        continue;
       }
-      if (found)
-        break;
+      tried = 4;
+      if (out.emplace(a->stream, stream).second && wanted.count(a->stream) != 0)
+        ++resolved;
     }
   }
   return out;
@@ -256,7 +279,7 @@ void read_synchronization(sqlite::connection& db,
         if (auto it = scanned.find(need_args[i].second); it != scanned.end())
           found[i] = std::move(it->second);
   }
-  std::optional<std::unordered_map<std::string, std::int64_t>> handles; // read when needed
+  std::unordered_set<std::string> wanted; // handles to resolve to stream ids
   for (std::size_t i = 0; i < need_args.size(); ++i) {
     if (!found[i])
       continue;
@@ -265,12 +288,16 @@ void read_synchronization(sqlite::connection& db,
     if (found[i]->stream_id) {
       sync.stream_id = *found[i]->stream_id;
     } else if (!found[i]->stream.empty()) {
-      if (!handles)
-        handles = stream_handles(db, sfx, args);
-      if (const auto h = handles->find(found[i]->stream); h != handles->end())
-        sync.stream_id = h->second;
+      wanted.insert(found[i]->stream);
     }
   }
+  if (wanted.empty())
+    return;
+  const auto handles = stream_handles(db, sfx, args, wanted);
+  for (std::size_t i = 0; i < need_args.size(); ++i)
+    if (found[i] && !found[i]->stream_id)
+      if (const auto h = handles.find(found[i]->stream); h != handles.end())
+        syncs[need_args[i].first].stream_id = h->second;
 }
 
 } // namespace
