@@ -10,6 +10,7 @@
 #include "stages/trace/counter_values.hpp"
 #include "stages/trace/rocpd_reader.hpp"
 #include "stages/trace/rocpd_timeline.hpp"
+#include "workers/tracers/rocprofv3/thread_trace_files.hpp"
 
 namespace rpl::engine::commands {
 
@@ -130,6 +131,47 @@ nlohmann::json roofline_of(const stages::profile_report& report,
   return doc;
 }
 
+/// Each thread-traced kernel's stall summary into its findings; its dominant stall stands in for
+/// the warp stalls where Nsight Compute gave none. Matched by kernel_key of the demangled name or
+/// the symbol.
+void add_thread_traces(const stages::profile_report& report,
+                       const std::vector<std::filesystem::path>& paths,
+                       analysis::analysis_sources& sources) {
+  if (paths.empty())
+    return;
+  const auto traces = workers::tracers::read_thread_traces(paths);
+  std::map<std::string, std::string> kernel_by_key;
+  for (const auto& kernel : report.kernels)
+    kernel_by_key.emplace(rocpd::kernel_key(kernel.runtime.name), kernel.runtime.name);
+  std::size_t matched = 0;
+  for (const auto& summary : traces.kernels) {
+    auto it = kernel_by_key.find(rocpd::kernel_key(summary.kernel));
+    if (it == kernel_by_key.end())
+      it = kernel_by_key.find(rocpd::kernel_key(summary.symbol));
+    if (it == kernel_by_key.end()) {
+      sources.notes.push_back("the thread trace of " + summary.kernel +
+                              " matched no kernel of the trace (by name); it is left out");
+      continue;
+    }
+    ++matched;
+    analysis::kernel_findings& f = sources.kernels[it->second];
+    f.thread_trace = stages::att::to_json(summary);
+    if (f.top_stall.empty()) {
+      f.top_stall = std::string(stages::att::to_id(summary.top));
+      f.top_stall_share = summary.top_share;
+      f.stall_source = "thread trace";
+    }
+    if (summary.inconsistent_rows > 0)
+      sources.notes.push_back("the thread trace of " + summary.kernel + " has " +
+                              std::to_string(summary.inconsistent_rows) +
+                              " instruction rows whose stall exceeds their latency: counted as "
+                              "stall only");
+  }
+  sources.notes.push_back("thread trace: " + std::to_string(traces.files.size()) + " file(s), " +
+                          std::to_string(traces.kernels.size()) + " traced kernel(s), " +
+                          std::to_string(matched) + " matched to the trace's kernels");
+}
+
 } // namespace
 
 analysis_outputs analyze_application(const stages::profile_report& report,
@@ -186,6 +228,7 @@ analysis_outputs analyze_application(const stages::profile_report& report,
     sources.notes.push_back("no counters: the roofline and the compute and memory classes need a "
                             "counter pass (rocm-perf profile --counters roofline)");
   out.roofline = roofline_of(report, inputs, files, sources);
+  add_thread_traces(report, inputs.thread_traces, sources);
 
   out.analysis =
       analysis::build_application_analysis(sources, analysis::bottleneck_thresholds::defaults());

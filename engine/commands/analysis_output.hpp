@@ -28,6 +28,9 @@ struct analysis_inputs {
   bool want_timeline = false;
   /// Roofline peaks to use instead of configs/arch's ("hbm" bytes/s, or a data type's FLOP/s).
   std::map<std::string, double> peak_overrides;
+  /// AMD thread-trace outputs (rocprofv3 --att: folders, stats_*.csv or code.json files), whose
+  /// stall summaries join the kernels by name.
+  std::vector<std::filesystem::path> thread_traces;
 };
 
 struct analysis_outputs {
@@ -39,7 +42,8 @@ struct analysis_outputs {
   stages::analysis::html_report_input page;
 };
 
-/// Runs the analyses. Throws rocpd_error for unreadable databases (exit 2 by the caller).
+/// Runs the analyses. Throws rocpd_error for unreadable databases and thread_trace_error for
+/// unreadable thread traces (exit 2 by the caller).
 analysis_outputs analyze_application(const stages::profile_report& report,
                                      const analysis_inputs& inputs);
 

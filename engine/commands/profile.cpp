@@ -378,6 +378,11 @@ public:
         ->expected(1)
         ->take_all();
     cmd_->add_option("--arch", options_.report.arch, "Target for occupancy (default: the agent's)");
+    cmd_->add_option("--thread-trace", options_.report.thread_traces,
+                     "AMD thread-trace output (rocprofv3 --att: its folder, stats_*.csv or "
+                     "code.json) for each traced kernel's stall summary; repeatable")
+        ->expected(1)
+        ->take_all();
     cmd_->add_option("--rocprofv3", options_.rocprofv3, "rocprofv3 executable (default: PATH)");
     cmd_->add_option("--timeout", options_.timeout_s,
                      "Per-run timeout, seconds (0: none); cuda: SIGTERM, SIGKILL 5 s later, and "

@@ -8,6 +8,7 @@
 
 #include "stages/analysis/report_text.hpp"
 #include "stages/trace/rocpd_schema.hpp"
+#include "stages/trace/thread_trace.hpp"
 
 namespace rpl::engine::commands {
 
@@ -54,10 +55,15 @@ int emit_report(const stages::profile_report& report,
       wanted.peak_overrides[peak.substr(0, eq)] = value;
     }
     wanted.want_timeline = !options.perfetto.empty() || !options.html.empty();
+    wanted.thread_traces.insert(wanted.thread_traces.end(), options.thread_traces.begin(),
+                                options.thread_traces.end());
     try {
       analyzed = analyze_application(report, wanted);
     } catch (const stages::rocpd::rocpd_error& error) {
       std::fprintf(stderr, "rocm-perf: error: %s\n", error.what());
+      return 2;
+    } catch (const stages::att::thread_trace_error& error) {
+      std::fprintf(stderr, "rocm-perf: error: --thread-trace %s\n", error.what());
       return 2;
     }
   }

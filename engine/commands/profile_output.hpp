@@ -22,6 +22,8 @@ struct report_options {
   /// --peak KEY=VALUE: roofline peaks instead of configs/arch's ("hbm" in bytes/s, or a data type
   /// of roofline.json's peaks, e.g. fp32, bf16_tensor, mfma_f16, in FLOP/s).
   std::vector<std::string> peaks;
+  /// --thread-trace PATH: AMD thread-trace outputs (rocprofv3 --att) for the stall summaries.
+  std::vector<std::filesystem::path> thread_traces;
 };
 
 /// Writes profile.json under `options.out` (when set), then prints the report. With `inputs`, also

@@ -61,6 +61,8 @@ application_analysis build_application_analysis(const analysis_sources& sources,
     in.issue_active = f.issue_active;
     in.top_stall = f.top_stall;
     in.top_stall_share = f.top_stall_share;
+    in.stall_source = f.stall_source;
+    a.thread_trace = f.thread_trace;
     if (k.occupancy) {
       in.occupancy = k.occupancy->result.occupancy;
       in.occupancy_limiter = to_string(k.occupancy->result.limiter);

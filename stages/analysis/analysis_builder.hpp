@@ -27,6 +27,8 @@ struct kernel_findings {
   std::optional<double> issue_active;
   std::string top_stall;
   std::optional<double> top_stall_share;
+  std::string stall_source;    ///< bottleneck_inputs::stall_source
+  nlohmann::json thread_trace; ///< analysis.json's thread_trace object; null without one
   std::optional<double> critical_path_ns;
   std::optional<double> min_slack_ns;
   std::vector<what_if_saving> what_if;

@@ -78,6 +78,8 @@ json to_json(const application_analysis& analysis) {
                   {"bottleneck", to_json(k.bottleneck)}};
     if (k.roofline.is_null())
       entry["roofline_missing"] = k.roofline_missing;
+    if (!k.thread_trace.is_null())
+      entry["thread_trace"] = k.thread_trace;
     kernels.push_back(std::move(entry));
   }
   return {{"schema_version", "1.0"},

@@ -35,6 +35,8 @@ struct kernel_analysis {
   /// The kernel's roofline object (roofline.json's), or null with `roofline_missing` saying why.
   nlohmann::json roofline;
   std::string roofline_missing;
+  /// The thread trace's stall summary (analysis.json's thread_trace), or null without one.
+  nlohmann::json thread_trace;
   bottleneck_inputs inputs;
   bottleneck_label bottleneck;
 };

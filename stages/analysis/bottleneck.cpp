@@ -89,6 +89,8 @@ json measured_of(const bottleneck_inputs& in) {
   put("issue_active", in.issue_active);
   if (!in.top_stall.empty())
     m["top_stall"] = in.top_stall;
+  if (!in.stall_source.empty())
+    m["stall_source"] = in.stall_source;
   put("top_stall_share", in.top_stall_share);
   return m;
 }
@@ -137,7 +139,29 @@ std::string stall_advice(const std::string& reason) {
   if (reason == "not_selected")
     return "warps are ready but not picked: the scheduler is busy, occupancy is no longer the "
            "limit";
-  return "look at the " + reason + " stalls in Nsight Compute's source view";
+  // An AMD thread trace's categories (stages/trace/thread_trace.hpp).
+  if (reason == "vmem_wait")
+    return "waves wait on global memory (s_waitcnt vmcnt): keep more loads in flight (more waves "
+           "per SIMD, independent loads issued before the first wait), prefetch, or reuse data "
+           "from LDS";
+  if (reason == "lds_smem_wait")
+    return "waves wait on LDS or scalar loads (s_waitcnt lgkmcnt): pad LDS arrays against bank "
+           "conflicts, issue LDS reads earlier, hoist scalar loads out of loops";
+  if (reason == "mfma")
+    return "the matrix cores are busy: the kernel runs at the matrix pipe's pace; a narrower data "
+           "type or fewer MFMA instructions per result is what remains";
+  if (reason == "vmem_issue")
+    return "the vector memory pipe is full: fewer, wider memory instructions (dwordx4), "
+           "contiguous addresses per wave";
+  if (reason == "lds_issue")
+    return "the LDS pipe is busy: wider LDS accesses (ds_read_b128), fewer LDS instructions per "
+           "result";
+  if (reason == "valu")
+    return "VALU dependencies: more independent instructions between dependent ones (unroll, "
+           "interleave)";
+  return "look at the " + reason +
+         " stalls per instruction (Nsight Compute's source view; ROCprof Compute Viewer for a "
+         "thread trace)";
 }
 
 /// "; the dominant warp stall is long_scoreboard (45 % of the latency per instruction, ...)" when
@@ -145,8 +169,12 @@ std::string stall_advice(const std::string& reason) {
 std::string stall_detail(const bottleneck_inputs& in, const bottleneck_thresholds& t) {
   if (in.top_stall.empty() || !in.top_stall_share || *in.top_stall_share <= t.stall_share)
     return {};
-  std::string text = "; the dominant warp stall is " + in.top_stall + " (" +
-                     number(*in.top_stall_share * 100) + " % of the latency per instruction";
+  std::string text =
+      in.stall_source.empty()
+          ? "; the dominant warp stall is " + in.top_stall + " (" +
+                number(*in.top_stall_share * 100) + " % of the latency per instruction"
+          : "; the " + in.stall_source + "'s dominant stall is " + in.top_stall + " (" +
+                number(*in.top_stall_share * 100) + " % of the traced waves' cycles";
   if (in.issue_active)
     text += ", an instruction issued in " + number(*in.issue_active * 100) + " % of cycles";
   return text + ")";
@@ -254,6 +282,10 @@ bottleneck_label classify(const bottleneck_inputs& in, const bottleneck_threshol
                     : !in.compute_pct                 ? "compute throughput"
                                                       : "memory throughput") +
                    " unknown): record counters with `rocm-perf profile --counters roofline`";
+    // A stall known without the roofline is evidence, not a class: waiting on memory can mean
+    // latency or a saturated bus, which only the throughput tells apart.
+    if (const std::string stalls = stall_detail(in, t); !stalls.empty())
+      none.missing += stalls + ": " + stall_advice(in.top_stall);
     return none;
   }
 

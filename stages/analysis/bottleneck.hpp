@@ -74,6 +74,11 @@ struct bottleneck_inputs {
   /// ("long_scoreboard", ...), and that part (0..1), when counted.
   std::string top_stall;
   std::optional<double> top_stall_share;
+  /// Where the stall came from: empty for Nsight Compute's warp stalls (a share of the latency
+  /// per issued instruction); "thread trace" for an AMD thread trace's categories
+  /// (stages/trace/thread_trace.hpp: vmem_wait, lds_smem_wait, barrier, mfma, ...; a share of the
+  /// traced waves' cycles).
+  std::string stall_source;
 };
 
 /// One kernel's class with its evidence, or no class and the reason (too little was measured).

@@ -5,52 +5,21 @@
 #include <cstdlib>
 #include <optional>
 
+#include "stages/trace/csv_record.hpp"
+
 namespace rpl::stages::ncu {
 
 namespace {
 
-/// One CSV record from `text` at `at` (RFC 4180 quoting: "" inside quotes is a quote); advances
-/// `at` past its line end. `line` counts lines for errors.
+/// One CSV record from `text` at `at`; `line` counts lines for errors.
 std::vector<std::string> read_record(std::string_view text, std::size_t& at, std::size_t line) {
-  std::vector<std::string> fields;
-  std::string field;
-  bool quoted = false, in_quotes = false;
-  while (at < text.size()) {
-    const char c = text[at++];
-    if (in_quotes) {
-      if (c == '"') {
-        if (at < text.size() && text[at] == '"') {
-          field += '"';
-          ++at;
-        } else {
-          in_quotes = false;
-        }
-      } else {
-        field += c;
-      }
-      continue;
-    }
-    if (c == '"') {
-      if (!field.empty() || quoted)
-        throw ncu_error("ncu CSV line " + std::to_string(line) +
-                        ": a quote in the middle of a field; fix: pass ncu's own --csv output "
-                        "unchanged");
-      quoted = in_quotes = true;
-    } else if (c == ',') {
-      fields.push_back(std::move(field));
-      field.clear();
-      quoted = false;
-    } else if (c == '\n') {
-      break;
-    } else if (c != '\r') {
-      field += c;
-    }
+  try {
+    return csv::read_record(text, at);
+  } catch (const csv::csv_error& error) {
+    throw ncu_error("ncu CSV line " + std::to_string(line) + ": " + error.what() +
+                    "; fix: pass ncu's own --csv output unchanged (a file cut short: run ncu "
+                    "again)");
   }
-  if (in_quotes)
-    throw ncu_error("ncu CSV line " + std::to_string(line) +
-                    ": a quoted field never ends; fix: the file is cut short, run ncu again");
-  fields.push_back(std::move(field));
-  return fields;
 }
 
 /// "1,073,741,824" -> 1073741824; "3.88" -> 3.88; anything else (text, empty, "n/a") -> nullopt.

@@ -150,3 +150,102 @@ TEST(cli_analysis_outputs, bad_counter_and_peak_requests_are_bad_input) {
 
 } // namespace
 } // namespace rpl
+
+namespace rpl {
+namespace {
+
+const std::filesystem::path att_fixtures = rpl::testing::source_dir / "tests/fixtures/att";
+
+TEST(cli_analysis_outputs, thread_traces_give_each_traced_kernel_its_stalls_and_next_step) {
+  temp_dir dir;
+  const auto out =
+      run_rocm_perf({"profile", "--rocprofv3", RPL_FAKE_ROCPROFV3, "--runs", "1", "--counters",
+                     "roofline", "--thread-trace", (att_fixtures / "run").string(),
+                     "--thread-trace", (att_fixtures / "gemm_tile_code.json").string(), "--out",
+                     (dir / "out").string(), "--", "/bin/true"});
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  const auto analysis = nlohmann::json::parse(read_text(dir / "out" / "analysis.json"));
+  EXPECT_EQ(rpl::testing::schema_errors(analysis, "analysis.schema.json"),
+            std::vector<std::string>{});
+  const nlohmann::json* reduce = nullptr;
+  const nlohmann::json* gemm = nullptr;
+  for (const auto& k : analysis["kernels"]) {
+    if (k["name"].get<std::string>().rfind("reduce_sum", 0) == 0)
+      reduce = &k;
+    if (k["name"].get<std::string>().rfind("gemm_tile", 0) == 0)
+      gemm = &k;
+  }
+  ASSERT_NE(reduce, nullptr);
+  ASSERT_NE(gemm, nullptr);
+  // The folder's stats CSV was read, not also its code.json (the same dispatch): one trace.
+  const auto& trace = (*reduce)["thread_trace"];
+  EXPECT_EQ(trace["traces"], 1);
+  EXPECT_EQ(trace["wave_cycles"], 32992);
+  EXPECT_EQ(trace["top_stall"], "vmem_wait");
+  // Latency bound by its roofline (as without the trace), now with the stall as evidence and its
+  // next step.
+  const auto& label = (*reduce)["bottleneck"];
+  EXPECT_EQ(label["class"], "latency_bound");
+  EXPECT_EQ(label["rule"], "sol.both_low.latency.stall");
+  EXPECT_EQ(label["measured"]["top_stall"], "vmem_wait");
+  EXPECT_EQ(label["measured"]["stall_source"], "thread trace");
+  EXPECT_NE(label["because"].get<std::string>().find(
+                "the thread trace's dominant stall is vmem_wait (62.1 % of the traced waves' "
+                "cycles"),
+            std::string::npos)
+      << label.dump(2);
+  EXPECT_NE(label["next_step"].get<std::string>().find("s_waitcnt vmcnt"), std::string::npos);
+  EXPECT_EQ((*gemm)["thread_trace"]["top_stall"], "mfma");
+  EXPECT_EQ((*gemm)["thread_trace"]["stall_cycles"]["mfma"], 16384);
+  // scale_kernel is not in the stand-in's trace: said, not dropped silently.
+  EXPECT_NE(analysis["notes"].dump().find("the thread trace of scale_kernel(float*, float) "
+                                          "matched no kernel"),
+            std::string::npos)
+      << analysis["notes"].dump();
+  EXPECT_NE(analysis["notes"].dump().find("thread trace: 2 file(s), 3 traced kernel(s), 2 "
+                                          "matched"),
+            std::string::npos)
+      << analysis["notes"].dump();
+}
+
+TEST(cli_analysis_outputs, a_thread_trace_without_counters_is_evidence_and_bad_ones_are_named) {
+  temp_dir dir;
+  ASSERT_EQ(run_rocm_perf({"profile", "--rocprofv3", RPL_FAKE_ROCPROFV3, "--runs", "1", "--out",
+                           (dir / "p").string(), "--quiet", "--", "/bin/true"})
+                .exit_code,
+            0);
+  const auto out = run_rocm_perf({"analyze", (dir / "p" / "traces").string(), "--thread-trace",
+                                  (att_fixtures / "run").string(), "--out", (dir / "a").string()});
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  const auto analysis = nlohmann::json::parse(read_text(dir / "a" / "analysis.json"));
+  bool seen = false;
+  for (const auto& k : analysis["kernels"]) {
+    if (k["name"].get<std::string>().rfind("reduce_sum", 0) != 0)
+      continue;
+    seen = true;
+    // No roofline: no class, but the missing reason carries the stall and its advice.
+    EXPECT_TRUE(k["bottleneck"]["class"].is_null()) << k.dump(2);
+    EXPECT_NE(k["bottleneck"]["missing"].get<std::string>().find(
+                  "the thread trace's dominant stall is vmem_wait"),
+              std::string::npos)
+        << k.dump(2);
+  }
+  EXPECT_TRUE(seen);
+
+  const auto missing = run_rocm_perf(
+      {"analyze", (dir / "p" / "traces").string(), "--thread-trace", (dir / "no-such").string()});
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("--thread-trace " + (dir / "no-such").string() +
+                                ": no such file or folder; fix:"),
+            std::string::npos)
+      << missing.output;
+  std::filesystem::create_directories(dir / "empty");
+  const auto empty = run_rocm_perf(
+      {"analyze", (dir / "p" / "traces").string(), "--thread-trace", (dir / "empty").string()});
+  EXPECT_EQ(empty.exit_code, 2) << empty.output;
+  EXPECT_NE(empty.output.find("no stats_*.csv or code.json under it"), std::string::npos)
+      << empty.output;
+}
+
+} // namespace
+} // namespace rpl

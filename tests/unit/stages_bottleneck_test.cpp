@@ -191,3 +191,43 @@ TEST(stages_bottleneck, thresholds_from_a_file_override_only_what_they_name) {
 
 } // namespace
 } // namespace rpl::stages::analysis
+
+namespace rpl::stages::analysis {
+namespace {
+
+TEST(stages_bottleneck_thread_trace, an_amd_stall_names_its_source_and_advice) {
+  const auto t = bottleneck_thresholds::defaults();
+  bottleneck_inputs in;
+  in.compute_pct = 10;
+  in.memory_pct = 20;
+  in.waves_per_cu = 8;
+  in.occupancy = 0.8;
+  in.top_stall = "lds_smem_wait";
+  in.top_stall_share = 0.5;
+  in.stall_source = "thread trace";
+  const auto label = classify(in, t);
+  ASSERT_TRUE(label.label.has_value());
+  EXPECT_EQ(*label.label, bottleneck_class::latency_bound);
+  EXPECT_EQ(label.rule, "sol.both_low.latency.stall");
+  EXPECT_NE(label.because.find("the thread trace's dominant stall is lds_smem_wait (50.0 % of "
+                               "the traced waves' cycles)"),
+            std::string::npos)
+      << label.because;
+  EXPECT_NE(label.next_step.find("bank conflicts"), std::string::npos) << label.next_step;
+  EXPECT_EQ(label.measured["stall_source"], "thread trace");
+  // At or under the threshold (0.3) the stall is not named.
+  in.top_stall_share = 0.3;
+  EXPECT_EQ(classify(in, t).rule, "sol.both_low.latency");
+  // Without a roofline: no class; the stall is evidence in the reason.
+  in.top_stall_share = 0.5;
+  in.compute_pct.reset();
+  in.memory_pct.reset();
+  const auto none = classify(in, t);
+  EXPECT_FALSE(none.label.has_value());
+  EXPECT_NE(none.missing.find("no roofline"), std::string::npos);
+  EXPECT_NE(none.missing.find("dominant stall is lds_smem_wait"), std::string::npos)
+      << none.missing;
+}
+
+} // namespace
+} // namespace rpl::stages::analysis
