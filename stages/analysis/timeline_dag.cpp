@@ -148,7 +148,8 @@ dag build(const timeline& t) {
     return r == list.begin() ? nullptr : *std::prev(r);
   };
 
-  std::size_t used = 0, by_record = 0, record_without_op = 0;
+  std::size_t used = 0, by_record = 0, record_without_op = 0, by_order = 0, placed_waits = 0,
+              record_across_cut = 0;
   for (const auto& s : t.syncs) {
     if (s.kind != sync_kind::stream_wait_event || s.stream_id < 0)
       continue;
@@ -157,15 +158,39 @@ dag build(const timeline& t) {
     if (stream == by_stream.end())
       continue;
     const auto& ops = stream->second;
-    const auto waiter_it =
-        std::lower_bound(ops.begin(), ops.end(), s.start_ns,
-                         [&](std::uint32_t i, std::int64_t v) { return t.ops[i].start_ns < v; });
-    if (waiter_it == ops.end())
-      continue;
-    const std::uint32_t waiter = *waiter_it;
+    std::uint32_t waiter = none;
+    if (s.ordered) {
+      // The first op enqueued on the stream after the wait (what the wait holds back).
+      if (s.op < 0)
+        continue;
+      waiter = static_cast<std::uint32_t>(s.op);
+    } else {
+      // Without the enqueue order: the first op that started after the call.
+      const auto waiter_it =
+          std::lower_bound(ops.begin(), ops.end(), s.start_ns,
+                           [&](std::uint32_t i, std::int64_t v) { return t.ops[i].start_ns < v; });
+      if (waiter_it == ops.end())
+        continue;
+      waiter = *waiter_it;
+    }
+    ++placed_waits;
     std::uint32_t source = none;
     bool from_record = false;
-    if (const rocpd::sync_row* record = record_of(s); record != nullptr) {
+    if (const rocpd::sync_row* record = record_of(s); record != nullptr && record->ordered) {
+      // The last op enqueued on the recording stream before the record: what the event marks.
+      // In an earlier segment, a host synchronization already ordered it: no edge.
+      from_record = true;
+      ++by_order;
+      if (record->op < 0 || static_cast<std::uint32_t>(record->op) == waiter) {
+        ++record_without_op;
+        continue;
+      }
+      if (g.segment[static_cast<std::size_t>(record->op)] != g.segment[waiter]) {
+        ++record_across_cut;
+        continue;
+      }
+      source = static_cast<std::uint32_t>(record->op);
+    } else if (record != nullptr) {
       // The recording stream's last op that ended by the time the waiter started (and by the time
       // the GPU reached the record, when the tracer timed it).
       from_record = true;
@@ -224,14 +249,25 @@ dag build(const timeline& t) {
         std::to_string(used) + " of " + std::to_string(waits) +
         " recorded stream waits became cross-stream edges: " + std::to_string(by_record) +
         " from the event record they wait for (the recording stream's last op "
-        "before the record), " +
-        std::to_string(used - by_record) +
+        "before the record" +
+        (by_order > 0 ? ", " + std::to_string(by_order) +
+                            " of the waits placed by the order the "
+                            "API calls enqueued the ops"
+                      : std::string()) +
+        "), " + std::to_string(used - by_record) +
         " by timing (no record of the event: the op of another stream that ended "
         "last before the waiter started)";
     if (record_without_op > 0)
       note += "; " + std::to_string(record_without_op) +
               " waited for events recorded before any op of their stream in the segment (no "
               "dependency)";
+    if (record_across_cut > 0)
+      note += "; " + std::to_string(record_across_cut) +
+              " waited for ops before a host synchronization, which already orders them (no "
+              "edge)";
+    if (waits > placed_waits)
+      note += "; " + std::to_string(waits - placed_waits) +
+              " held back no later op of their stream (none enqueued or started after them)";
     g.notes.push_back(note);
   }
   // With the tracer's records, the API calls of the same waits add nothing: say nothing of them.

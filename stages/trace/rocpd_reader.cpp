@@ -454,7 +454,7 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
   const bool all = fields == dispatch_fields::all;
   // The accounting fields come first, so they have the same indices in both selections.
   const std::vector<std::string_view> accounting_columns = {
-      "start", "end", "kernel_id", "agent_id", "queue_id", "stream_id", "pid"};
+      "start", "end", "kernel_id", "agent_id", "queue_id", "stream_id", "pid", "id"};
   const std::vector<std::string_view> required_columns = {"start",
                                                           "end",
                                                           "kernel_id",
@@ -462,6 +462,7 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
                                                           "queue_id",
                                                           "stream_id",
                                                           "pid",
+                                                          "id",
                                                           "dispatch_id",
                                                           "grid_size_x",
                                                           "grid_size_y",
@@ -472,10 +473,11 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
                                                           "guid"};
   const std::vector<std::string_view> optional_columns = {"tid", "group_segment_size",
                                                           "private_segment_size"};
-  const int name_column = all ? 18 : 7;
+  const int name_column = all ? 19 : 8;
   for (std::size_t index = 0; index < databases_.size(); ++index) {
     const database& db = *databases_[index];
-    for (const source& src : db.sources) {
+    for (std::size_t source_index = 0; source_index < db.sources.size(); ++source_index) {
+      const source& src = db.sources[source_index];
       // Selected by name, so the 3.0.2 columns inserted before region_name_id change nothing.
       // Every column is checked even where fewer are read: a file reads or fails alike either way.
       std::string columns =
@@ -486,6 +488,7 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
       const symbol_names symbols = db.symbol_names_of(src);
       dispatch_row row;
       row.database = index;
+      row.source = source_index;
       auto read_columns = [&row, all](const sqlite::statement& s) {
         row.start_ns = s.column_int64(0);
         row.end_ns = s.column_int64(1);
@@ -494,17 +497,18 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
         row.queue_id = s.column_int64(4);
         row.stream_id = s.column_int64(5);
         row.pid = s.column_int64(6);
+        row.row_id = s.column_int64(7);
         if (!all) {
           return;
         }
-        row.dispatch_id = s.column_int64(7);
+        row.dispatch_id = s.column_int64(8);
         for (int axis = 0; axis < 3; ++axis) {
-          row.grid[axis] = column_u32(s, 8 + axis);
-          row.workgroup[axis] = column_u32(s, 11 + axis);
+          row.grid[axis] = column_u32(s, 9 + axis);
+          row.workgroup[axis] = column_u32(s, 12 + axis);
         }
-        row.tid = s.column_int64(15);
-        row.group_segment_size = s.column_int64(16);
-        row.private_segment_size = s.column_int64(17);
+        row.tid = s.column_int64(16);
+        row.group_segment_size = s.column_int64(17);
+        row.private_segment_size = s.column_int64(18);
       };
       // A dispatch whose symbol row is missing still counts, under a name that says so.
       std::string fallback;

@@ -35,6 +35,8 @@ struct dispatch_row {
   std::uint32_t grid[3] = {0, 0, 0};      ///< work-items
   std::uint32_t workgroup[3] = {0, 0, 0}; ///< work-items per workgroup
   std::size_t database = 0;               ///< index into reader::paths()
+  std::size_t source = 0;                 ///< index into the database's uuids (table suffixes)
+  std::int64_t row_id = 0;                ///< the row's id in rocpd_kernel_dispatch
   std::int64_t group_segment_size =
       0; ///< LDS (shared memory) per workgroup, static + dynamic; 0 if absent
   std::int64_t private_segment_size = 0; ///< scratch (local memory) per work-item; 0 if absent
@@ -44,7 +46,7 @@ struct dispatch_row {
 enum class dispatch_fields {
   all,
   /// What runtime accounting reads: start_ns, end_ns, kernel_name, kernel_id, agent_id, queue_id,
-  /// stream_id, pid and database.
+  /// stream_id, pid, database, source and row_id.
   accounting,
 };
 

@@ -300,6 +300,86 @@ void read_synchronization(sqlite::connection& db,
         syncs[need_args[i].first].stream_id = h->second;
 }
 
+/// Sets sync_row::op (and ordered) for the event records and stream waits of one table suffix
+/// from `first_sync` on: each stream's ops, in start order (its enqueue order), are bisected by
+/// the start of the API call that enqueued them, looked up per probe and cached.
+void place_in_stream_order(sqlite::connection& db,
+                           const std::string& sfx,
+                           std::size_t database,
+                           std::uint16_t source,
+                           timeline& out,
+                           std::size_t first_sync) {
+  using stream_key = std::pair<std::int64_t, std::int64_t>; // pid, stream
+  std::map<stream_key, std::vector<std::uint32_t>> streams;
+  for (std::size_t i = first_sync; i < out.syncs.size(); ++i) {
+    const sync_row& s = out.syncs[i];
+    if ((s.kind == sync_kind::event_record || s.kind == sync_kind::stream_wait_event) &&
+        s.stream_id >= 0)
+      streams.try_emplace({s.pid, s.stream_id});
+  }
+  if (streams.empty())
+    return;
+  for (std::uint32_t i = 0; i < out.ops.size(); ++i) {
+    const timeline_row& op = out.ops[i];
+    const timeline_track& track = out.tracks[static_cast<std::size_t>(op.track)];
+    if (track.database != database || op.source != source)
+      continue;
+    if (const auto it = streams.find({track.pid, track.stream_id}); it != streams.end())
+      it->second.push_back(i);
+  }
+  for (auto& [key, ops] : streams)
+    std::sort(ops.begin(), ops.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return std::tie(out.ops[a].start_ns, a) < std::tie(out.ops[b].start_ns, b);
+    });
+  auto call_query = [&](const char* table) {
+    return sqlite::statement(db, "SELECT R.start FROM " + std::string(table) + sfx +
+                                     " O JOIN rocpd_event" + sfx +
+                                     " E ON E.id = O.event_id JOIN rocpd_region" + sfx +
+                                     " R ON R.id = E.stack_id WHERE O.id = ?");
+  };
+  sqlite::statement dispatch_call = call_query("rocpd_kernel_dispatch");
+  sqlite::statement copy_call = call_query("rocpd_memory_copy");
+  std::unordered_map<std::uint32_t, std::int64_t> calls; // op -> call start; -1: not linked
+  auto call_of = [&](std::uint32_t op) {
+    const auto [it, added] = calls.try_emplace(op, -1);
+    if (added) {
+      sqlite::statement& q = out.ops[op].copy ? copy_call : dispatch_call;
+      q.reset();
+      q.bind_int64(1, out.ops[op].row_id);
+      if (q.step())
+        it->second = q.column_int64(0);
+    }
+    return it->second;
+  };
+  for (std::size_t i = first_sync; i < out.syncs.size(); ++i) {
+    sync_row& s = out.syncs[i];
+    if ((s.kind != sync_kind::event_record && s.kind != sync_kind::stream_wait_event) ||
+        s.stream_id < 0)
+      continue;
+    const auto& ops = streams[{s.pid, s.stream_id}];
+    // The first op enqueued after the call.
+    std::size_t lo = 0, hi = ops.size();
+    bool linked = true;
+    while (lo < hi && linked) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      const std::int64_t call = call_of(ops[mid]);
+      if (call < 0)
+        linked = false;
+      else if (call > s.start_ns)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    if (!linked)
+      continue;
+    s.ordered = true;
+    if (s.kind == sync_kind::event_record)
+      s.op = lo > 0 ? static_cast<std::int64_t>(ops[lo - 1]) : -1;
+    else
+      s.op = lo < ops.size() ? static_cast<std::int64_t>(ops[lo]) : -1;
+  }
+}
+
 } // namespace
 
 timeline read_timeline(const reader& files) {
@@ -335,7 +415,8 @@ timeline read_timeline(const reader& files) {
   files.for_each_dispatch(
       [&](const dispatch_row& row) {
         out.ops.push_back({row.start_ns, row.end_ns, intern(row.kernel_name),
-                           track_of(row.database, row.pid, row.agent_id, row.stream_id), false});
+                           track_of(row.database, row.pid, row.agent_id, row.stream_id), false,
+                           static_cast<std::uint16_t>(row.source), row.row_id});
       },
       dispatch_fields::accounting);
 
@@ -343,11 +424,13 @@ timeline read_timeline(const reader& files) {
     const database_info& info = files.databases()[database];
     try {
       sqlite::connection db(info.path, SQLITE_OPEN_READONLY);
-      for (const auto& sfx : info.uuids) {
+      for (std::size_t u = 0; u < info.uuids.size(); ++u) {
+        const std::string& sfx = info.uuids[u];
+        const auto source = static_cast<std::uint16_t>(u);
         // Copies: on the destination GPU's track (the source's for device-to-host copies).
         sqlite::statement copies(
             db, "SELECT M.pid, M.start, M.\"end\", S.string, M.src_agent_id, M.dst_agent_id, "
-                "COALESCE(M.stream_id, 0), A.type FROM rocpd_memory_copy" +
+                "COALESCE(M.stream_id, 0), A.type, M.id FROM rocpd_memory_copy" +
                     sfx + " M JOIN rocpd_string" + sfx +
                     " S ON S.id = M.name_id LEFT JOIN rocpd_info_agent" + sfx +
                     " A ON A.id = M.dst_agent_id");
@@ -356,9 +439,12 @@ timeline read_timeline(const reader& files) {
           const std::int64_t agent = to_gpu ? copies.column_int64(5) : copies.column_int64(4);
           out.ops.push_back(
               {copies.column_int64(1), copies.column_int64(2), intern(copies.column_text(3)),
-               track_of(database, copies.column_int64(0), agent, copies.column_int64(6)), true});
+               track_of(database, copies.column_int64(0), agent, copies.column_int64(6)), true,
+               source, copies.column_int64(8)});
         }
+        const std::size_t first_sync = out.syncs.size();
         read_synchronization(db, sfx, database, out.syncs);
+        place_in_stream_order(db, sfx, database, source, out, first_sync);
       }
     } catch (const sqlite::sqlite_error& error) {
       throw rocpd_error(info.path.string() + ": cannot read its copies or synchronization (" +

@@ -12,7 +12,11 @@
 ///   argument's extdata may carry its stream_id; otherwise the handle is resolved through the
 ///   launches of the same trace (the `stream` argument of the API call that launched each
 ///   dispatch or copy, linked by the internal correlation id).
-/// A region whose stream is not known has stream_id -1.
+/// A region whose stream is not known has stream_id -1. Where the trace links each op to the API
+/// call that enqueued it (the op's event stack_id is the call's region id: CUPTI correlation ids,
+/// rocprofv3's internal correlation ids), records and waits are placed in their streams' enqueue
+/// order (sync_row::op), found by bisection over each stream's ops with a lookup per probe, so a
+/// million ops cost a few thousand lookups, not a join.
 
 #include <cstdint>
 #include <string>
@@ -29,6 +33,8 @@ struct timeline_row {
   std::int32_t name = 0;  ///< index into timeline::names
   std::int32_t track = 0; ///< index into timeline::tracks: (file, process, device, stream)
   bool copy = false;
+  std::uint16_t source = 0; ///< the file's table suffix (index into database_info::uuids)
+  std::int64_t row_id = 0;  ///< the row's id in rocpd_kernel_dispatch or rocpd_memory_copy
 };
 
 enum class sync_kind : std::uint8_t {
@@ -53,6 +59,12 @@ struct sync_row {
   std::int64_t event_sync_id = -1;
   /// When the GPU reached an event record (CUPTI's device timestamp, ns); -1: not recorded.
   std::int64_t device_ns = -1;
+  /// In the stream's own order (a stream runs its ops in the order they were enqueued): for an
+  /// event record, the last op enqueued on its stream before the record call; for a stream wait,
+  /// the first op enqueued on its stream after the wait call. An index into timeline::ops; -1:
+  /// none, or the API calls that enqueued the ops are not in the trace.
+  std::int64_t op = -1;
+  bool ordered = false; ///< `op` was found in enqueue order (-1 then means there is none)
 };
 
 struct timeline_track {

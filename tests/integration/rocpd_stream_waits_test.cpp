@@ -197,3 +197,63 @@ TEST(rocpd_stream_waits, a_handle_that_no_launch_names_leaves_the_wait_without_i
 
 } // namespace
 } // namespace rpl
+
+namespace rpl {
+namespace {
+
+TEST(rocpd_stream_waits, the_enqueue_order_not_the_gpu_times_places_records_and_waits) {
+  // As when an application holds its streams until a phase is enqueued: every op runs after every
+  // call. s1: produce, the record, then late (after the record: not what the event marks). s2:
+  // early (enqueued before the wait, so not held back by it), the wait, then consume. By GPU times
+  // alone the waiter would be early (the first op to start after the wait call) and the source
+  // late (the last op of s1 to end before it).
+  testing::temp_dir dir;
+  const auto path = dir.path() / "host" / "4242_results.db";
+  std::filesystem::create_directories(path.parent_path());
+  {
+    rocpd::writer w(path);
+    testing::add_process_header(w, pid, pid + 1);
+    w.add_stream(pid, "Stream 1", 0x100);
+    w.add_stream(pid, "Stream 2", 0x200);
+    rocpd::code_object_info code_object;
+    code_object.id = 1;
+    code_object.agent_id = 1;
+    code_object.uri = "file:///app#offset=0&size=4096";
+    w.add_code_object(code_object);
+    testing::add_symbol(w, 1, 1, "produce");
+    testing::add_symbol(w, 2, 1, "late");
+    testing::add_symbol(w, 3, 1, "early");
+    testing::add_symbol(w, 4, 1, "consume");
+    trace_writer t{w};
+    t.launch(1, handle_a, 0x100, 100, 1000, 2000);
+    t.launch(3, handle_b, 0x200, 110, 1000, 1100);
+    t.call("hipEventRecord", 120, "0xe0001", handle_a);
+    t.launch(2, handle_a, 0x100, 125, 2000, 2600);
+    t.call("hipStreamWaitEvent", 130, "0xe0001", handle_b);
+    t.launch(4, handle_b, 0x200, 140, 2700, 3000);
+    w.commit();
+  }
+  const auto files = rocpd::reader::open({path});
+  const rocpd::timeline t = rocpd::read_timeline(files);
+  auto name_of = [&](std::int64_t op) {
+    return op < 0 ? std::string("-") : t.names[static_cast<std::size_t>(t.ops[op].name)];
+  };
+  for (const auto& s : t.syncs) {
+    if (s.kind == rocpd::sync_kind::event_record) {
+      EXPECT_TRUE(s.ordered);
+      EXPECT_EQ(name_of(s.op), "produce");
+    }
+    if (s.kind == rocpd::sync_kind::stream_wait_event) {
+      EXPECT_TRUE(s.ordered);
+      EXPECT_EQ(name_of(s.op), "consume");
+    }
+  }
+  const auto r = stages::analysis::critical_path(t);
+  EXPECT_EQ(edge_names(t, r), "produce->consume(record);");
+  EXPECT_NE(r.notes[0].find("1 of the waits placed by the order the API calls enqueued the ops"),
+            std::string::npos)
+      << r.notes[0];
+}
+
+} // namespace
+} // namespace rpl

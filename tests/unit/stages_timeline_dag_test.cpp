@@ -221,3 +221,55 @@ TEST(stages_timeline_dag, a_million_op_chain_is_linear_and_the_json_is_bounded) 
 
 } // namespace
 } // namespace rpl::stages::analysis
+
+namespace rpl::stages::analysis {
+namespace {
+
+rocpd::sync_row placed(rocpd::sync_row s, std::int64_t op) {
+  s.ordered = true;
+  s.op = op;
+  return s;
+}
+
+TEST(stages_timeline_dag, records_and_waits_placed_in_enqueue_order_are_taken_as_placed) {
+  // S1: a [0,100], b [300,400]; S2: c [500,600]. A device synchronize [150,250] cuts after a.
+  // Record 1 (placed on a) waited for by c: a is in the segment before the cut, which already
+  // orders it: no edge. Record 2 (placed on b) waited for by c: b -> c.
+  timeline t = make({{"a", 1, 0, 100}, {"b", 1, 300, 400}, {"c", 2, 500, 600}});
+  t.syncs.push_back(sync(sync_kind::device_synchronize, 150, 250, -1));
+  t.syncs.push_back(placed(event_sync(sync_kind::event_record, 10, 1, "cuda:1", 1), 0));
+  t.syncs.push_back(placed(event_sync(sync_kind::stream_wait_event, 20, 2, "cuda:1", 1), 2));
+  auto r = critical_path(t);
+  EXPECT_TRUE(r.cross_edges.empty());
+  EXPECT_NE(r.notes[0].find("1 waited for ops before a host synchronization, which already "
+                            "orders them (no edge)"),
+            std::string::npos)
+      << r.notes[0];
+  t.syncs.push_back(placed(event_sync(sync_kind::event_record, 260, 1, "cuda:1", 2), 1));
+  t.syncs.push_back(placed(event_sync(sync_kind::stream_wait_event, 270, 2, "cuda:1", 2), 2));
+  r = critical_path(t);
+  ASSERT_EQ(r.cross_edges.size(), 1u);
+  EXPECT_EQ(r.cross_edges[0].from, 1u);
+  EXPECT_EQ(r.cross_edges[0].to, 2u);
+  EXPECT_TRUE(r.cross_edges[0].from_event_record);
+  EXPECT_NE(r.notes[0].find("1 of 2 recorded stream waits became cross-stream edges: 1 from the "
+                            "event record"),
+            std::string::npos)
+      << r.notes[0];
+  // A wait with nothing enqueued after it on its stream holds nothing back; a record with nothing
+  // enqueued before it marks nothing.
+  timeline e = make({{"p", 1, 0, 100}, {"w", 2, 105, 205}});
+  e.syncs.push_back(placed(event_sync(sync_kind::event_record, 1, 1, "cuda:9", 5), -1));
+  e.syncs.push_back(placed(event_sync(sync_kind::stream_wait_event, 3, 2, "cuda:9", 5), 1));
+  e.syncs.push_back(placed(event_sync(sync_kind::stream_wait_event, 300, 2, "cuda:9", 5), -1));
+  const auto n = critical_path(e);
+  EXPECT_TRUE(n.cross_edges.empty());
+  EXPECT_NE(n.notes[0].find("1 waited for events recorded before any op of their stream"),
+            std::string::npos)
+      << n.notes[0];
+  EXPECT_NE(n.notes[0].find("1 held back no later op of their stream"), std::string::npos)
+      << n.notes[0];
+}
+
+} // namespace
+} // namespace rpl::stages::analysis
