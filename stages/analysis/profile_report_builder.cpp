@@ -161,7 +161,9 @@ profile_report build_profile_report(const std::vector<std::vector<std::filesyste
   std::vector<std::string> partial_reasons;
   for (const auto& paths : runs) {
     const auto reader = rocpd::reader::open(paths);
-    per_run.push_back(rocpd::summarize(reader));
+    // One run is all runs: its summary is the whole scan's (below), not a scan of its own.
+    if (runs.size() > 1)
+      per_run.push_back(rocpd::summarize(reader));
     all_paths.insert(all_paths.end(), reader.paths().begin(), reader.paths().end());
     for (const rocpd::database_info& database : reader.databases()) {
       const std::string why = rocpd::describe_partial(rocpd::read_completeness(database.metadata));
@@ -173,6 +175,8 @@ profile_report build_profile_report(const std::vector<std::vector<std::filesyste
   // All runs together: the per-kernel table, with the dispatch shapes seen on the way.
   trace_scan scan = scan_trace(all_paths);
   const rocpd::runtime_summary& summary = scan.summary;
+  if (runs.size() == 1)
+    per_run.push_back(summary);
 
   profile_report report;
   report.backend = context.backend;
