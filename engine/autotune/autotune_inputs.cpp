@@ -313,8 +313,8 @@ autotune_inputs validate_inputs(const autotune_options& options) {
   read_sources(options, in);
   identify_compilers(options, in);
   try {
-    in.strategy = stages::make_strategy(options.strategy, in.space.configurations.size(),
-                                        options.budget, options.seed);
+    in.strategy = stages::make_strategy(options.strategy, in.space.configurations, options.budget,
+                                        options.seed);
   } catch (const std::invalid_argument& error) {
     throw config_error(std::string("--strategy ") + options.strategy + ": " + error.what());
   }

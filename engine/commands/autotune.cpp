@@ -72,8 +72,9 @@ public:
                     "Run command; {NAME} parameters, {BIN} artifact path")
         ->required();
     cmd->add_option("--source", options_.sources, "Source file shipped to the compile workers");
-    cmd->add_option("--strategy", options_.strategy, "exhaustive | random")
-        ->check(CLI::IsMember({"exhaustive", "random"}));
+    cmd->add_option("--strategy", options_.strategy,
+                    "exhaustive | random | model (a surrogate fitted as results come in)")
+        ->check(CLI::IsMember({"exhaustive", "random", "model"}));
     budget_opt_ =
         cmd->add_option("--budget", budget_, "At most N candidates")->check(CLI::PositiveNumber);
     cmd->add_option("--seed", options_.seed, "Seed of the random strategy");

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "stages/search/model_strategy.hpp"
+
 namespace rpl::stages {
 
 namespace {
@@ -77,8 +79,23 @@ std::unique_ptr<strategy> make_strategy(std::string_view name,
   if (name == "random") {
     return std::make_unique<random_strategy>(space_size, count, seed);
   }
+  if (name == "model")
+    throw std::invalid_argument("the model strategy needs the space's configurations; fix: call "
+                                "make_strategy with them");
   throw std::invalid_argument("unknown strategy '" + std::string(name) +
-                              "'; known: exhaustive, random; fix: pass one of the known names");
+                              "'; known: exhaustive, random, model; fix: pass one of the known "
+                              "names");
+}
+
+std::unique_ptr<strategy> make_strategy(std::string_view name,
+                                        const std::vector<configuration>& configurations,
+                                        std::optional<std::size_t> budget,
+                                        std::uint64_t seed) {
+  if (name == "model")
+    return std::make_unique<model_strategy>(
+        configurations, std::min(configurations.size(), budget.value_or(configurations.size())),
+        seed);
+  return make_strategy(name, configurations.size(), budget, seed);
 }
 
 } // namespace rpl::stages

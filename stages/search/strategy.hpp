@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "messages/wire.hpp"
 #include "stages/search/param_value.hpp"
@@ -48,6 +49,12 @@ public:
 /// Throws std::invalid_argument for an unknown name, listing the known ones.
 std::unique_ptr<strategy> make_strategy(std::string_view name,
                                         std::size_t space_size,
+                                        std::optional<std::size_t> budget,
+                                        std::uint64_t seed);
+
+/// The same, and "model" (model_strategy.hpp), which needs the configurations themselves.
+std::unique_ptr<strategy> make_strategy(std::string_view name,
+                                        const std::vector<configuration>& configurations,
                                         std::optional<std::size_t> budget,
                                         std::uint64_t seed);
 
