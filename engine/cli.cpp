@@ -61,8 +61,10 @@ void explain(const CLI::App& root, const CLI::ParseError& error) {
     std::cerr << at.path << ": '" << unknown_verb << "' is not a verb; the verbs are " << names
               << (nearest.empty() ? "" : " (did you mean '" + nearest + "'?)") << "\n";
   } else {
-    std::cerr << at.path << ": " << error.what() << "\n";
-    if (!at.unexpected.empty() && dynamic_cast<const CLI::ExtrasError*>(&error) == nullptr) {
+    // CLI11's own sentence, except for extra arguments: the line below names them.
+    if (dynamic_cast<const CLI::ExtrasError*>(&error) == nullptr || at.unexpected.empty())
+      std::cerr << at.path << ": " << error.what() << "\n";
+    if (!at.unexpected.empty()) {
       std::string list;
       for (const auto& extra : at.unexpected) {
         list += (list.empty() ? "" : " ") + extra;

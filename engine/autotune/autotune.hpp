@@ -30,6 +30,9 @@ public:
 
 struct autotune_options {
   std::filesystem::path space_file;
+  /// --recorded: a Kernel Tuner cache file answers every measurement (the recorded lane); the
+  /// space is its configurations, nothing is compiled or run.
+  std::filesystem::path recorded;
   std::string build_template;
   std::string cmd_template;
   std::vector<std::filesystem::path> sources;

@@ -12,6 +12,7 @@
 #include "workers/compile/compile_worker.hpp"
 #include "workers/compilers/compiler_rules.hpp"
 #include "workers/devices/nvidia_gpu.hpp"
+#include "workers/lanes/recorded/landscape_file.hpp"
 #include "workers/process/child_process.hpp"
 #include "workers/tracers/cuda/cupti_recorder.hpp"
 #include "workers/tracers/rocprofv3/rocprofv3_recorder.hpp"
@@ -299,9 +300,77 @@ void choose_lanes(const autotune_options& options, autotune_inputs& in) {
   }
 }
 
+/// --recorded: the landscape is the space, its measurements the lane's answers; the other inputs
+/// of a real run make no sense beside it.
+autotune_inputs validate_recorded(const autotune_options& options) {
+  const std::pair<bool, const char*> conflicts[] = {
+      {!options.space_file.empty(), "--space"},
+      {!options.build_template.empty(), "--build-template"},
+      {!options.cmd_template.empty(), "--cmd-template"},
+      {!options.sources.empty(), "--source"},
+      {!options.launch.empty(), "--launch"},
+      {options.backend != "timing", "--backend"},
+      {!options.devices.empty(), "--devices"},
+      {options.noise.has_value(), "--noise"}};
+  for (const auto& [given, flag] : conflicts)
+    if (given)
+      throw config_error(std::string("--recorded ") + options.recorded.string() + " with " + flag +
+                         ": the recorded landscape is the space and answers every measurement; "
+                         "fix: drop " +
+                         flag);
+  autotune_inputs in;
+  std::shared_ptr<stages::landscape> landscape;
+  try {
+    landscape = std::make_shared<stages::landscape>(workers::load_landscape(options.recorded));
+  } catch (const stages::landscape_error& error) {
+    throw config_error(std::string("--recorded: ") + error.what());
+  }
+  in.space = landscape->as_space();
+  std::string cmd = "recorded";
+  for (const auto& name : landscape->parameters)
+    cmd += " {" + name + "}";
+  try {
+    in.build = stages::command_template::parse("recorded", "--recorded");
+    in.cmd = stages::command_template::parse(cmd, "--recorded");
+  } catch (const stages::template_error& error) {
+    throw config_error(std::string("--recorded ") + options.recorded.string() +
+                       ": a parameter name cannot be a placeholder (" + error.what() +
+                       "); fix: rename the parameter in the cache file");
+  }
+  const std::string content = stages::content_hash(read_file(options.recorded, "--recorded"));
+  in.toolchains["recorded"] = "recorded landscape " + content;
+  try {
+    in.strategy = stages::make_strategy(options.strategy, in.space.configurations, options.budget,
+                                        options.seed);
+  } catch (const std::invalid_argument& error) {
+    throw config_error(std::string("--strategy ") + options.strategy + ": " + error.what());
+  }
+  in.lane_kind = "recorded";
+  in.workers = 0;
+  std::ostringstream fp;
+  fp << "recorded " << content << '\n'
+     << options.strategy << '\n'
+     << options.seed << '\n'
+     << (options.budget ? std::to_string(*options.budget) : "all") << '\n'
+     << options.runs << '\n';
+  in.fingerprint = stages::content_hash(fp.str());
+  in.landscape = std::move(landscape);
+  return in;
+}
+
 } // namespace
 
 autotune_inputs validate_inputs(const autotune_options& options) {
+  if (!options.recorded.empty())
+    return validate_recorded(options);
+  for (const auto& [value, flag] : {std::pair{options.space_file.string(), "--space"},
+                                    std::pair{options.build_template, "--build-template"},
+                                    std::pair{options.cmd_template, "--cmd-template"}})
+    if (value.empty())
+      throw config_error(std::string(flag) +
+                         " is required; fix: pass --space FILE, "
+                         "--build-template and --cmd-template, or --recorded FILE to search a "
+                         "recorded landscape");
   check_run_settings(options);
   autotune_inputs in;
   try {

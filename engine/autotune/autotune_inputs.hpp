@@ -14,6 +14,7 @@
 #include "engine/autotune/autotune.hpp"
 #include "messages/wire.hpp"
 #include "stages/search/command_template.hpp"
+#include "stages/search/landscape.hpp"
 #include "stages/search/launch_spec.hpp"
 #include "stages/search/space.hpp"
 #include "stages/search/strategy.hpp"
@@ -37,11 +38,13 @@ struct autotune_inputs {
   std::string fingerprint;
 
   /// What the lanes are: "timing" (whole processes), "kernel" (--launch: the kernel lane),
-  /// "cuda" or "rocm" (application lanes timed from the trace).
+  /// "cuda" or "rocm" (application lanes timed from the trace), "recorded" (--recorded).
   std::string lane_kind = "timing";
   std::optional<stages::launch_spec> launch;       ///< with --launch
   std::vector<workers::nvidia_device> devices;     ///< GPU lanes: one lane per device
   std::optional<stages::sampling_target> sampling; ///< adaptive sampling, when on
+  /// With --recorded ("recorded" lanes): the landscape that answers the measurements.
+  std::shared_ptr<const stages::landscape> landscape;
 };
 
 /// Reads and checks every input of `options`. Throws config_error.

@@ -6,6 +6,7 @@
 #include "workers/lanes/adaptive/adaptive_lane.hpp"
 #include "workers/lanes/clocks/clock_watch_lane.hpp"
 #include "workers/lanes/kernel/kernel_lane.hpp"
+#include "workers/lanes/recorded/recorded_lane.hpp"
 #include "workers/lanes/timing/timing_lane.hpp"
 #include "workers/lanes/trace/trace_lane.hpp"
 #include "workers/tracers/cuda/cupti_recorder.hpp"
@@ -71,13 +72,22 @@ workers::lane_backend_ptr trace_lane_for(const autotune_options& options,
 } // namespace
 
 std::size_t lane_count(const autotune_options& options, const autotune_inputs& inputs) {
-  return inputs.lane_kind == "timing" ? options.lanes : inputs.devices.size();
+  return inputs.lane_kind == "timing" || inputs.lane_kind == "recorded" ? options.lanes
+                                                                        : inputs.devices.size();
 }
 
 lane_plan make_lanes(const autotune_options& options,
                      const autotune_inputs& inputs,
                      const std::vector<int>& lane_cpus) {
   lane_plan plan;
+  if (inputs.lane_kind == "recorded") {
+    for (std::size_t i = 0; i < options.lanes; ++i)
+      plan.lanes.push_back(
+          std::make_unique<lane_worker>(std::make_unique<workers::recorded_lane>(
+                                            inputs.landscape, "recorded" + std::to_string(i)),
+                                        -1));
+    return plan;
+  }
   if (inputs.lane_kind == "timing") {
     for (std::size_t i = 0; i < options.lanes; ++i) {
       auto lane = std::make_unique<workers::timing_lane>("cpu" + std::to_string(i));

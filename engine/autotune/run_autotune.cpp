@@ -282,6 +282,48 @@ pipeline_report make_pipeline_report(const autotune_result& result,
   return p;
 }
 
+/// --recorded: nothing to compile; each candidate goes straight to a recorded lane.
+class recorded_compile_service final : public compile_service {
+public:
+  void submit(messages::compile_request, reply_fn on_reply) override {
+    messages::compile_reply reply;
+    reply.status = messages::compile_status::ok;
+    reply.exit_code = 0;
+    reply.worker_id = "recorded";
+    on_reply(reply);
+  }
+};
+
+/// The run of a recorded landscape: the same session, strategy, graph and store as a real run,
+/// with recorded lanes and no compile workers. No final round: the recorded samples would repeat.
+autotune_result run_recorded(const autotune_options& options,
+                             const autotune_inputs& inputs,
+                             autotune_session& session,
+                             const std::atomic<bool>& stop,
+                             clock_type::time_point started) {
+  auto plan = make_lanes(options, inputs, {});
+  recorded_compile_service compiler;
+  const auto grace =
+      std::chrono::milliseconds(static_cast<std::int64_t>(options.stop_grace_s * 1000));
+  {
+    tuning_graph graph(session, compiler, plan.lanes);
+    // One at a time unless asked: each proposal then sees every earlier result, so a seed gives
+    // the same sequence every time (a benchmark of strategies needs that).
+    graph.run(options.max_in_flight.value_or(1), grace);
+  }
+  std::vector<lane_activity> activity;
+  for (const auto& lane : plan.lanes)
+    activity.push_back(lane->activity());
+  plan.lanes.clear();
+  auto result = make_result(options, inputs, session, stop);
+  result.lane_kind = inputs.lane_kind;
+  result.winner_note = "recorded landscape: the winner is the best recorded median (no final "
+                       "round: recorded samples do not change)";
+  result.wall_s = std::chrono::duration<double>(clock_type::now() - started).count();
+  result.pipeline = make_pipeline_report(result, std::move(activity));
+  return result;
+}
+
 } // namespace
 
 autotune_result run_autotune(const autotune_options& options,
@@ -291,6 +333,8 @@ autotune_result run_autotune(const autotune_options& options,
   autotune_session session(options, inputs, on_progress, stop);
   session.open();
   const auto started = clock_type::now();
+  if (inputs.lane_kind == "recorded")
+    return run_recorded(options, inputs, session, stop, started);
 
   std::optional<private_dir> ipc_dir;
   try {

@@ -64,13 +64,16 @@ public:
   void add_to(CLI::App& app) override {
     auto* cmd = app.add_subcommand("autotune", "Find the fastest configuration of a kernel");
     cmd_ = cmd;
-    cmd->add_option("--space", options_.space_file, "Space file (JSON)")->required();
+    cmd->add_option("--space", options_.space_file, "Space file (JSON)");
+    cmd->add_option("--recorded", options_.recorded,
+                    "Search a recorded landscape (Kernel Tuner cache, .json or .json.gz) instead: "
+                    "every measurement answered from it, nothing compiled or run");
     cmd->add_option("--build-template", options_.build_template,
-                    "Build command; {NAME} parameters, {OUT} artifact path")
-        ->required();
+                    "Build command; {NAME} parameters, {OUT} artifact path (required without "
+                    "--recorded)");
     cmd->add_option("--cmd-template", options_.cmd_template,
-                    "Run command; {NAME} parameters, {BIN} artifact path")
-        ->required();
+                    "Run command; {NAME} parameters, {BIN} artifact path (required without "
+                    "--recorded)");
     cmd->add_option("--source", options_.sources, "Source file shipped to the compile workers");
     cmd->add_option("--strategy", options_.strategy,
                     "exhaustive | random | model (a surrogate fitted as results come in)")

@@ -146,6 +146,10 @@ landscape parse_kernel_tuner_cache(std::string_view text, const std::string& ori
     } else {
       e.failure = objective->is_string() ? objective->get<std::string>() : objective->dump();
     }
+    if (const auto times = entry.find("times"); times != entry.end() && times->is_array())
+      for (const auto& t : *times)
+        if (t.is_number() && std::isfinite(t.get<double>()))
+          e.samples.push_back(t.get<double>());
     l.index.emplace(key, l.entries.size());
     if (own != key)
       l.index.emplace(own, l.entries.size());
@@ -174,6 +178,8 @@ nlohmann::json to_kernel_tuner_cache(const landscape& l) {
     for (const auto& [name, value] : e.config.params)
       entry[name] = to_json_value(value);
     entry[l.objective] = e.value ? nlohmann::json(*e.value) : nlohmann::json(e.failure);
+    if (!e.samples.empty())
+      entry["times"] = e.samples;
     cache[cache_key(e.config)] = std::move(entry);
   }
   return {{"kernel_name", l.kernel_name},

@@ -33,6 +33,7 @@ struct landscape_entry {
   configuration config;        ///< in the landscape's parameter order
   std::optional<double> value; ///< the objective; nullopt for a failed configuration
   std::string failure;         ///< why there is no value ("RuntimeFailedConfig", ...)
+  std::vector<double> samples; ///< the raw samples (`times`, same unit), when the file has them
 };
 
 struct landscape {

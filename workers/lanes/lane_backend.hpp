@@ -1,8 +1,9 @@
 #pragma once
 /// The lane seam: how one candidate is measured on one device. The engine serialises calls per
 /// lane (exactly one measurement per device at a time) and never cares which backend answers.
-/// Implementations: lanes/timing/ (whole-process wall time); kernel, cuda, rocm and recorded lanes
-/// come next, each in its own folder. tests/support/fake_lane.hpp is the test double.
+/// Implementations: lanes/timing/ (whole-process wall time), kernel/, trace/ (cuda, rocm) and
+/// recorded/ (a recorded landscape), each in its own folder. tests/support/fake_lane.hpp is the
+/// test double.
 
 #include <memory>
 #include <string>
