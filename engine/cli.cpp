@@ -88,6 +88,7 @@ int run_cli(int argc, char** argv) {
   verbs.push_back(commands::make_analyze_command());
   verbs.push_back(commands::make_inspect_command());
   verbs.push_back(commands::make_worker_command());
+  verbs.push_back(commands::make_export_command());
   for (auto& verb : verbs) {
     verb->add_to(app);
   }

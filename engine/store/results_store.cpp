@@ -222,15 +222,12 @@ void results_store::exec(const char* sql) const {
   }
 }
 
-std::optional<run_record> results_store::find_run(const std::string& fingerprint) const try {
-  sqlite::statement s(*db_,
-                      "SELECT run_id, fingerprint, status, started_at, space_file, strategy, seed, "
-                      "budget, planned, settings_json FROM runs WHERE fingerprint = ? ORDER BY "
-                      "rowid DESC LIMIT 1");
-  s.bind_text(1, fingerprint);
-  if (!s.step()) {
-    return std::nullopt;
-  }
+namespace {
+
+constexpr const char* run_columns = "SELECT run_id, fingerprint, status, started_at, space_file, "
+                                    "strategy, seed, budget, planned, settings_json FROM runs";
+
+run_record read_run(const sqlite::statement& s) {
   run_record run;
   run.run_id = s.column_text(0);
   run.fingerprint = s.column_text(1);
@@ -243,6 +240,28 @@ std::optional<run_record> results_store::find_run(const std::string& fingerprint
   run.planned = static_cast<std::size_t>(s.column_int64(8));
   run.settings = nlohmann::json::parse(s.column_text(9), nullptr, false);
   return run;
+}
+
+} // namespace
+
+std::optional<run_record> results_store::find_run(const std::string& fingerprint) const try {
+  sqlite::statement s(*db_, std::string(run_columns) +
+                                " WHERE fingerprint = ? ORDER BY rowid DESC LIMIT 1");
+  s.bind_text(1, fingerprint);
+  if (!s.step()) {
+    return std::nullopt;
+  }
+  return read_run(s);
+} catch (const sqlite::sqlite_error& error) {
+  throw to_store_error(error);
+}
+
+std::vector<run_record> results_store::runs() const try {
+  sqlite::statement s(*db_, std::string(run_columns) + " ORDER BY rowid");
+  std::vector<run_record> out;
+  while (s.step())
+    out.push_back(read_run(s));
+  return out;
 } catch (const sqlite::sqlite_error& error) {
   throw to_store_error(error);
 }

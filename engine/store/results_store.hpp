@@ -78,6 +78,8 @@ public:
 
   /// The most recent run with this fingerprint, if any.
   std::optional<run_record> find_run(const std::string& fingerprint) const;
+  /// Every run, oldest first.
+  std::vector<run_record> runs() const;
   void create_run(const run_record& run);
   void set_run_status(const std::string& run_id, const std::string& status);
 

@@ -8,21 +8,6 @@ namespace rpl::stages {
 
 namespace {
 
-/// A cache value as a parameter value: integers stay integers, other numbers doubles, text text.
-std::optional<param_value> value_of(const nlohmann::json& v) {
-  if (v.is_number_integer())
-    return param_value(v.get<std::int64_t>());
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    return param_value(d);
-  }
-  if (v.is_string())
-    return param_value(v.get<std::string>());
-  if (v.is_boolean())
-    return param_value(static_cast<std::int64_t>(v.get<bool>()));
-  return std::nullopt;
-}
-
 /// Whether `key` (written by Python: 1.0 for a float one, not 1) names the values of `config`.
 bool key_matches(const std::string& key, const configuration& config) {
   std::size_t at = 0;
@@ -57,6 +42,20 @@ std::string cache_key(const configuration& config) {
     if (!key.empty())
       key += ',';
     key += to_string(value);
+  }
+  return key;
+}
+
+std::string python_key(const configuration& config) {
+  std::string key;
+  for (const auto& [name, value] : config.params) {
+    if (!key.empty())
+      key += ',';
+    std::string text = to_string(value);
+    if (std::holds_alternative<double>(value) &&
+        text.find_first_of(".eEn") == std::string::npos) // whole: Python writes 2.0
+      text += ".0";
+    key += text;
   }
   return key;
 }
@@ -127,7 +126,7 @@ landscape parse_kernel_tuner_cache(std::string_view text, const std::string& ori
     landscape_entry e;
     for (const auto& name : l.parameters) {
       const auto it = entry.find(name);
-      const auto value = it == entry.end() ? std::nullopt : value_of(*it);
+      const auto value = it == entry.end() ? std::nullopt : from_json_value(*it);
       if (!value)
         throw landscape_error(origin + ": cache entry \"" + key +
                               "\" has no value of parameter \"" + name + "\"" + fix);
@@ -180,7 +179,7 @@ nlohmann::json to_kernel_tuner_cache(const landscape& l) {
     entry[l.objective] = e.value ? nlohmann::json(*e.value) : nlohmann::json(e.failure);
     if (!e.samples.empty())
       entry["times"] = e.samples;
-    cache[cache_key(e.config)] = std::move(entry);
+    cache[python_key(e.config)] = std::move(entry);
   }
   return {{"kernel_name", l.kernel_name},
           {"device_name", l.device_name},

@@ -61,6 +61,9 @@ struct landscape {
 /// Tuner's form: "16,1,1,1,0,0,0,1,15,15").
 std::string cache_key(const configuration& config);
 
+/// The key Kernel Tuner (Python's str) writes: the same, but a whole float keeps its ".0" ("1.0").
+std::string python_key(const configuration& config);
+
 /// Parses a Kernel Tuner cache (JSON text, already decompressed). Throws landscape_error naming
 /// `origin`: not JSON, no `tune_params_keys`/`cache`, an entry without one of the parameters or
 /// the objective, or a key that does not match its entry's values.

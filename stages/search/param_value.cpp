@@ -52,4 +52,16 @@ nlohmann::json configuration::to_json() const {
   return object;
 }
 
+std::optional<param_value> from_json_value(const nlohmann::json& value) {
+  if (value.is_number_integer())
+    return param_value(value.get<std::int64_t>());
+  if (value.is_number_float())
+    return param_value(value.get<double>());
+  if (value.is_string())
+    return param_value(value.get<std::string>());
+  if (value.is_boolean())
+    return param_value(static_cast<std::int64_t>(value.get<bool>()));
+  return std::nullopt;
+}
+
 } // namespace rpl::stages

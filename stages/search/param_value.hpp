@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,6 +23,9 @@ std::string to_string(const param_value& value);
 
 /// The value as a JSON scalar of the matching type.
 nlohmann::json to_json_value(const param_value& value);
+/// A JSON scalar as a value: integers stay integers, other numbers doubles, booleans 0/1, text
+/// text; nullopt for anything else.
+std::optional<param_value> from_json_value(const nlohmann::json& value);
 
 /// One point of the search space: parameter name/value pairs in the space's parameter order.
 struct configuration {

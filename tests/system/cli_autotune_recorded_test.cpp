@@ -83,5 +83,39 @@ TEST(cli_autotune_recorded, conflicting_or_bad_inputs_are_named_with_a_fix) {
   EXPECT_NE(neither.output.find("--space is required"), std::string::npos) << neither.output;
 }
 
+TEST(cli_autotune_recorded, export_writes_a_run_as_a_cache_file_the_recorded_lane_reads_back) {
+  temp_dir dir;
+  ASSERT_TRUE(search(dir, "a.db", {"--strategy", "exhaustive"}).is_object());
+  const auto cache = dir / "export.json";
+  const auto out = run_rocm_perf({"export", "--format", "kernel-tuner", "--db",
+                                  (dir / "a.db").string(), "--run", "1", "--out", cache.string()});
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  const auto doc = nlohmann::json::parse(rpl::testing::read_text(cache));
+  EXPECT_EQ(doc["tune_params_keys"], (nlohmann::json{"block_size_x", "tile", "unroll"}));
+  ASSERT_EQ(doc["cache"].size(), 12u);
+  // Keys as Python writes them; medians in ms with their samples; the file's failure reasons.
+  EXPECT_DOUBLE_EQ(doc["cache"]["64,2,2.5"]["time"].get<double>(), 1.25);
+  EXPECT_EQ(doc["cache"]["64,2,2.5"]["times"], (nlohmann::json{1.25}));
+  EXPECT_DOUBLE_EQ(doc["cache"]["32,1,1.0"]["time"].get<double>(), 4.0);
+  EXPECT_EQ(doc["cache"]["128,1,2.5"]["time"], "CompilationFailedConfig");
+  EXPECT_EQ(doc["cache"]["32,2,2.5"]["time"], "RuntimeFailedConfig");
+  // Replayed: the same winner.
+  const auto again = run_rocm_perf(
+      {"autotune", "--recorded", cache.string(), "--db", (dir / "b.db").string(), "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  const auto replay = nlohmann::json::parse(again.output.substr(again.output.find('{')));
+  EXPECT_EQ(replay["winner"]["params"]["block_size_x"], 64);
+  EXPECT_EQ(replay["candidates"].size(), 12u);
+  // A run that is not there, a database that is not there: named, exit 2.
+  const auto bad_run = run_rocm_perf(
+      {"export", "--format", "kernel-tuner", "--db", (dir / "a.db").string(), "--run", "9"});
+  EXPECT_EQ(bad_run.exit_code, 2) << bad_run.output;
+  EXPECT_NE(bad_run.output.find("--run 9: no such run"), std::string::npos) << bad_run.output;
+  EXPECT_NE(bad_run.output.find("one of: 1 (run-"), std::string::npos) << bad_run.output;
+  const auto no_db = run_rocm_perf({"export", "--db", (dir / "none.db").string(), "--run", "1"});
+  EXPECT_EQ(no_db.exit_code, 2) << no_db.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "none.db")); // not created by asking
+}
+
 } // namespace
 } // namespace rpl
