@@ -102,18 +102,22 @@ int main(int argc, char** argv) {
   app.add_option("--seeds", seeds, "Seeds per strategy, landscape and budget");
   CLI11_PARSE(app, argc, argv);
   if (files.empty()) {
-    const auto dir = std::filesystem::path(RPL_SOURCE_ROOT) / ".." / "shared" / "landscapes";
-    std::error_code error;
-    for (const auto& e : std::filesystem::directory_iterator(dir, error))
-      if (e.path().string().size() > 8 &&
-          e.path().string().compare(e.path().string().size() - 8, 8, ".json.gz") == 0)
-        files.push_back(e.path());
-    std::sort(files.begin(), files.end());
+    // The development set, and the ground truths recorded here (bench/search/landscapes/).
+    const std::filesystem::path root(RPL_SOURCE_ROOT);
+    for (const auto& dir :
+         {root / ".." / "shared" / "landscapes", root / "bench" / "search" / "landscapes"}) {
+      std::vector<std::filesystem::path> found;
+      std::error_code error;
+      for (const auto& e : std::filesystem::directory_iterator(dir, error))
+        if (e.path().string().size() > 8 &&
+            e.path().string().compare(e.path().string().size() - 8, 8, ".json.gz") == 0)
+          found.push_back(e.path());
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    }
     if (files.empty()) {
-      std::fprintf(stderr,
-                   "search: no landscapes given and none in %s; fix: pass Kernel Tuner "
-                   "cache files\n",
-                   dir.c_str());
+      std::fprintf(stderr, "search: no landscapes given and none found; fix: pass Kernel Tuner "
+                           "cache files\n");
       return 2;
     }
   }
