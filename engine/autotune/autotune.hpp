@@ -153,6 +153,7 @@ struct autotune_result {
   std::optional<final_round_result> final_round;
   std::string winner_note; ///< why there is a tie, or why no final round ran
   pipeline_report pipeline;
+  nlohmann::json model; ///< the strategy's summary (--strategy model), else null
 };
 
 /// Runs one autotune job. Throws config_error (bad input, nothing written) or store_error.

@@ -139,7 +139,7 @@ std::optional<final_round_result> final_round_from_json(const nlohmann::json& do
 
 nlohmann::json to_json(const autotune_result& result) {
   nlohmann::json doc;
-  doc["schema_version"] = "1.3";
+  doc["schema_version"] = "1.4";
   doc["run_id"] = result.run_id;
   doc["status"] = result.run_status;
   doc["db"] = result.db.string();
@@ -148,6 +148,11 @@ nlohmann::json to_json(const autotune_result& result) {
       result.noise_target ? nlohmann::json(*result.noise_target) : nlohmann::json(nullptr);
   doc["devices"] = result.devices;
   doc["final_round"] = result.final_round ? to_json(*result.final_round) : nlohmann::json(nullptr);
+  doc["model"] = result.model;
+  doc["space_measured_fraction"] =
+      result.space_size > 0
+          ? static_cast<double>(result.candidates.size()) / static_cast<double>(result.space_size)
+          : 0.0;
   doc["winner_note"] =
       result.winner_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(result.winner_note);
   doc["space"] = {{"size", result.space_size},

@@ -254,6 +254,7 @@ autotune_result make_result(const autotune_options& options,
   result.space_total = inputs.space.total;
   result.cut_by_constraints = inputs.space.cut_by_constraints;
   result.strategy = options.strategy;
+  result.model = inputs.strategy->summary();
   result.counts = session.counts();
   result.compile_workers = inputs.workers;
   result.lanes = lane_count(options, inputs);

@@ -135,6 +135,13 @@ void print_table(const autotune_result& result) {
   } else if (!result.winner_note.empty()) {
     std::printf("note: %s\n", result.winner_note.c_str());
   }
+  if (result.model.is_object() && result.model.value("low_model_confidence", false)) {
+    const auto& r2 = result.model["cv_r2"];
+    std::printf("low_model_confidence: the model's cross-validated R² is %s (under %.2f): the "
+                "search widened instead of trusting it\n",
+                r2.is_number() ? std::to_string(r2.get<double>()).substr(0, 5).c_str() : "unknown",
+                result.model.value("confidence_r2", 0.75));
+  }
   if (result.winner_key.empty()) {
     std::printf("\nno winner: no candidate produced a valid measurement\n");
   }

@@ -200,4 +200,15 @@ std::optional<std::size_t> model_strategy::next() {
   return pick;
 }
 
+nlohmann::json model_strategy::summary() const {
+  return {{"features", report_.features},
+          {"columns", report_.columns},
+          {"seed_size", report_.seed_size},
+          {"refits", report_.refits},
+          {"cv_r2", report_.cv_r2 ? nlohmann::json(*report_.cv_r2) : nlohmann::json(nullptr)},
+          {"confidence_r2", options_.confidence_r2},
+          {"low_model_confidence", report_.low_model_confidence},
+          {"low_confidence_fits", report_.low_confidence_fits}};
+}
+
 } // namespace rpl::stages

@@ -57,6 +57,9 @@ public:
   std::string_view name() const override { return "model"; }
 
   const model_report& report() const { return report_; }
+  /// {features, columns, seed_size, refits, cv_r2, confidence_r2, low_model_confidence,
+  /// low_confidence_fits}.
+  nlohmann::json summary() const override;
 
 private:
   void refit();

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "messages/wire.hpp"
 #include "stages/search/param_value.hpp"
 
@@ -40,6 +42,8 @@ public:
   virtual std::size_t planned() const = 0;
   /// The name make_strategy() knows it by.
   virtual std::string_view name() const = 0;
+  /// What the strategy learned, for the result (the model strategy: its fits); null for none.
+  virtual nlohmann::json summary() const { return nullptr; }
 };
 
 /// Creates a strategy by name:

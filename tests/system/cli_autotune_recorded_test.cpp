@@ -59,6 +59,16 @@ TEST(cli_autotune_recorded, a_budget_counts_configurations_and_a_seed_repeats_th
     const auto b =
         search(dir, strategy + "2.db", {"--strategy", strategy, "--budget", "6", "--seed", "4"});
     ASSERT_EQ(a["candidates"].size(), 6u) << strategy;
+    EXPECT_EQ(rpl::testing::schema_errors(a, "autotune.schema.json"), std::vector<std::string>{});
+    EXPECT_DOUBLE_EQ(a["space_measured_fraction"].get<double>(), 0.5);
+    if (strategy == "model") {
+      // Twice its 5 linear features would be 10: at most half the budget, 3; one refit after.
+      EXPECT_EQ(a["model"]["seed_size"], 3);
+      EXPECT_TRUE(a["model"].contains("cv_r2"));
+      EXPECT_DOUBLE_EQ(a["model"]["confidence_r2"].get<double>(), 0.75);
+    } else {
+      EXPECT_TRUE(a["model"].is_null());
+    }
     ASSERT_EQ(b["candidates"].size(), 6u) << strategy;
     for (std::size_t i = 0; i < 6; ++i)
       EXPECT_EQ(a["candidates"][i]["params"], b["candidates"][i]["params"]) << strategy << i;
