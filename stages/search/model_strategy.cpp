@@ -22,7 +22,7 @@ model_strategy::model_strategy(const std::vector<configuration>& configs,
   const std::size_t wanted =
       options_.seed_fraction > 0
           ? static_cast<std::size_t>(std::ceil(options_.seed_fraction * static_cast<double>(n)))
-          : 2 * std::max<std::size_t>(features_.linear, 1);
+          : 4 * std::max<std::size_t>(features_.linear, 1);
   report_.seed_size =
       std::clamp<std::size_t>(wanted, std::min<std::size_t>(options_.folds, budget_),
                               std::max<std::size_t>(budget_ / 2, 1));

@@ -105,7 +105,7 @@ TEST(stages_model_strategy, finds_the_bowls_bottom_and_trusts_its_model) {
   EXPECT_DOUBLE_EQ(best, 1.0); // x = 16, y = 5, z = a, in 40 of 288
   ASSERT_TRUE(r.report.cv_r2.has_value());
   EXPECT_FALSE(r.report.low_model_confidence) << *r.report.cv_r2;
-  EXPECT_EQ(r.report.seed_size, 6u); // twice the 3 linear features
+  EXPECT_EQ(r.report.seed_size, 12u); // four times the 3 linear features
   // The same seed and results give the same sequence.
   EXPECT_EQ(run(configs, smooth, 40, 3).order, r.order);
 }
