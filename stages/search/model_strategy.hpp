@@ -24,8 +24,9 @@ namespace rpl::stages {
 struct model_options {
   /// The seed sample as a fraction of the space; 0: four times the number of linear features
   /// (twice the columns of the first fit, chosen on bench/search: 17 of 20 seeds within 1 % on the
-  /// harder convolution landscape against 14 with twice), at most half the budget. Every fit uses at most half as many features as it
-  /// has points: squares and interactions join as results come in.
+  /// harder convolution landscape against 14 with twice), at most half the budget. Every fit uses
+  /// at most half as many features as it has points: squares and interactions join as results come
+  /// in.
   double seed_fraction = 0;
   /// Below this cross-validated R², the model is not trusted (low_model_confidence).
   double confidence_r2 = 0.75;
