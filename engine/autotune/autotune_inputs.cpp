@@ -156,16 +156,22 @@ std::size_t worker_count(const autotune_options& options) {
 
 /// Everything that defines the candidates and their measurement, hashed: --resume continues only
 /// a run with the same fingerprint.
+/// The search's own part of a fingerprint: strategy, seed, budget and runs, a line each.
+std::string search_settings(const autotune_options& options) {
+  std::ostringstream fp;
+  fp << options.strategy << '\n'
+     << options.seed << '\n'
+     << (options.budget ? std::to_string(*options.budget) : "all") << '\n'
+     << options.runs << '\n';
+  return fp.str();
+}
+
 std::string fingerprint(const autotune_options& options, const autotune_inputs& in) {
   std::ostringstream fp;
   fp << stages::content_hash(read_file(options.space_file, "--space")) << '\n'
      << options.build_template << '\n'
      << options.cmd_template << '\n'
-     << options.strategy << '\n'
-     << options.seed << '\n'
-     << (options.budget ? std::to_string(*options.budget) : "all") << '\n'
-     << options.runs << '\n'
-     << options.warmup << '\n';
+     << search_settings(options) << options.warmup << '\n';
   // Runs of the timing backend with fixed sampling keep the fingerprint they always had, so their
   // databases still resume.
   if (in.lane_kind != "timing" || in.sampling) {
@@ -300,6 +306,17 @@ void choose_lanes(const autotune_options& options, autotune_inputs& in) {
   }
 }
 
+/// The --strategy over `space`; an unknown name is a config_error.
+std::unique_ptr<stages::strategy> make_search_strategy(const autotune_options& options,
+                                                       const stages::space& space) {
+  try {
+    return stages::make_strategy(options.strategy, space.configurations, options.budget,
+                                 options.seed);
+  } catch (const std::invalid_argument& error) {
+    throw config_error(std::string("--strategy ") + options.strategy + ": " + error.what());
+  }
+}
+
 /// --recorded: the landscape is the space, its measurements the lane's answers; the other inputs
 /// of a real run make no sense beside it.
 autotune_inputs validate_recorded(const autotune_options& options) {
@@ -339,21 +356,10 @@ autotune_inputs validate_recorded(const autotune_options& options) {
   }
   const std::string content = stages::content_hash(read_file(options.recorded, "--recorded"));
   in.toolchains["recorded"] = "recorded landscape " + content;
-  try {
-    in.strategy = stages::make_strategy(options.strategy, in.space.configurations, options.budget,
-                                        options.seed);
-  } catch (const std::invalid_argument& error) {
-    throw config_error(std::string("--strategy ") + options.strategy + ": " + error.what());
-  }
+  in.strategy = make_search_strategy(options, in.space);
   in.lane_kind = "recorded";
   in.workers = 0;
-  std::ostringstream fp;
-  fp << "recorded " << content << '\n'
-     << options.strategy << '\n'
-     << options.seed << '\n'
-     << (options.budget ? std::to_string(*options.budget) : "all") << '\n'
-     << options.runs << '\n';
-  in.fingerprint = stages::content_hash(fp.str());
+  in.fingerprint = stages::content_hash("recorded " + content + '\n' + search_settings(options));
   in.landscape = std::move(landscape);
   return in;
 }
@@ -381,12 +387,7 @@ autotune_inputs validate_inputs(const autotune_options& options) {
   parse_templates(options, in);
   read_sources(options, in);
   identify_compilers(options, in);
-  try {
-    in.strategy = stages::make_strategy(options.strategy, in.space.configurations, options.budget,
-                                        options.seed);
-  } catch (const std::invalid_argument& error) {
-    throw config_error(std::string("--strategy ") + options.strategy + ": " + error.what());
-  }
+  in.strategy = make_search_strategy(options, in.space);
   choose_lanes(options, in);
   in.workers = worker_count(options);
   in.fingerprint = fingerprint(options, in);

@@ -680,19 +680,31 @@ private:
     }
   }
 
+  /// A region of the process for an activity record of API call `correlation_id`, timed
+  /// [start, end].
+  rocpd::region_info record_region(std::uint64_t correlation_id,
+                                   std::uint64_t start_ns,
+                                   std::uint64_t end_ns,
+                                   std::string name,
+                                   std::string category) {
+    rocpd::region_info r;
+    r.id = region_id(0);
+    r.pid = pid_;
+    r.tid = tid_of(correlation_id);
+    r.start_ns = i64(start_ns);
+    r.end_ns = i64(end_ns);
+    r.name = std::move(name);
+    r.category = std::move(category);
+    r.correlation_id = correlation_id;
+    return r;
+  }
+
   /// rocpd has no memset table (HIP fills are kernels): memsets become regions with GPU
   /// timestamps, category CUDA_MEMSET.
   void memsets() {
     for (const memset_record& ms : trace_.memsets) {
-      rocpd::region_info r;
-      r.id = region_id(0);
-      r.pid = pid_;
-      r.tid = tid_of(ms.correlation_id);
-      r.start_ns = i64(ms.start_ns);
-      r.end_ns = i64(ms.end_ns);
-      r.name = "MEMORY_SET";
-      r.category = "CUDA_MEMSET";
-      r.correlation_id = ms.correlation_id;
+      rocpd::region_info r =
+          record_region(ms.correlation_id, ms.start_ns, ms.end_ns, "MEMORY_SET", "CUDA_MEMSET");
       r.event_extdata = json{
           {"device", ms.device_id},
           {"context", ms.context_id},
@@ -709,15 +721,8 @@ private:
 
   void synchronizations() {
     for (const synchronization_record& sy : trace_.syncs) {
-      rocpd::region_info r;
-      r.id = region_id(0);
-      r.pid = pid_;
-      r.tid = tid_of(sy.correlation_id);
-      r.start_ns = i64(sy.start_ns);
-      r.end_ns = i64(sy.end_ns);
-      r.name = synchronization_name(sy.type);
-      r.category = "CUDA_SYNCHRONIZATION";
-      r.correlation_id = sy.correlation_id;
+      rocpd::region_info r = record_region(sy.correlation_id, sy.start_ns, sy.end_ns,
+                                           synchronization_name(sy.type), "CUDA_SYNCHRONIZATION");
       r.event_extdata = synchronization_extdata(sy).dump();
       sink_.add_region(r);
     }
@@ -728,19 +733,11 @@ private:
   /// that stream waits name: the critical path links a wait to the stream that recorded its event.
   void event_records() {
     for (const cuda_event_record& e : trace_.event_records) {
-      rocpd::region_info r;
-      r.id = region_id(0);
-      r.pid = pid_;
-      r.tid = tid_of(e.correlation_id);
-      if (const auto it = correlation_span_.find(e.correlation_id); it != correlation_span_.end()) {
-        r.start_ns = i64(it->second.first);
-        r.end_ns = i64(it->second.second);
-      } else {
-        r.start_ns = r.end_ns = i64(e.device_ns);
-      }
-      r.name = "cudaEventRecord";
-      r.category = "CUDA_EVENT";
-      r.correlation_id = e.correlation_id;
+      const auto call = correlation_span_.find(e.correlation_id);
+      const bool timed_by_call = call != correlation_span_.end();
+      rocpd::region_info r = record_region(
+          e.correlation_id, timed_by_call ? call->second.first : e.device_ns,
+          timed_by_call ? call->second.second : e.device_ns, "cudaEventRecord", "CUDA_EVENT");
       json ext = {{"context", e.context_id},
                   {"cuda_stream", e.stream_id},
                   {"stream_id", stream_of(e.context_id, e.stream_id)},

@@ -185,6 +185,14 @@ private:
   std::optional<std::pair<std::int64_t, std::int64_t>> hint_; ///< (row id, event id) last found
 };
 
+/// `table` (rocpd_kernel_dispatch or rocpd_memory_copy) as O, joined to the API call that enqueued
+/// each op as R: an op's event shares the internal correlation id (stack_id) of its call, which is
+/// the call's region id.
+std::string ops_with_their_calls(const char* table, const std::string& sfx) {
+  return std::string(table) + sfx + " O JOIN rocpd_event" + sfx +
+         " E ON E.id = O.event_id JOIN rocpd_region" + sfx + " R ON R.id = E.stack_id";
+}
+
 /// Stream handles (as the `stream` arguments print them) to rocpd stream ids: the dispatches
 /// (then copies) in order, and for the first op of each stream, the API call that launched it (a
 /// dispatch's event shares the internal correlation id, stack_id, of its call, which is the
@@ -199,10 +207,8 @@ stream_handles(sqlite::connection& db,
   std::unordered_map<std::int64_t, int> tries; // per stream; 4 ops without arguments give up
   std::size_t resolved = 0;
   for (const char* table : {"rocpd_kernel_dispatch", "rocpd_memory_copy"}) {
-    sqlite::statement ops(db, "SELECT O.stream_id, R.event_id FROM " + std::string(table) + sfx +
-                                  " O JOIN rocpd_event" + sfx +
-                                  " E ON E.id = O.event_id JOIN rocpd_region" + sfx +
-                                  " R ON R.id = E.stack_id ORDER BY O.id");
+    sqlite::statement ops(db, "SELECT O.stream_id, R.event_id FROM " +
+                                  ops_with_their_calls(table, sfx) + " ORDER BY O.id");
     while (resolved < wanted.size() && ops.step()) {
       const std::int64_t stream = ops.column_int64(0);
       int& tried = tries[stream];
@@ -332,10 +338,8 @@ void place_in_stream_order(sqlite::connection& db,
       return std::tie(out.ops[a].start_ns, a) < std::tie(out.ops[b].start_ns, b);
     });
   auto call_query = [&](const char* table) {
-    return sqlite::statement(db, "SELECT R.start FROM " + std::string(table) + sfx +
-                                     " O JOIN rocpd_event" + sfx +
-                                     " E ON E.id = O.event_id JOIN rocpd_region" + sfx +
-                                     " R ON R.id = E.stack_id WHERE O.id = ?");
+    return sqlite::statement(db, "SELECT R.start FROM " + ops_with_their_calls(table, sfx) +
+                                     " WHERE O.id = ?");
   };
   sqlite::statement dispatch_call = call_query("rocpd_kernel_dispatch");
   sqlite::statement copy_call = call_query("rocpd_memory_copy");

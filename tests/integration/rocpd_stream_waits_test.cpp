@@ -69,26 +69,33 @@ struct trace_writer {
   }
 };
 
+/// A trace of process `pid` at `path` with `streams` (ids 0x100, 0x200, ...) and one code object
+/// whose kernels are `symbols` (ids 1, 2, ...).
+std::unique_ptr<rocpd::writer> start_trace(const std::filesystem::path& path,
+                                           int streams,
+                                           const std::vector<std::string>& symbols) {
+  std::filesystem::create_directories(path.parent_path());
+  auto w = std::make_unique<rocpd::writer>(path);
+  testing::add_process_header(*w, pid, pid + 1);
+  for (int s = 1; s <= streams; ++s)
+    w->add_stream(pid, "Stream " + std::to_string(s), 0x100 * s);
+  rocpd::code_object_info code_object;
+  code_object.id = 1;
+  code_object.agent_id = 1;
+  code_object.uri = "file:///app#offset=0&size=4096";
+  w->add_code_object(code_object);
+  for (std::size_t k = 0; k < symbols.size(); ++k)
+    testing::add_symbol(*w, static_cast<std::int64_t>(k + 1), 1, symbols[k]);
+  return w;
+}
+
 /// Kernels: 1 produce (stream 1), 2 other (stream 3, ends later than produce), 3 consume
 /// (stream 2, waits for the event recorded on stream 1 after produce).
 std::filesystem::path write_trace(const std::filesystem::path& dir,
                                   std::string_view wait_stream_extdata) {
   const auto path = dir / "host" / "4242_results.db";
-  std::filesystem::create_directories(path.parent_path());
-  rocpd::writer w(path);
-  testing::add_process_header(w, pid, pid + 1);
-  w.add_stream(pid, "Stream 1", 0x100);
-  w.add_stream(pid, "Stream 2", 0x200);
-  w.add_stream(pid, "Stream 3", 0x300);
-  rocpd::code_object_info code_object;
-  code_object.id = 1;
-  code_object.agent_id = 1;
-  code_object.uri = "file:///app#offset=0&size=4096";
-  w.add_code_object(code_object);
-  testing::add_symbol(w, 1, 1, "produce");
-  testing::add_symbol(w, 2, 1, "other");
-  testing::add_symbol(w, 3, 1, "consume");
-  testing::add_symbol(w, 4, 1, "warmup");
+  const auto writer = start_trace(path, 3, {"produce", "other", "consume", "warmup"});
+  rocpd::writer& w = *writer;
   trace_writer t{w};
   // Stream 2 has run a kernel before, so its handle is known from a launch.
   t.launch(4, handle_b, 0x200, 10, 20, 60);
@@ -209,21 +216,9 @@ TEST(rocpd_stream_waits, the_enqueue_order_not_the_gpu_times_places_records_and_
   // late (the last op of s1 to end before it).
   testing::temp_dir dir;
   const auto path = dir.path() / "host" / "4242_results.db";
-  std::filesystem::create_directories(path.parent_path());
   {
-    rocpd::writer w(path);
-    testing::add_process_header(w, pid, pid + 1);
-    w.add_stream(pid, "Stream 1", 0x100);
-    w.add_stream(pid, "Stream 2", 0x200);
-    rocpd::code_object_info code_object;
-    code_object.id = 1;
-    code_object.agent_id = 1;
-    code_object.uri = "file:///app#offset=0&size=4096";
-    w.add_code_object(code_object);
-    testing::add_symbol(w, 1, 1, "produce");
-    testing::add_symbol(w, 2, 1, "late");
-    testing::add_symbol(w, 3, 1, "early");
-    testing::add_symbol(w, 4, 1, "consume");
+    const auto writer = start_trace(path, 2, {"produce", "late", "early", "consume"});
+    rocpd::writer& w = *writer;
     trace_writer t{w};
     t.launch(1, handle_a, 0x100, 100, 1000, 2000);
     t.launch(3, handle_b, 0x200, 110, 1000, 1100);
