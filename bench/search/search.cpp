@@ -35,7 +35,10 @@ struct run_outcome {
   double seconds = 0;
   std::optional<double> cv_r2;
   bool low_confidence = false;
+  bool trees = false; ///< the last fit chose the tree ensemble
 };
+
+stages::model_options model_settings;
 
 std::unique_ptr<stages::strategy> make(const std::string& name,
                                        const stages::landscape& l,
@@ -43,7 +46,7 @@ std::unique_ptr<stages::strategy> make(const std::string& name,
                                        std::size_t budget,
                                        std::uint64_t seed) {
   if (name == "model")
-    return std::make_unique<stages::model_strategy>(configs, budget, seed);
+    return std::make_unique<stages::model_strategy>(configs, budget, seed, model_settings);
   return stages::make_strategy(name, l.entries.size(), budget, seed);
 }
 
@@ -79,6 +82,7 @@ run_outcome search(const std::string& name,
   if (const auto* m = dynamic_cast<const stages::model_strategy*>(s.get())) {
     out.cv_r2 = m->report().cv_r2;
     out.low_confidence = m->report().low_model_confidence;
+    out.trees = m->report().surrogate == "extra_trees";
   }
   return out;
 }
@@ -100,6 +104,16 @@ int main(int argc, char** argv) {
   app.add_option("--strategies", strategies, "Strategies to compare")->delimiter(',');
   app.add_option("--budgets", budgets, "Budgets, % of the space")->delimiter(',');
   app.add_option("--seeds", seeds, "Seeds per strategy, landscape and budget");
+  app.add_option("--model-trees", model_settings.trees,
+                 "Trees of the model's ensemble surrogate (0: ridge alone)");
+  app.add_option("--model-seed-fraction", model_settings.seed_fraction,
+                 "The model's seed sample, a fraction of the space (0: its default)");
+  app.add_option("--model-seed-per-feature", model_settings.seed_per_feature,
+                 "The model's seed sample, times its linear features (without a seed fraction)");
+  app.add_option("--model-confirm", model_settings.confirm_fraction,
+                 "The model's confirm phase, a fraction of the budget");
+  app.add_option("--model-batch", model_settings.batch,
+                 "Results between the model's refits (0: its default)");
   CLI11_PARSE(app, argc, argv);
   if (files.empty()) {
     // The development set, and the ground truths recorded here (bench/search/landscapes/).
@@ -122,7 +136,8 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("%-34s %-8s %6s %6s %6s %6s %10s %9s %8s %s\n", "landscape", "strategy", "budget",
-              "evals", "<=1%", "<=5%", "med->1%", "med gap", "med s", "model cv_r2 (low conf.)");
+              "evals", "<=1%", "<=5%", "med->1%", "med gap", "med s",
+              "model cv_r2 (low conf.; trees)");
   for (const auto& file : files) {
     const stages::landscape l = rpl::workers::load_landscape(file);
     const auto configs = l.as_space().configurations;
@@ -131,7 +146,7 @@ int main(int argc, char** argv) {
           std::max(1.0, std::round(pct / 100 * static_cast<double>(configs.size()))));
       for (const auto& name : strategies) {
         std::vector<double> to_1pct, gaps, seconds, r2;
-        std::size_t within1 = 0, within5 = 0, low = 0;
+        std::size_t within1 = 0, within5 = 0, low = 0, trees = 0;
         for (std::size_t seed = 1; seed <= seeds; ++seed) {
           const run_outcome r = search(name, l, configs, budget, seed);
           within1 += r.within_1pct;
@@ -143,6 +158,7 @@ int main(int argc, char** argv) {
           if (r.cv_r2)
             r2.push_back(*r.cv_r2);
           low += r.low_confidence;
+          trees += r.trees;
         }
         const double med = median(to_1pct);
         char evals[32];
@@ -150,9 +166,10 @@ int main(int argc, char** argv) {
           std::snprintf(evals, sizeof evals, "> %zu", budget);
         else
           std::snprintf(evals, sizeof evals, "%.0f", med);
-        char model[64] = "";
+        char model[96] = "";
         if (!r2.empty())
-          std::snprintf(model, sizeof model, "%.2f (%zu of %zu)", median(r2), low, seeds);
+          std::snprintf(model, sizeof model, "%.2f (%zu of %zu; trees in %zu)", median(r2), low,
+                        seeds, trees);
         std::printf("%-34s %-8s %5.0f%% %6zu %3zu/%-2zu %3zu/%-2zu %10s %8.2f%% %8.3f %s\n",
                     file.filename().string().c_str(), name.c_str(), pct, budget, within1, seeds,
                     within5, seeds, evals, 100 * median(gaps), median(seconds), model);

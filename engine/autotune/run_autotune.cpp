@@ -255,6 +255,16 @@ autotune_result make_result(const autotune_options& options,
   result.cut_by_constraints = inputs.space.cut_by_constraints;
   result.strategy = options.strategy;
   result.model = inputs.strategy->summary();
+  // The model names unmeasured configurations by their index in the space; the report adds their
+  // parameters.
+  if (result.model.is_object() && result.model.contains("unmeasured"))
+    for (auto& row : result.model["unmeasured"]["candidates"]) {
+      nlohmann::json params = nlohmann::json::object();
+      for (const auto& [name, value] :
+           inputs.space.configurations.at(row.at("space_index").get<std::size_t>()).params)
+        params[name] = stages::to_json_value(value);
+      row["params"] = std::move(params);
+    }
   result.counts = session.counts();
   result.compile_workers = inputs.workers;
   result.lanes = lane_count(options, inputs);

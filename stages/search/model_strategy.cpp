@@ -22,7 +22,7 @@ model_strategy::model_strategy(const std::vector<configuration>& configs,
   const std::size_t wanted =
       options_.seed_fraction > 0
           ? static_cast<std::size_t>(std::ceil(options_.seed_fraction * static_cast<double>(n)))
-          : 4 * std::max<std::size_t>(features_.linear, 1);
+          : options_.seed_per_feature * std::max<std::size_t>(features_.linear, 1);
   report_.seed_size =
       std::clamp<std::size_t>(wanted, std::min<std::size_t>(options_.folds, budget_),
                               std::max<std::size_t>(budget_ / 2, 1));
@@ -81,6 +81,14 @@ void model_strategy::observe(const observation& result) {
 
 void model_strategy::refit() {
   results_at_fit_ = results_.size();
+  batch_ = options_.batch > 0 ? options_.batch : std::max<std::size_t>(4, results_.size() / 10);
+  // The confirm phase, the budget's last part: no exploration, only the best predictions and
+  // the neighbours of the best measured configuration.
+  const std::size_t confirm =
+      static_cast<std::size_t>(std::ceil(options_.confirm_fraction * static_cast<double>(budget_)));
+  const bool confirming = proposed_count_ + confirm >= budget_;
+  if (confirming)
+    batch_ = std::min(batch_, std::max<std::size_t>(budget_ - proposed_count_, 1));
   queue_.clear();
   std::vector<Eigen::Index> rows;
   std::vector<double> values;
@@ -102,24 +110,78 @@ void model_strategy::refit() {
       Eigen::Map<const Eigen::VectorXd>(values.data(), static_cast<Eigen::Index>(values.size()));
   const bool usable =
       rows.size() >= std::max<std::size_t>(options_.folds, 2) && features_.x.cols() > 0;
-  std::optional<ridge_model> model;
+  // The surrogate's score per configuration, lower first: the ridge's prediction, or the trees'
+  // expected improvement, negated.
+  Eigen::VectorXd score;
+  Eigen::VectorXd other; ///< the other surrogate's score, where it too beats the mean
+  Eigen::VectorXd trees_mean;
   if (usable) {
     // As many columns as half the points: the linear terms first, the squares and the
     // interactions as the results allow.
     const auto columns = static_cast<Eigen::Index>(
         std::clamp<std::size_t>(rows.size() / 2, 1, static_cast<std::size_t>(features_.x.cols())));
-    model = fit_ridge(features_.x(rows, Eigen::seqN(0, columns)), y, options_.folds,
-                      static_cast<std::uint64_t>(rows.size()));
+    const auto seed = static_cast<std::uint64_t>(rows.size());
+    const ridge_model ridge =
+        fit_ridge(features_.x(rows, Eigen::seqN(0, columns)), y, options_.folds, seed);
     report_.columns = static_cast<std::size_t>(columns);
+    report_.cv_r2_ridge = ridge.cv_r2;
+    report_.cv_r2_trees.reset();
+    report_.cv_r2 = ridge.cv_r2;
+    report_.surrogate = "ridge";
+    const auto linear = static_cast<Eigen::Index>(std::max<std::size_t>(features_.linear, 1));
+    if (options_.trees > 0) {
+      tree_ensemble_options trees;
+      trees.trees = options_.trees;
+      const Eigen::MatrixXd x = features_.x(rows, Eigen::seqN(0, linear));
+      report_.cv_r2_trees = tree_ensemble_cv_r2(x, y, options_.folds, seed, trees);
+      if (*report_.cv_r2_trees > ridge.cv_r2 || ridge.cv_r2 > 0) {
+        tree_ensemble model;
+        model.fit(x, y, seed, trees);
+        Eigen::VectorXd mean, spread;
+        model.predict(features_.x.leftCols(linear), mean, spread);
+        trees_mean = mean;
+        // Expected improvement below the best measured log time (Jones, Schonlau and Welch
+        // 1998): the mean's gain weighted by how likely it is, plus the spread's chance.
+        const double best = y.minCoeff();
+        score.resize(mean.size());
+        for (Eigen::Index i = 0; i < mean.size(); ++i) {
+          const double s = spread[i];
+          if (confirming) {
+            score[i] = mean[i]; // exploit: the mean alone
+            continue;
+          }
+          if (s <= 0) {
+            score[i] = -std::max(best - mean[i], 0.0);
+            continue;
+          }
+          const double z = (best - mean[i]) / s;
+          const double cdf = 0.5 * std::erfc(-z / std::sqrt(2.0));
+          const double pdf = std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI);
+          score[i] = -((best - mean[i]) * cdf + s * pdf);
+        }
+      }
+      if (*report_.cv_r2_trees > ridge.cv_r2) {
+        report_.cv_r2 = report_.cv_r2_trees;
+        report_.surrogate = "extra_trees";
+        predicted_log_ = trees_mean;
+        if (ridge.cv_r2 > 0)
+          other = ridge.predict(features_.x.leftCols(columns));
+      } else {
+        if (*report_.cv_r2_trees > 0)
+          other = std::move(score);
+        score = ridge.predict(features_.x.leftCols(columns));
+        predicted_log_ = score;
+      }
+    } else {
+      score = ridge.predict(features_.x.leftCols(columns));
+      predicted_log_ = score;
+    }
     ++report_.refits;
-    report_.cv_r2 = model->cv_r2;
-    report_.low_model_confidence = model->cv_r2 < options_.confidence_r2;
+    report_.low_model_confidence = *report_.cv_r2 < options_.confidence_r2;
     report_.low_confidence_fits += report_.low_model_confidence;
   }
-  const bool trusted = model && !report_.low_model_confidence;
-  Eigen::VectorXd predicted;
-  if (model)
-    predicted = model->predict(features_.x.leftCols(static_cast<Eigen::Index>(report_.columns)));
+  const bool trusted = usable && !report_.low_model_confidence;
+  const Eigen::VectorXd& predicted = score;
 
   // The best measured configurations, for their neighbours.
   std::vector<std::pair<double, std::size_t>> measured;
@@ -128,11 +190,14 @@ void model_strategy::refit() {
       measured.emplace_back(*results_[k].second, results_[k].first);
   std::sort(measured.begin(), measured.end());
   std::vector<std::size_t> near;
-  for (std::size_t k = 0; k < std::min<std::size_t>(3, measured.size()); ++k)
+  for (std::size_t k = 0; k < std::min<std::size_t>(confirming ? 1 : 3, measured.size()); ++k)
     for (const std::size_t j : neighbours(measured[k].second))
       if (std::find(near.begin(), near.end(), j) == near.end())
         near.push_back(j);
-  if (trusted) {
+  // Even a model under the threshold ranks the neighbours better than chance while it predicts
+  // better than the mean (cv R² > 0); the widened search still draws random configurations.
+  const bool guided = usable && report_.cv_r2 && *report_.cv_r2 > 0;
+  if (guided) {
     std::stable_sort(near.begin(), near.end(), [&](std::size_t a, std::size_t b) {
       return predicted[static_cast<Eigen::Index>(a)] < predicted[static_cast<Eigen::Index>(b)];
     });
@@ -141,35 +206,52 @@ void model_strategy::refit() {
       std::swap(near[i - 1], near[static_cast<std::size_t>(bounded_draw(rng_, i))]);
   }
   std::vector<std::size_t> global;
-  if (trusted) {
+  if (guided) {
+    // The chosen surrogate's best picks, interleaved with the other's where it too is better
+    // than the mean: two different views of the landscape, each catching what the other misses.
     std::vector<std::size_t> open;
     for (std::size_t i = 0; i < proposed_.size(); ++i)
       if (!proposed_[i])
         open.push_back(i);
-    const std::size_t keep = std::min(open.size(), batch_);
-    std::partial_sort(open.begin(), open.begin() + static_cast<std::ptrdiff_t>(keep), open.end(),
-                      [&](std::size_t a, std::size_t b) {
-                        return std::tie(predicted[static_cast<Eigen::Index>(a)], a) <
-                               std::tie(predicted[static_cast<Eigen::Index>(b)], b);
-                      });
-    open.resize(keep);
-    global = std::move(open);
+    auto best_of = [&](const Eigen::VectorXd& by) {
+      std::vector<std::size_t> ranked = open;
+      const std::size_t keep = std::min(ranked.size(), batch_);
+      std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(keep),
+                        ranked.end(), [&](std::size_t a, std::size_t b) {
+                          return std::tie(by[static_cast<Eigen::Index>(a)], a) <
+                                 std::tie(by[static_cast<Eigen::Index>(b)], b);
+                        });
+      ranked.resize(keep);
+      return ranked;
+    };
+    const auto first = best_of(score);
+    const auto second = other.size() > 0 ? best_of(other) : std::vector<std::size_t>{};
+    for (std::size_t k = 0; k < std::max(first.size(), second.size()); ++k)
+      for (const auto* list : {&first, &second})
+        if (k < list->size() && std::find(global.begin(), global.end(), (*list)[k]) == global.end())
+          global.push_back((*list)[k]);
   }
-  // Alternate: the model's best (or, untrusted, random picks, taken in next()) and the
-  // neighbours of the best measured.
-  std::size_t g = 0, m = 0;
-  while (queue_.size() < batch_ && (g < global.size() || m < near.size() || !trusted)) {
-    if (trusted) {
-      if (g < global.size())
-        queue_.push_back(global[g++]);
-    } else {
-      queue_.push_back(proposed_.size()); // a random configuration, drawn when it is taken
-    }
+  // Trusted, the batch alternates the model's picks and the neighbours of the best measured.
+  // Untrusted, the search widens: every other model pick becomes a random configuration (drawn
+  // when it is taken, in next()), and all of them do when the model is no better than the mean.
+  constexpr std::size_t random_pick = static_cast<std::size_t>(-1);
+  std::size_t g = 0, m = 0, turn = 0;
+  while (queue_.size() < batch_) {
+    const bool widen = !confirming && !trusted && (!guided || turn % 2 == 1);
+    ++turn;
+    const std::size_t before = queue_.size();
+    if (widen)
+      queue_.push_back(random_pick);
+    else if (g < global.size())
+      queue_.push_back(global[g++]);
     if (queue_.size() < batch_ && m < near.size())
       queue_.push_back(near[m++]);
-    if (!trusted && m >= near.size() && queue_.size() >= batch_ / 2)
+    if (queue_.size() == before)
       break;
   }
+  for (auto& i : queue_)
+    if (i == random_pick)
+      i = proposed_.size();
   std::reverse(queue_.begin(), queue_.end()); // taken from the back
 }
 
@@ -200,15 +282,80 @@ std::optional<std::size_t> model_strategy::next() {
   return pick;
 }
 
+namespace {
+
+nlohmann::json optional_json(const std::optional<double>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+} // namespace
+
 nlohmann::json model_strategy::summary() const {
   return {{"features", report_.features},
           {"columns", report_.columns},
           {"seed_size", report_.seed_size},
           {"refits", report_.refits},
-          {"cv_r2", report_.cv_r2 ? nlohmann::json(*report_.cv_r2) : nlohmann::json(nullptr)},
+          {"surrogate",
+           report_.surrogate.empty() ? nlohmann::json(nullptr) : nlohmann::json(report_.surrogate)},
+          {"cv_r2", optional_json(report_.cv_r2)},
+          {"cv_r2_ridge", optional_json(report_.cv_r2_ridge)},
+          {"cv_r2_trees", optional_json(report_.cv_r2_trees)},
           {"confidence_r2", options_.confidence_r2},
           {"low_model_confidence", report_.low_model_confidence},
-          {"low_confidence_fits", report_.low_confidence_fits}};
+          {"low_confidence_fits", report_.low_confidence_fits},
+          {"unmeasured", unmeasured()}};
+}
+
+nlohmann::json model_strategy::unmeasured() const {
+  double best = HUGE_VAL;
+  for (const auto& [index, value] : results_)
+    if (value)
+      best = std::min(best, *value);
+  const bool fitted = predicted_log_.size() == static_cast<Eigen::Index>(proposed_.size()) &&
+                      std::isfinite(best) && report_.cv_r2;
+  std::vector<std::pair<double, std::size_t>> open; // predicted ratio to the best, index
+  for (std::size_t i = 0; i < proposed_.size(); ++i)
+    if (!proposed_[i])
+      open.emplace_back(
+          fitted ? std::exp(predicted_log_[static_cast<Eigen::Index>(i)] - best) : HUGE_VAL, i);
+  std::sort(open.begin(), open.end());
+  std::size_t pruned = 0, unconfirmed = 0, unranked = 0;
+  nlohmann::json candidates = nlohmann::json::array();
+  char text[160];
+  for (const auto& [ratio, index] : open) {
+    nlohmann::json row = {{"space_index", index}};
+    if (!fitted) {
+      ++unranked;
+      row["predicted_ratio"] = nullptr;
+      row["reason"] = "unranked: no model was fitted before the budget ended";
+    } else if (report_.low_model_confidence) {
+      ++unranked;
+      row["predicted_ratio"] = ratio;
+      std::snprintf(text, sizeof text,
+                    "unranked: the model was not trusted (cv_r2 %.2f < %.2f); predicted %.2fx "
+                    "the best measured",
+                    *report_.cv_r2, options_.confidence_r2, ratio);
+      row["reason"] = text;
+    } else if (ratio > 1 + options_.prune_margin) {
+      ++pruned;
+      row["predicted_ratio"] = ratio;
+      std::snprintf(text, sizeof text, "pruned: predicted %.2fx the best measured (%s, cv_r2 %.2f)",
+                    ratio, report_.surrogate.c_str(), *report_.cv_r2);
+      row["reason"] = text;
+    } else {
+      ++unconfirmed;
+      row["predicted_ratio"] = ratio;
+      std::snprintf(text, sizeof text,
+                    "unconfirmed: predicted %.2fx the best measured, within %.0f %%; the confirm "
+                    "budget ended first",
+                    ratio, 100 * options_.prune_margin);
+      row["reason"] = text;
+    }
+    candidates.push_back(std::move(row));
+  }
+  return {{"count", open.size()}, {"prune_margin", options_.prune_margin},
+          {"pruned", pruned},     {"unconfirmed", unconfirmed},
+          {"unranked", unranked}, {"candidates", std::move(candidates)}};
 }
 
 } // namespace rpl::stages

@@ -1,8 +1,12 @@
 #pragma once
-/// `--strategy model`: a seeded random sample, then a surrogate (surrogate.hpp: ridge regression on
-/// space_features.hpp, log of the objective) refitted after every batch of results, each batch
-/// taken from the configurations it predicts fastest and from the one-parameter neighbours of the
-/// best measured ones. When the surrogate's cross-validated R² is under the confidence threshold
+/// `--strategy model`: a seeded random sample, then a surrogate of the log of the objective
+/// refitted after every batch of results: of a ridge regression on space_features.hpp
+/// (surrogate.hpp) and an extremely randomized trees ensemble on the linear features
+/// (tree_ensemble.hpp), the one with the higher k-fold cross-validated R². Each batch alternates
+/// the surrogate's picks (the ridge's fastest predictions; the trees' greatest expected
+/// improvement over the best measured, from their mean and spread) and the one-parameter
+/// neighbours of the best measured configurations. When the surrogate's cross-validated R² is under
+/// the confidence threshold
 /// (`low_model_confidence`), the search widens instead of trusting it: the neighbours in a random
 /// order and random configurations take the model's places. Failed configurations count as slower
 /// than the slowest measured one. Deterministic for a given space, budget, seed and sequence of
@@ -18,20 +22,33 @@
 #include "stages/search/space_features.hpp"
 #include "stages/search/strategy.hpp"
 #include "stages/search/surrogate.hpp"
+#include "stages/search/tree_ensemble.hpp"
 
 namespace rpl::stages {
 
 struct model_options {
-  /// The seed sample as a fraction of the space; 0: four times the number of linear features
-  /// (twice the columns of the first fit, chosen on bench/search: 17 of 20 seeds within 1 % on the
-  /// harder convolution landscape against 14 with twice), at most half the budget. Every fit uses
-  /// at most half as many features as it has points: squares and interactions join as results come
-  /// in.
+  /// The seed sample as a fraction of the space; 0: seed_per_feature times the number of linear
+  /// features, at most half the budget. Every ridge fit uses at most half as many features as it
+  /// has points: squares and interactions join as results come in.
   double seed_fraction = 0;
+  /// With seed_fraction 0: the seed sample is this many times the linear features (the least the
+  /// design allows; chosen on bench/search with the tree ensemble: the dedispersion landscape's
+  /// median evaluations to 1 % of the best 20 against 30 with three times and 45 with four; the
+  /// other development landscapes no worse).
+  std::size_t seed_per_feature = 2;
   /// Below this cross-validated R², the model is not trusted (low_model_confidence).
   double confidence_r2 = 0.75;
-  /// Results between refits; 0: the budget / 40, at least 4.
+  /// Results between refits; 0: a tenth of the results so far, at least 4 (refits then cost
+  /// O(log budget) fits, which keeps a 10,000-configuration search under a second).
   std::size_t batch = 0;
+  /// The confirm phase, this fraction of the budget at its end: the model's best predictions and
+  /// the neighbours of the best measured configuration, with no random or uncertain picks.
+  double confirm_fraction = 0.1;
+  /// An unmeasured configuration the trusted model predicts slower than the best measured by more
+  /// than this is `pruned`; within it, `unconfirmed` (the confirm budget ended first).
+  double prune_margin = 0.05;
+  /// The trees of the ensemble surrogate; 0: ridge regression alone.
+  std::size_t trees = 32;
   std::size_t folds = 5;
 };
 
@@ -41,7 +58,10 @@ struct model_report {
   std::size_t columns = 0; ///< the features the last fit used (at most half its points)
   std::size_t seed_size = 0;
   std::size_t refits = 0;
-  std::optional<double> cv_r2;       ///< of the last fit
+  std::optional<double> cv_r2;       ///< of the last fit's chosen surrogate
+  std::optional<double> cv_r2_ridge; ///< of the last fit's ridge regression
+  std::optional<double> cv_r2_trees; ///< of the last fit's tree ensemble
+  std::string surrogate;             ///< the last fit's choice: "ridge" or "extra_trees"
   bool low_model_confidence = false; ///< the last fit was under the threshold
   std::size_t low_confidence_fits = 0;
 };
@@ -59,9 +79,16 @@ public:
   std::string_view name() const override { return "model"; }
 
   const model_report& report() const { return report_; }
-  /// {features, columns, seed_size, refits, cv_r2, confidence_r2, low_model_confidence,
-  /// low_confidence_fits}.
+  /// {features, columns, seed_size, refits, surrogate, cv_r2, cv_r2_ridge, cv_r2_trees,
+  /// confidence_r2, low_model_confidence, low_confidence_fits, unmeasured}.
   nlohmann::json summary() const override;
+  /// Why each configuration never proposed was left out, from the last fit's predictions:
+  /// {count, prune_margin, pruned, unconfirmed, unranked, candidates: [{space_index,
+  /// predicted_ratio (to the best measured; null without a fit), reason}]}, by predicted ratio.
+  /// `pruned`: the trusted model predicts it more than prune_margin slower than the best
+  /// measured; `unconfirmed`: within it, but the budget ended first; `unranked`: no fit, or one
+  /// under the confidence threshold, so its prediction was not used to leave it out.
+  nlohmann::json unmeasured() const;
 
 private:
   void refit();
@@ -79,11 +106,12 @@ private:
   std::vector<std::pair<std::size_t, std::optional<double>>> results_; ///< index, log(value)
   std::size_t results_at_fit_ = 0;
   std::vector<std::size_t> queue_;
-  std::size_t batch_ = 4;
+  std::size_t batch_ = 4; ///< of the current round
   /// One-parameter neighbours: per parameter, the configurations that agree on all the others.
   std::vector<std::vector<std::size_t>> group_of_;            ///< [parameter][config] -> group id
   std::vector<std::vector<std::vector<std::size_t>>> groups_; ///< [parameter][group] -> configs
   model_report report_;
+  Eigen::VectorXd predicted_log_; ///< the last fit's chosen surrogate: log time per configuration
 };
 
 } // namespace rpl::stages

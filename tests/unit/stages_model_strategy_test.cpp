@@ -69,9 +69,50 @@ TEST(stages_surrogate, cross_validated_r2_tells_noise_from_a_smooth_landscape) {
   EXPECT_LT(memorized.cv_r2, 0.5);
 }
 
+TEST(stages_tree_ensemble, fits_interactions_and_its_cross_validated_r2_tells_noise) {
+  const auto configs = grid();
+  const auto f = space_features(configs);
+  const Eigen::MatrixXd x = f.x.leftCols(static_cast<Eigen::Index>(f.linear));
+  // An interaction a linear model on the linear terms cannot take: fast only where both x and y
+  // are small or both are large.
+  Eigen::VectorXd y(x.rows()), noise_y(x.rows());
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> normal(0, 1);
+  for (Eigen::Index i = 0; i < x.rows(); ++i) {
+    y[i] = (x(i, 0) > 0) == (x(i, 1) > 0) ? 1.0 : 2.0 + 0.1 * x(i, 2);
+    noise_y[i] = normal(rng);
+  }
+  EXPECT_GT(tree_ensemble_cv_r2(x, y, 5, 1), 0.9);
+  EXPECT_LT(fit_ridge(x, y, 5, 1).cv_r2, 0.5); // the linear model cannot
+  EXPECT_LT(tree_ensemble_cv_r2(x, noise_y, 5, 1), 0.1);
+  tree_ensemble model;
+  model.fit(x, y, 9);
+  EXPECT_EQ(model.trees(), 32u);
+  Eigen::VectorXd mean, spread;
+  model.predict(x, mean, spread);
+  // Fully grown trees reproduce the points they saw, and agree on them.
+  EXPECT_NEAR((mean - y).cwiseAbs().maxCoeff(), 0, 1e-12);
+  EXPECT_NEAR(spread.maxCoeff(), 0, 1e-6);
+  // Where the trees saw nothing, they disagree: fitted on x = 1 and x = 256 alone, each tree
+  // cuts somewhere between, so at x = 16 some predict as for 1 and others as for 256.
+  tree_ensemble half;
+  std::vector<Eigen::Index> even;
+  for (Eigen::Index i = 0; i < x.rows(); ++i)
+    if (std::abs(x(i, 0)) == 1)
+      even.push_back(i);
+  half.fit(x(even, Eigen::all), y(even), 9);
+  half.predict(x, mean, spread);
+  EXPECT_GT(spread.maxCoeff(), 0.01);
+  // Deterministic for a seed.
+  tree_ensemble again;
+  again.fit(x(even, Eigen::all), y(even), 9);
+  EXPECT_EQ(again.predict(x), mean);
+}
+
 struct search_result {
   std::vector<std::size_t> order;
   model_report report;
+  nlohmann::json unmeasured;
 };
 
 search_result run(const std::vector<configuration>& configs,
@@ -80,6 +121,10 @@ search_result run(const std::vector<configuration>& configs,
                   std::uint64_t seed) {
   model_strategy s(configs, budget, seed);
   search_result out;
+  const auto finish = [&] {
+    out.report = s.report();
+    out.unmeasured = s.unmeasured();
+  };
   while (const auto i = s.next()) {
     out.order.push_back(*i);
     observation o;
@@ -90,7 +135,7 @@ search_result run(const std::vector<configuration>& configs,
       o.failure = "RuntimeFailedConfig";
     s.observe(o);
   }
-  out.report = s.report();
+  finish();
   return out;
 }
 
@@ -105,7 +150,21 @@ TEST(stages_model_strategy, finds_the_bowls_bottom_and_trusts_its_model) {
   EXPECT_DOUBLE_EQ(best, 1.0); // x = 16, y = 5, z = a, in 40 of 288
   ASSERT_TRUE(r.report.cv_r2.has_value());
   EXPECT_FALSE(r.report.low_model_confidence) << *r.report.cv_r2;
-  EXPECT_EQ(r.report.seed_size, 12u); // four times the 3 linear features
+  EXPECT_EQ(r.report.seed_size, 6u); // twice the 3 linear features
+  // Every configuration left out says why: the trusted model predicts most of the bowl slower
+  // than its bottom by more than the margin, and the ratios come in ascending order.
+  EXPECT_EQ(r.unmeasured["count"], 288 - 40);
+  EXPECT_EQ(r.unmeasured["candidates"].size(), 288u - 40u);
+  EXPECT_EQ(r.unmeasured["unranked"], 0);
+  EXPECT_GT(r.unmeasured["pruned"].get<int>(), 200);
+  EXPECT_EQ(r.unmeasured["pruned"].get<int>() + r.unmeasured["unconfirmed"].get<int>(), 248);
+  double previous = 0;
+  for (const auto& row : r.unmeasured["candidates"]) {
+    EXPECT_GE(row["predicted_ratio"].get<double>(), previous);
+    previous = row["predicted_ratio"].get<double>();
+    const auto reason = row["reason"].get<std::string>();
+    EXPECT_TRUE(reason.rfind(previous > 1.05 ? "pruned: " : "unconfirmed: ", 0) == 0) << reason;
+  }
   // The same seed and results give the same sequence.
   EXPECT_EQ(run(configs, smooth, 40, 3).order, r.order);
 }
@@ -130,6 +189,9 @@ TEST(stages_model_strategy, pure_noise_raises_low_model_confidence_and_failures_
   EXPECT_EQ(std::set<std::size_t>(r.order.begin(), r.order.end()).size(), 100u);
   EXPECT_TRUE(r.report.low_model_confidence) << r.report.cv_r2.value_or(-99);
   EXPECT_GT(r.report.low_confidence_fits, 0u);
+  // An untrusted model leaves nothing out on its predictions.
+  EXPECT_EQ(r.unmeasured["unranked"], 288 - 100);
+  EXPECT_EQ(r.unmeasured["pruned"], 0);
   // A budget over the space stops at the space.
   EXPECT_EQ(run(configs, smooth, 1000, 1).order.size(), configs.size());
 }
