@@ -112,6 +112,8 @@ int main(int argc, char** argv) {
                  "The model's seed sample, times its linear features (without a seed fraction)");
   app.add_option("--model-confirm", model_settings.confirm_fraction,
                  "The model's confirm phase, a fraction of the budget");
+  app.add_option("--model-confidence", model_settings.confidence_r2,
+                 "The model's confidence threshold on cv R²");
   app.add_option("--model-batch", model_settings.batch,
                  "Results between the model's refits (0: its default)");
   CLI11_PARSE(app, argc, argv);

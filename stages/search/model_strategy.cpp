@@ -31,6 +31,16 @@ model_strategy::model_strategy(const std::vector<configuration>& configs,
   batch_ = options_.batch > 0 ? options_.batch : 4;
   // Neighbour groups: the configuration's values but one parameter's, as text.
   const std::size_t params = n > 0 ? configs.front().params.size() : 0;
+  value_of_.assign(params, std::vector<std::uint32_t>(n));
+  value_count_.assign(params, 0);
+  for (std::size_t p = 0; p < params; ++p) {
+    std::unordered_map<std::string, std::uint32_t> ids;
+    for (std::size_t i = 0; i < n; ++i)
+      value_of_[p][i] = ids.emplace(to_string(configs[i].params[p].second),
+                                    static_cast<std::uint32_t>(ids.size()))
+                            .first->second;
+    value_count_[p] = ids.size();
+  }
   group_of_.assign(params, std::vector<std::size_t>(n));
   groups_.assign(params, {});
   for (std::size_t p = 0; p < params; ++p) {
@@ -81,7 +91,7 @@ void model_strategy::observe(const observation& result) {
 
 void model_strategy::refit() {
   results_at_fit_ = results_.size();
-  batch_ = options_.batch > 0 ? options_.batch : std::max<std::size_t>(4, results_.size() / 10);
+  batch_ = options_.batch > 0 ? options_.batch : std::max<std::size_t>(1, results_.size() / 10);
   // The confirm phase, the budget's last part: no exploration, only the best predictions and
   // the neighbours of the best measured configuration.
   const std::size_t confirm =
@@ -189,21 +199,66 @@ void model_strategy::refit() {
     if (results_[k].second)
       measured.emplace_back(*results_[k].second, results_[k].first);
   std::sort(measured.begin(), measured.end());
-  std::vector<std::size_t> near;
+  // Local search centres: the best three measured (the best alone when confirming) and, for
+  // every parameter of two values (a switch), the best measured with each of its values: the best
+  // of another basin (no shared memory, when the best so far uses it) keeps its neighbours in
+  // the search although the model, fitted mostly on the leading basin, ranks them low.
+  std::vector<std::vector<std::size_t>> centres(1);
+  std::vector<std::size_t> all_centres;
+  auto add_centre = [&](std::size_t i, std::vector<std::size_t>& to) {
+    if (std::find(all_centres.begin(), all_centres.end(), i) == all_centres.end()) {
+      all_centres.push_back(i);
+      to.push_back(i);
+    }
+  };
   for (std::size_t k = 0; k < std::min<std::size_t>(confirming ? 1 : 3, measured.size()); ++k)
-    for (const std::size_t j : neighbours(measured[k].second))
-      if (std::find(near.begin(), near.end(), j) == near.end())
-        near.push_back(j);
+    add_centre(measured[k].second, centres.front());
+  if (!confirming)
+    for (std::size_t p = 0; p < value_of_.size(); ++p) {
+      if (value_count_[p] != 2)
+        continue;
+      std::vector<char> seen(value_count_[p], 0);
+      for (const auto& [value, index] : measured)
+        if (!seen[value_of_[p][index]]) {
+          seen[value_of_[p][index]] = 1;
+          centres.emplace_back();
+          add_centre(index, centres.back());
+        }
+    }
   // Even a model under the threshold ranks the neighbours better than chance while it predicts
   // better than the mean (cv R² > 0); the widened search still draws random configurations.
   const bool guided = usable && report_.cv_r2 && *report_.cv_r2 > 0;
-  if (guided) {
-    std::stable_sort(near.begin(), near.end(), [&](std::size_t a, std::size_t b) {
-      return predicted[static_cast<Eigen::Index>(a)] < predicted[static_cast<Eigen::Index>(b)];
-    });
-  } else {
-    for (std::size_t i = near.size(); i > 1; --i)
-      std::swap(near[i - 1], near[static_cast<std::size_t>(bounded_draw(rng_, i))]);
+  // The unproposed neighbours of each group of centres in order (guided: by the score; else at
+  // random), taken in turn from each group: the best three's first.
+  std::vector<std::vector<std::size_t>> around;
+  for (const auto& group : centres) {
+    std::vector<std::size_t> list;
+    for (const std::size_t centre : group)
+      for (const std::size_t j : neighbours(centre))
+        if (std::find(list.begin(), list.end(), j) == list.end())
+          list.push_back(j);
+    if (guided) {
+      std::stable_sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) {
+        return predicted[static_cast<Eigen::Index>(a)] < predicted[static_cast<Eigen::Index>(b)];
+      });
+    } else {
+      for (std::size_t i = list.size(); i > 1; --i)
+        std::swap(list[i - 1], list[static_cast<std::size_t>(bounded_draw(rng_, i))]);
+    }
+    around.push_back(std::move(list));
+  }
+  std::vector<std::size_t> near;
+  std::vector<char> taken(proposed_.size(), 0);
+  for (std::size_t depth = 0, added = 1; added > 0 && near.size() < batch_; ++depth) {
+    added = 0;
+    for (const auto& list : around)
+      if (depth < list.size()) {
+        ++added;
+        if (!taken[list[depth]]) {
+          taken[list[depth]] = 1;
+          near.push_back(list[depth]);
+        }
+      }
   }
   std::vector<std::size_t> global;
   if (guided) {
@@ -231,23 +286,25 @@ void model_strategy::refit() {
         if (k < list->size() && std::find(global.begin(), global.end(), (*list)[k]) == global.end())
           global.push_back((*list)[k]);
   }
-  // Trusted, the batch alternates the model's picks and the neighbours of the best measured.
-  // Untrusted, the search widens: every other model pick becomes a random configuration (drawn
-  // when it is taken, in next()), and all of them do when the model is no better than the mean.
+  // Trusted, the picks alternate the model's and the neighbours of the centres. Untrusted, the
+  // search widens: every other model pick becomes a random configuration (drawn when it is
+  // taken, in next()), and all of them do when the model is no better than the mean. The turn
+  // carries over from batch to batch, so batches of one alternate too.
   constexpr std::size_t random_pick = static_cast<std::size_t>(-1);
-  std::size_t g = 0, m = 0, turn = 0;
-  while (queue_.size() < batch_) {
-    const bool widen = !confirming && !trusted && (!guided || turn % 2 == 1);
-    ++turn;
+  std::size_t g = 0, m = 0, idle = 0;
+  while (queue_.size() < batch_ && idle < 4) {
+    const std::size_t turn = turn_++;
     const std::size_t before = queue_.size();
-    if (widen)
-      queue_.push_back(random_pick);
-    else if (g < global.size())
-      queue_.push_back(global[g++]);
-    if (queue_.size() < batch_ && m < near.size())
+    if (turn % 2 == 0) {
+      const bool widen = !confirming && !trusted && (!guided || turn % 4 == 2);
+      if (widen)
+        queue_.push_back(random_pick);
+      else if (g < global.size())
+        queue_.push_back(global[g++]);
+    } else if (m < near.size()) {
       queue_.push_back(near[m++]);
-    if (queue_.size() == before)
-      break;
+    }
+    idle = queue_.size() == before ? idle + 1 : 0;
   }
   for (auto& i : queue_)
     if (i == random_pick)
