@@ -5,7 +5,8 @@
 // prints: runs that reach within 1 % and 5 % of the landscape's best, the median number of
 // evaluations to reach 1 % (runs that never reach it count as the budget + 1: "> budget" when
 // more than half do not), the median final gap to the best, and the median time per search.
-// Baseline: random search, whose evaluations to 1 % the model strategy must at least halve.
+// Baseline: random search, whose evaluations to 1 % (counted without a budget, over the whole
+// space) the model strategy must at least halve; the last lines state issue 12's goals at 10 %.
 
 #include <algorithm>
 #include <chrono>
@@ -137,6 +138,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  std::vector<std::string> verdicts;
   std::printf("%-34s %-8s %6s %6s %6s %6s %10s %9s %8s %s\n", "landscape", "strategy", "budget",
               "evals", "<=1%", "<=5%", "med->1%", "med gap", "med s",
               "model cv_r2 (low conf.; trees)");
@@ -146,6 +148,13 @@ int main(int argc, char** argv) {
     for (const double pct : budgets) {
       const auto budget = static_cast<std::size_t>(
           std::max(1.0, std::round(pct / 100 * static_cast<double>(configs.size()))));
+      // The baseline without a budget: random search's evaluations to 1 % of the best when it
+      // may go on over the whole space (its first `budget` picks are the budgeted run's).
+      std::vector<double> random_unbounded;
+      for (std::size_t seed = 1; seed <= seeds; ++seed)
+        random_unbounded.push_back(static_cast<double>(
+            search("random", l, configs, configs.size(), seed).evaluations_to_1pct));
+      const double random_median = median(random_unbounded);
       for (const auto& name : strategies) {
         std::vector<double> to_1pct, gaps, seconds, r2;
         std::size_t within1 = 0, within5 = 0, low = 0, trees = 0;
@@ -172,11 +181,32 @@ int main(int argc, char** argv) {
         if (!r2.empty())
           std::snprintf(model, sizeof model, "%.2f (%zu of %zu; trees in %zu)", median(r2), low,
                         seeds, trees);
+        if (name == "model" && pct == 10) { // the goals are set at a 10 % budget
+          char line[256];
+          std::snprintf(
+              line, sizeof line,
+              "%-34s %3.0f%%: within 1 %% in %zu of %zu seeds (goal: 9 in 10: %s); median "
+              "evaluations to 1 %% %s against random's %.0f without a budget, x%.2f "
+              "(goal <= 0.5: %s)",
+              file.filename().string().c_str(), pct, within1, seeds,
+              10 * within1 >= 9 * seeds ? "met" : "not met", evals, random_median,
+              med / random_median,
+              med > static_cast<double>(budget) ? "not met: not reached"
+              : med <= 0.5 * random_median      ? "met"
+                                                : "not met");
+          verdicts.emplace_back(line);
+        }
         std::printf("%-34s %-8s %5.0f%% %6zu %3zu/%-2zu %3zu/%-2zu %10s %8.2f%% %8.3f %s\n",
                     file.filename().string().c_str(), name.c_str(), pct, budget, within1, seeds,
                     within5, seeds, evals, 100 * median(gaps), median(seconds), model);
       }
     }
+  }
+  if (!verdicts.empty()) {
+    std::printf("\nthe model strategy against issue 12's goals (random without a budget as the "
+                "baseline):\n");
+    for (const auto& line : verdicts)
+      std::printf("%s\n", line.c_str());
   }
   return 0;
 }
