@@ -12,7 +12,7 @@ model_strategy::model_strategy(const std::vector<configuration>& configs,
                                std::uint64_t seed,
                                model_options options)
     : features_(space_features(configs)), budget_(std::min(budget, configs.size())),
-      options_(options), rng_(seed), proposed_(configs.size(), 0) {
+      options_(options), rng_(seed), proposed_(configs.size(), 0), statics_(configs.size()) {
   const std::size_t n = configs.size();
   shuffled_.resize(n);
   std::iota(shuffled_.begin(), shuffled_.end(), std::size_t{0});
@@ -82,11 +82,56 @@ void model_strategy::observe(const observation& result) {
   if (result.value_ns && *result.value_ns > 0)
     value = std::log(*result.value_ns);
   results_.emplace_back(result.index, value);
+  if (result.static_features && result.index < statics_.size() && !statics_[result.index]) {
+    statics_[result.index] = result.static_features;
+    ++report_.static_known;
+  }
   // A resumed result may not have been proposed in this session.
   if (result.index < proposed_.size() && !proposed_[result.index]) {
     proposed_[result.index] = 1;
     ++proposed_count_;
   }
+}
+
+Eigen::MatrixXd model_strategy::tree_inputs(std::size_t valid_results) {
+  const auto linear = static_cast<Eigen::Index>(std::max<std::size_t>(features_.linear, 1));
+  const auto n = static_cast<Eigen::Index>(statics_.size());
+  // The static features join when the screen read them for at least four in five of the
+  // results (a lane without a screen gives none), and for enough points to impute from.
+  report_.static_features = report_.static_known >= std::max<std::size_t>(options_.folds, 2) &&
+                            5 * report_.static_known >= 4 * valid_results;
+  if (!report_.static_features)
+    return features_.x.leftCols(linear);
+  std::vector<Eigen::Index> known;
+  for (Eigen::Index i = 0; i < n; ++i)
+    if (statics_[static_cast<std::size_t>(i)])
+      known.push_back(i);
+  Eigen::MatrixXd out(n, linear + static_cast<Eigen::Index>(static_feature_names.size()));
+  out.leftCols(linear) = features_.x.leftCols(linear);
+  const Eigen::MatrixXd known_x = features_.x(known, Eigen::seqN(0, linear));
+  for (std::size_t f = 0; f < static_feature_names.size(); ++f) {
+    // Scaled to about [0, 1]: registers over 256, bytes on a log scale, occupancy as it is.
+    auto scale = [f](double v) {
+      return f == 0 ? v / 256 : f == 3 ? v : std::log2(1 + std::max(v, 0.0)) / 18;
+    };
+    Eigen::VectorXd y(static_cast<Eigen::Index>(known.size()));
+    for (std::size_t k = 0; k < known.size(); ++k)
+      y[static_cast<Eigen::Index>(k)] = scale((*statics_[static_cast<std::size_t>(known[k])])[f]);
+    const auto column = static_cast<Eigen::Index>(linear + static_cast<Eigen::Index>(f));
+    if (y.maxCoeff() == y.minCoeff()) {
+      out.col(column).setConstant(y[0]);
+      continue;
+    }
+    // Unknown where nothing was built yet: imputed by trees from the parameters.
+    tree_ensemble impute;
+    tree_ensemble_options few;
+    few.trees = 8;
+    impute.fit(known_x, y, 17 + f, few);
+    out.col(column) = impute.predict(features_.x.leftCols(linear));
+    for (std::size_t k = 0; k < known.size(); ++k)
+      out(known[k], column) = y[static_cast<Eigen::Index>(k)];
+  }
+  return out;
 }
 
 void model_strategy::refit() {
@@ -138,17 +183,17 @@ void model_strategy::refit() {
     report_.cv_r2_trees.reset();
     report_.cv_r2 = ridge.cv_r2;
     report_.surrogate = "ridge";
-    const auto linear = static_cast<Eigen::Index>(std::max<std::size_t>(features_.linear, 1));
     if (options_.trees > 0) {
       tree_ensemble_options trees;
       trees.trees = options_.trees;
-      const Eigen::MatrixXd x = features_.x(rows, Eigen::seqN(0, linear));
+      const Eigen::MatrixXd inputs = tree_inputs(rows.size());
+      const Eigen::MatrixXd x = inputs(rows, Eigen::all);
       report_.cv_r2_trees = tree_ensemble_cv_r2(x, y, options_.folds, seed, trees);
       if (*report_.cv_r2_trees > ridge.cv_r2 || ridge.cv_r2 > 0) {
         tree_ensemble model;
         model.fit(x, y, seed, trees);
         Eigen::VectorXd mean, spread;
-        model.predict(features_.x.leftCols(linear), mean, spread);
+        model.predict(inputs, mean, spread);
         trees_mean = mean;
         // Expected improvement below the best measured log time (Jones, Schonlau and Welch
         // 1998): the mean's gain weighted by how likely it is, plus the spread's chance.
@@ -357,6 +402,8 @@ nlohmann::json model_strategy::summary() const {
           {"cv_r2", optional_json(report_.cv_r2)},
           {"cv_r2_ridge", optional_json(report_.cv_r2_ridge)},
           {"cv_r2_trees", optional_json(report_.cv_r2_trees)},
+          {"static_features", report_.static_features},
+          {"static_known", report_.static_known},
           {"confidence_r2", options_.confidence_r2},
           {"low_model_confidence", report_.low_model_confidence},
           {"low_confidence_fits", report_.low_confidence_fits},

@@ -64,6 +64,10 @@ struct model_report {
   std::optional<double> cv_r2;       ///< of the last fit's chosen surrogate
   std::optional<double> cv_r2_ridge; ///< of the last fit's ridge regression
   std::optional<double> cv_r2_trees; ///< of the last fit's tree ensemble
+  /// The last fit's trees also saw the static screen's features (observation::static_features):
+  /// measured where the screen read them, imputed elsewhere from the parameters.
+  bool static_features = false;
+  std::size_t static_known = 0;      ///< configurations whose static features were read
   std::string surrogate;             ///< the last fit's choice: "ridge" or "extra_trees"
   bool low_model_confidence = false; ///< the last fit was under the threshold
   std::size_t low_confidence_fits = 0;
@@ -83,7 +87,8 @@ public:
 
   const model_report& report() const { return report_; }
   /// {features, columns, seed_size, refits, surrogate, cv_r2, cv_r2_ridge, cv_r2_trees,
-  /// confidence_r2, low_model_confidence, low_confidence_fits, unmeasured}.
+  /// static_features, static_known, confidence_r2, low_model_confidence, low_confidence_fits,
+  /// unmeasured}.
   nlohmann::json summary() const override;
   /// Why each configuration never proposed was left out, from the last fit's predictions:
   /// {count, prune_margin, pruned, unconfirmed, unranked, candidates: [{space_index,
@@ -117,6 +122,10 @@ private:
   std::vector<std::vector<std::uint32_t>> value_of_;          ///< [parameter][config] -> value id
   std::vector<std::size_t> value_count_;                      ///< [parameter] -> distinct values
   model_report report_;
+  /// The trees' inputs: the linear space features, then the static features when the screen gave
+  /// them for most results (static_columns()); measured where read, imputed elsewhere.
+  Eigen::MatrixXd tree_inputs(std::size_t valid_results);
+  std::vector<std::optional<std::array<double, 4>>> statics_; ///< [config]
   Eigen::VectorXd predicted_log_; ///< the last fit's chosen surrogate: log time per configuration
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 /// Search strategies: the order in which configurations of the space are tried.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -26,6 +27,17 @@ struct observation {
   std::string failure;                   ///< why there is no value (build, crash, timeout...)
   std::optional<messages::verdict_kind> verdict; ///< the acceptance decision, when one was made
   bool resumed = false; ///< measured in an earlier session, read from the store
+  /// What the static screen read from the built kernel, when it read anything: in the order of
+  /// static_feature_names.
+  std::optional<std::array<double, 4>> static_features;
+};
+
+/// The static screen's features of a built kernel, in observation::static_features's order.
+inline constexpr std::array<const char*, 4> static_feature_names = {
+    "registers",            // per thread (NVIDIA) or VGPRs per lane (AMD)
+    "shared_bytes",         // static + dynamic shared memory (LDS) per block
+    "spill_bytes",          // spill stores + loads (NVIDIA), scratch per lane (AMD)
+    "theoretical_occupancy" // 0..1, of the occupancy model
 };
 
 /// Picks configurations one at a time. Deterministic for a given name, space size, budget and

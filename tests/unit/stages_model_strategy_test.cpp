@@ -115,10 +115,14 @@ struct search_result {
   nlohmann::json unmeasured;
 };
 
+using statics_fn =
+    std::function<std::optional<std::array<double, 4>>(const configuration&, std::size_t)>;
+
 search_result run(const std::vector<configuration>& configs,
                   const std::function<std::optional<double>(const configuration&)>& value,
                   std::size_t budget,
-                  std::uint64_t seed) {
+                  std::uint64_t seed,
+                  const statics_fn& statics = nullptr) {
   model_strategy s(configs, budget, seed);
   search_result out;
   const auto finish = [&] {
@@ -131,6 +135,8 @@ search_result run(const std::vector<configuration>& configs,
     o.index = *i;
     o.config = &configs[*i];
     o.value_ns = value(configs[*i]);
+    if (statics)
+      o.static_features = statics(configs[*i], out.order.size());
     if (!o.value_ns)
       o.failure = "RuntimeFailedConfig";
     s.observe(o);
@@ -167,6 +173,32 @@ TEST(stages_model_strategy, finds_the_bowls_bottom_and_trusts_its_model) {
   }
   // The same seed and results give the same sequence.
   EXPECT_EQ(run(configs, smooth, 40, 3).order, r.order);
+}
+
+TEST(stages_model_strategy, static_features_join_the_trees_when_most_results_have_them) {
+  // Registers grow with y and occupancy falls with x * registers; the time follows occupancy
+  // (a kernel that is latency-bound), with its best at x = 16, y = 5 as in `smooth`.
+  const auto configs = grid();
+  auto statics = [](const configuration& c, std::size_t) -> std::optional<std::array<double, 4>> {
+    const double x = static_cast<double>(std::get<std::int64_t>(*c.find("x")));
+    const double y = static_cast<double>(std::get<std::int64_t>(*c.find("y")));
+    const double registers = 32 + 8 * y;
+    return std::array<double, 4>{registers, 1024 * x, 0, std::min(1.0, 2048 / (x * registers))};
+  };
+  const auto r = run(configs, smooth, 60, 4, statics);
+  EXPECT_TRUE(r.report.static_features);
+  EXPECT_EQ(r.report.static_known, 60u);
+  double best = HUGE_VAL;
+  for (const auto i : r.order)
+    best = std::min(best, smooth(configs[i]));
+  EXPECT_DOUBLE_EQ(best, 1.0);
+  // Read for only every other result (a lane without a screen for the rest): left out.
+  auto half = [&](const configuration& c, std::size_t k) {
+    return k % 2 == 0 ? statics(c, k) : std::nullopt;
+  };
+  const auto h = run(configs, smooth, 60, 4, half);
+  EXPECT_FALSE(h.report.static_features);
+  EXPECT_EQ(h.report.static_known, 30u);
 }
 
 TEST(stages_model_strategy, pure_noise_raises_low_model_confidence_and_failures_are_survived) {
