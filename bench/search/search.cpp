@@ -98,7 +98,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   CLI::App app{"Search strategies on recorded landscapes (issue 12)"};
   std::vector<std::filesystem::path> files;
-  std::vector<std::string> strategies = {"random", "model"};
+  std::vector<std::string> strategies = {"exhaustive", "random", "model"};
   std::vector<double> budgets = {2, 5, 10};
   std::size_t seeds = 10;
   app.add_option("landscapes", files, "Kernel Tuner cache files (default: ../shared/landscapes/)");

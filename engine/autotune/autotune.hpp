@@ -39,6 +39,10 @@ struct autotune_options {
   std::string strategy = "exhaustive";
   std::optional<std::size_t> budget;
   std::uint64_t seed = 0;
+  /// --strategy model: the seed sample as a fraction of the space (default: twice the linear
+  /// features) and the confirm phase as a fraction of the budget (default 0.1).
+  std::optional<double> seed_fraction;
+  std::optional<double> confirm_fraction;
   std::optional<std::size_t> compile_workers; ///< default: cores - lanes, at least 1
   std::vector<std::string> listen;            ///< extra endpoints for remote workers
   std::size_t lanes = 1;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "stages/search/candidate_key.hpp"
+#include "stages/search/model_strategy.hpp"
 #include "workers/compile/compile_worker.hpp"
 #include "workers/compilers/compiler_rules.hpp"
 #include "workers/devices/nvidia_gpu.hpp"
@@ -163,6 +164,11 @@ std::string search_settings(const autotune_options& options) {
      << options.seed << '\n'
      << (options.budget ? std::to_string(*options.budget) : "all") << '\n'
      << options.runs << '\n';
+  // The model's settings, only where given: runs without them keep their fingerprints.
+  if (options.seed_fraction)
+    fp << "seed-fraction " << *options.seed_fraction << '\n';
+  if (options.confirm_fraction)
+    fp << "confirm-fraction " << *options.confirm_fraction << '\n';
   return fp.str();
 }
 
@@ -309,9 +315,27 @@ void choose_lanes(const autotune_options& options, autotune_inputs& in) {
 /// The --strategy over `space`; an unknown name is a config_error.
 std::unique_ptr<stages::strategy> make_search_strategy(const autotune_options& options,
                                                        const stages::space& space) {
+  const std::pair<const std::optional<double>*, const char*> model_flags[] = {
+      {&options.seed_fraction, "--seed-fraction"},
+      {&options.confirm_fraction, "--confirm-fraction"}};
+  stages::model_options model;
+  for (const auto& [value, flag] : model_flags) {
+    if (!value->has_value())
+      continue;
+    if (options.strategy != "model")
+      throw config_error(std::string(flag) + " applies to --strategy model only (the strategy is " +
+                         options.strategy + "); fix: add --strategy model or drop " + flag);
+    if (!(**value > 0 && **value < 1))
+      throw config_error(std::string(flag) + " " + std::to_string(**value) +
+                         ": must be a fraction between 0 and 1, e.g. 0.05");
+  }
+  if (options.seed_fraction)
+    model.seed_fraction = *options.seed_fraction;
+  if (options.confirm_fraction)
+    model.confirm_fraction = *options.confirm_fraction;
   try {
     return stages::make_strategy(options.strategy, space.configurations, options.budget,
-                                 options.seed);
+                                 options.seed, &model);
   } catch (const std::invalid_argument& error) {
     throw config_error(std::string("--strategy ") + options.strategy + ": " + error.what());
   }

@@ -80,7 +80,14 @@ public:
         ->check(CLI::IsMember({"exhaustive", "random", "model"}));
     budget_opt_ =
         cmd->add_option("--budget", budget_, "At most N candidates")->check(CLI::PositiveNumber);
-    cmd->add_option("--seed", options_.seed, "Seed of the random strategy");
+    cmd->add_option("--seed", options_.seed, "Seed of the random and model strategies");
+    cmd->add_option("--seed-fraction", options_.seed_fraction,
+                    "--strategy model: the random seed sample, a fraction of the space, at least "
+                    "twice the parameters' linear features (default: twice them, at most half "
+                    "the budget)");
+    cmd->add_option("--confirm-fraction", options_.confirm_fraction,
+                    "--strategy model: the confirm phase at the end, a fraction of the budget "
+                    "(default 0.1)");
     workers_opt_ = cmd->add_option("--compile-workers", workers_,
                                    "Local compile worker processes (default: cores - lanes, >= 1)");
     cmd->add_option("--listen", options_.listen,

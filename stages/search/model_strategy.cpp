@@ -26,8 +26,9 @@ model_strategy::model_strategy(const std::vector<configuration>& configs,
   report_.seed_size =
       std::clamp<std::size_t>(wanted, std::min<std::size_t>(options_.folds, budget_),
                               std::max<std::size_t>(budget_ / 2, 1));
-  if (options_.seed_fraction > 0)
-    report_.seed_size = std::min(wanted, budget_);
+  if (options_.seed_fraction > 0) // asked for: at least twice the linear features, in the budget
+    report_.seed_size =
+        std::min(std::max(wanted, 2 * std::max<std::size_t>(features_.linear, 1)), budget_);
   batch_ = options_.batch > 0 ? options_.batch : 4;
   // Neighbour groups: the configuration's values but one parameter's, as text.
   const std::size_t params = n > 0 ? configs.front().params.size() : 0;

@@ -90,11 +90,12 @@ std::unique_ptr<strategy> make_strategy(std::string_view name,
 std::unique_ptr<strategy> make_strategy(std::string_view name,
                                         const std::vector<configuration>& configurations,
                                         std::optional<std::size_t> budget,
-                                        std::uint64_t seed) {
+                                        std::uint64_t seed,
+                                        const model_options* model) {
   if (name == "model")
     return std::make_unique<model_strategy>(
         configurations, std::min(configurations.size(), budget.value_or(configurations.size())),
-        seed);
+        seed, model ? *model : model_options{});
   return make_strategy(name, configurations.size(), budget, seed);
 }
 

@@ -68,11 +68,15 @@ std::unique_ptr<strategy> make_strategy(std::string_view name,
                                         std::optional<std::size_t> budget,
                                         std::uint64_t seed);
 
-/// The same, and "model" (model_strategy.hpp), which needs the configurations themselves.
+struct model_options;
+
+/// The same, and "model" (model_strategy.hpp, with `model` as its settings; null: the defaults),
+/// which needs the configurations themselves.
 std::unique_ptr<strategy> make_strategy(std::string_view name,
                                         const std::vector<configuration>& configurations,
                                         std::optional<std::size_t> budget,
-                                        std::uint64_t seed);
+                                        std::uint64_t seed,
+                                        const model_options* model = nullptr);
 
 /// A uniform integer in [0, bound) from `rng`, by rejection sampling, so the result is the same on
 /// every standard library (std::uniform_int_distribution's algorithm is unspecified). bound > 0.

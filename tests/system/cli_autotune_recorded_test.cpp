@@ -62,7 +62,7 @@ TEST(cli_autotune_recorded, a_budget_counts_configurations_and_a_seed_repeats_th
     EXPECT_EQ(rpl::testing::schema_errors(a, "autotune.schema.json"), std::vector<std::string>{});
     EXPECT_DOUBLE_EQ(a["space_measured_fraction"].get<double>(), 0.5);
     if (strategy == "model") {
-      // Twice its 5 linear features would be 10: at most half the budget, 3; one refit after.
+      // Twice its 3 linear features would be 6: at most half the budget, 3.
       EXPECT_EQ(a["model"]["seed_size"], 3);
       EXPECT_TRUE(a["model"].contains("cv_r2"));
       EXPECT_DOUBLE_EQ(a["model"]["confidence_r2"].get<double>(), 0.75);
@@ -73,6 +73,32 @@ TEST(cli_autotune_recorded, a_budget_counts_configurations_and_a_seed_repeats_th
     for (std::size_t i = 0; i < 6; ++i)
       EXPECT_EQ(a["candidates"][i]["params"], b["candidates"][i]["params"]) << strategy << i;
   }
+}
+
+TEST(cli_autotune_recorded, the_models_seed_and_confirm_fractions_are_settings_with_checks) {
+  temp_dir dir;
+  // 12 configurations: 0.9 of them is 11 seeds (over twice the 3 linear features, 6).
+  const auto doc = search(dir, "m.db",
+                          {"--strategy", "model", "--budget", "12", "--seed-fraction", "0.9",
+                           "--confirm-fraction", "0.25"});
+  EXPECT_EQ(rpl::testing::schema_errors(doc, "autotune.schema.json"), std::vector<std::string>{});
+  EXPECT_EQ(doc["model"]["seed_size"], 11);
+  EXPECT_EQ(doc["model"]["unmeasured"]["count"], 0); // the whole space was measured
+  // 0.1 would be 2 seeds: raised to twice the linear features, 6, so a first fit has points.
+  const auto low = search(dir, "l.db", {"--strategy", "model", "--seed-fraction", "0.1"});
+  EXPECT_EQ(low["model"]["seed_size"], 6);
+  const auto over = run_rocm_perf({"autotune", "--recorded", toy.string(), "--strategy", "model",
+                                   "--seed-fraction", "1.5", "--db", (dir / "o.db").string()});
+  EXPECT_EQ(over.exit_code, 2) << over.output;
+  EXPECT_NE(over.output.find("--seed-fraction 1.5"), std::string::npos) << over.output;
+  EXPECT_NE(over.output.find("must be a fraction between 0 and 1"), std::string::npos)
+      << over.output;
+  const auto random = run_rocm_perf({"autotune", "--recorded", toy.string(), "--strategy", "random",
+                                     "--confirm-fraction", "0.2", "--db", (dir / "r.db").string()});
+  EXPECT_EQ(random.exit_code, 2) << random.output;
+  EXPECT_NE(random.output.find("--confirm-fraction applies to --strategy model only"),
+            std::string::npos)
+      << random.output;
 }
 
 TEST(cli_autotune_recorded, conflicting_or_bad_inputs_are_named_with_a_fix) {
