@@ -79,6 +79,9 @@ struct autotune_options {
   std::size_t finalists = 5;                 ///< final interleaved round; 0 or 1: none
   std::uint32_t final_rounds = 10;           ///< rounds of the final round
   std::filesystem::path kernel_lane_program; ///< default: rpl-kernel-lane next to rocm-perf
+  /// The static screen (engine/autotune/candidate_screen.hpp): a candidate the device would refuse
+  /// to launch is invalid before it reaches a lane. --no-static-screen turns it off.
+  bool static_screen = true;
 };
 
 struct autotune_counts {

@@ -186,6 +186,10 @@ std::string fingerprint(const autotune_options& options, const autotune_inputs& 
   }
   if (!options.launch.empty()) {
     fp << stages::content_hash(read_file(options.launch, "--launch")) << '\n';
+    // Only when off, so runs made before the screen existed keep their fingerprint.
+    if (!options.static_screen) {
+      fp << "no-static-screen\n";
+    }
   }
   for (const auto& [name, content] : in.source_pairs) {
     fp << name << ' ' << stages::content_hash(content) << '\n';

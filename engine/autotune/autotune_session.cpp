@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/autotune/candidate_screen.hpp"
 #include "stages/search/candidate_key.hpp"
 #include "workers/compilers/compiler_rules.hpp"
 #include "workers/process/child_process.hpp"
@@ -274,6 +275,32 @@ std::string autotune_session::build_failure(const candidate_state& c) const {
     reason += ": " + detail;
   }
   return reason;
+}
+
+std::optional<std::string> autotune_session::screen(candidate_state& c) {
+  // Only the kernel lane knows the launch geometry (candidate_screen.hpp says what that leaves).
+  if (!options_.static_screen || !c.launch) {
+    return std::nullopt;
+  }
+  try {
+    auto outcome = screen_candidate(c.compile, c.artifact_path, c.launch, inputs_.nvidia_arch);
+    c.screen = std::move(outcome.record);
+    if (!outcome.skipped.empty()) {
+      const std::lock_guard lock(screen_mutex_);
+      if (screen_notes_.insert(outcome.skipped).second) {
+        spdlog::warn("static screen: not screened: {} (said once; such candidates go to the lane "
+                     "unscreened)",
+                     outcome.skipped);
+      }
+    }
+    if (outcome.refusal.empty()) {
+      return std::nullopt;
+    }
+    return outcome.refusal;
+  } catch (const std::exception& error) {
+    spdlog::warn("static screen: candidate {}: {}", c.key, error.what());
+    return std::nullopt;
+  }
 }
 
 messages::measure_request autotune_session::measure_request(const candidate_state& c) const {

@@ -39,6 +39,7 @@ public:
   messages::compile_request compile_request(const candidate_state& c) const override;
   void on_compiled(candidate_state& c, const messages::compile_reply& reply) override;
   std::string build_failure(const candidate_state& c) const override;
+  std::optional<std::string> screen(candidate_state& c) override;
   messages::measure_request measure_request(const candidate_state& c) const override;
   void judge(candidate_state& c) override;
   void record(candidate_state& c) override;
@@ -103,6 +104,8 @@ private:
   std::mutex measured_mutex_;
   std::atomic<bool> fatal_{false};  ///< the store cannot write: nothing more is stored
   std::atomic<bool> failed_{false}; ///< the run failed (a store error or fail())
+  std::mutex screen_mutex_;
+  std::unordered_set<std::string> screen_notes_; ///< why candidates were not screened, logged once
   mutable std::mutex failure_mutex_;
   std::string failure_; // guarded by failure_mutex_
 };

@@ -115,6 +115,9 @@ public:
     cmd->add_option("--launch", options_.launch,
                     "Kernel lane: launch file (docs/launch-file.md); the build template makes a "
                     "code object (nvcc -cubin)");
+    cmd->add_flag("--no-static-screen", no_static_screen_,
+                  "Kernel lane: send every built candidate to the lane, even one the static screen "
+                  "finds the device would refuse (registers, shared memory, block size)");
     cmd->add_option("--backend", options_.backend,
                     "timing (whole processes) | cuda | rocm (kernels timed from the trace) | auto")
         ->check(CLI::IsMember({"timing", "cuda", "rocm", "auto"}));
@@ -148,6 +151,7 @@ public:
 
   int run() override {
     setup_logging(quiet_ || json_);
+    options_.static_screen = !no_static_screen_;
     if (*budget_opt_) {
       options_.budget = budget_;
     }
@@ -177,6 +181,7 @@ private:
   autotune_options options_;
   bool json_ = false;
   bool quiet_ = false;
+  bool no_static_screen_ = false;
   std::int64_t heartbeat_ms_ = 1000;
   std::size_t budget_ = 0;
   std::size_t workers_ = 0;

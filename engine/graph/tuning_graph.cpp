@@ -186,8 +186,16 @@ struct compile_gateway_body {
                          // dropped queue is no result, and nothing new starts on a lane.
                          if (!policy->stopping()) {
                            policy->on_compiled(*c, reply);
-                           if (c->compile.status == messages::compile_status::ok) {
+                           const bool built = c->compile.status == messages::compile_status::ok;
+                           const auto refusal = built ? policy->screen(*c) : std::nullopt;
+                           if (built && !refusal) {
                              dispatch(c, *taken); // holds the gateway's wait again until measured
+                           } else if (refusal) {
+                             // The device would refuse the launch: no lane time, like a failed
+                             // build.
+                             c->measure.status = messages::measure_status::not_run;
+                             c->measure.reason = *refusal;
+                             taken->try_put(c);
                            } else {
                              // A failed build skips the lanes: its measurement is `not_run` with
                              // the reason.

@@ -3,6 +3,9 @@
 /// nodes, edges, concurrency and back-pressure; every decision about a candidate comes from here.
 /// Each call names the node (and so the thread discipline) it is made from.
 
+#include <optional>
+#include <string>
+
 #include "engine/graph/candidate_state.hpp"
 #include "messages/wire.hpp"
 
@@ -22,6 +25,15 @@ public:
   virtual void on_compiled(candidate_state& c, const messages::compile_reply& reply) = 0;
   /// The reason a candidate whose build failed never reaches a lane.
   virtual std::string build_failure(const candidate_state& c) const = 0;
+  /// The static screen, after a successful build and before any lane: the reason the device would
+  /// refuse to launch the candidate ("static screen: ..."), which then skips the lanes like a
+  /// failed build (measurement `not_run`, verdict invalid); nullopt lets it through. May record
+  /// what it found in `c`. Called on the compile service's thread, once per candidate; must not
+  /// throw.
+  virtual std::optional<std::string> screen(candidate_state& c) {
+    (void)c;
+    return std::nullopt;
+  }
   /// The measurement job for a compiled candidate (the compile reply's thread; any thread).
   virtual messages::measure_request measure_request(const candidate_state& c) const = 0;
   /// Decides the verdict against the incumbent (acceptance node: serial).

@@ -26,6 +26,8 @@ struct candidate_record {
   messages::measure_result measure;
   stages::sample_stats stats;
   messages::verdict verdict;
+  /// The static screen's findings (engine/autotune/candidate_screen.hpp); null when not screened.
+  nlohmann::json screen;
 };
 
 } // namespace rpl::engine

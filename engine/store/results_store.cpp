@@ -373,6 +373,23 @@ void results_store::record(const std::string& run_id, const candidate_record& c)
                              {"spill_store_bytes", k.spill_store_bytes},
                              {"spill_load_bytes", k.spill_load_bytes}});
       }
+      // The static screen's findings go with the kernel it screened; a code object's kernel,
+      // which the compiler did not report, gets an entry of its own.
+      if (c.screen.is_object()) {
+        bool placed = false;
+        for (auto& k : resources) {
+          if (k["name"] == c.screen.value("kernel", "") &&
+              k["arch"] == c.screen.value("arch", "")) {
+            k["screen"] = c.screen;
+            placed = true;
+          }
+        }
+        if (!placed) {
+          resources.push_back({{"name", c.screen.value("kernel", "")},
+                               {"arch", c.screen.value("arch", "")},
+                               {"screen", c.screen}});
+        }
+      }
       s.bind_text(12, resources.dump());
       s.step();
     }

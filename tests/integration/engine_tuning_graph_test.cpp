@@ -113,6 +113,12 @@ public:
   std::string build_failure(const candidate_state& c) const override {
     return "compile_failed: " + c.compile.error;
   }
+  std::optional<std::string> screen(candidate_state& c) override {
+    EXPECT_EQ(c.compile.status, messages::compile_status::ok); // only built candidates
+    if (refuse_screen_.count(c.space_index) == 0)
+      return std::nullopt;
+    return "static screen: " + c.key + " on purpose";
+  }
   messages::measure_request measure_request(const candidate_state& c) const override {
     messages::measure_request request;
     request.candidate_key = c.key;
@@ -143,6 +149,7 @@ public:
 
   std::size_t n_;
   std::set<std::size_t> fail_build_;
+  std::set<std::size_t> refuse_screen_; ///< built, but the static screen refuses them
   std::size_t next_ = 0;
   std::size_t out_ = 0;
   std::size_t max_out_ = 0;
@@ -208,6 +215,34 @@ TEST(engine_tuning_graph, every_candidate_is_recorded_once_and_failed_builds_ski
   ASSERT_TRUE(policy.best_.has_value());
   EXPECT_EQ(policy.best_->key, "k0");
   EXPECT_NEAR(policy.recorded_.at("k0").stats.median, 1e6, 1.0);
+}
+
+TEST(engine_tuning_graph, candidates_the_static_screen_refuses_are_invalid_and_skip_the_lanes) {
+  const std::size_t n = 12;
+  recording_policy policy(n, {4});
+  policy.refuse_screen_ = {2, 4, 7}; // 4 fails to build first: never screened
+  fake_compile_service compiler(fake_build);
+  std::vector<std::unique_ptr<lane_worker>> lanes;
+  auto lane = make_fake_lane("fake0", medians_for(n));
+  auto* fake = lane.get();
+  lanes.push_back(std::make_unique<lane_worker>(std::move(lane), -1));
+  {
+    tuning_graph graph(policy, compiler, lanes);
+    graph.run(4);
+  }
+  ASSERT_EQ(policy.recorded_.size(), n);
+  EXPECT_EQ(policy.observed_.size(), n);
+  EXPECT_EQ(fake->calls(), n - 3);
+  for (const std::size_t i : {2, 7}) {
+    const auto& refused = policy.recorded_.at("k" + std::to_string(i));
+    EXPECT_EQ(refused.compile.status, messages::compile_status::ok);
+    EXPECT_EQ(refused.measure.status, messages::measure_status::not_run);
+    EXPECT_EQ(refused.measure.reason, "static screen: k" + std::to_string(i) + " on purpose");
+    EXPECT_EQ(refused.verdict.decision, messages::verdict_kind::invalid);
+    EXPECT_EQ(refused.verdict.reason, refused.measure.reason);
+  }
+  EXPECT_EQ(policy.recorded_.at("k4").measure.reason, "compile_failed: k.cpp:1: error: on purpose");
+  EXPECT_EQ(policy.recorded_.at("k3").measure.status, messages::measure_status::ok);
 }
 
 TEST(engine_tuning_graph, a_slow_store_holds_replacements_back_and_records_every_candidate) {
