@@ -285,6 +285,7 @@ std::optional<std::string> autotune_session::screen(candidate_state& c) {
   try {
     auto outcome = screen_candidate(c.compile, c.artifact_path, c.launch, inputs_.nvidia_arch);
     c.screen = std::move(outcome.record);
+    c.static_features = outcome.features;
     if (!outcome.skipped.empty()) {
       const std::lock_guard lock(screen_mutex_);
       if (screen_notes_.insert(outcome.skipped).second) {
@@ -378,6 +379,7 @@ void autotune_session::observe(const candidate_state& c) {
   o.index = c.space_index;
   o.config = &inputs_.space.configurations[c.space_index];
   o.verdict = c.verdict.decision;
+  o.static_features = c.static_features;
   if (c.verdict.decision == messages::verdict_kind::invalid) {
     o.failure = c.measure.reason.empty() ? c.verdict.reason : c.measure.reason;
   } else {

@@ -16,6 +16,8 @@ struct kernel_source {
   std::string arch;
   stages::launch_screen_input input;
   nlohmann::json resources;
+  std::uint32_t registers = 0; ///< per thread (NVIDIA), VGPRs (AMD)
+  double spill_bytes = 0;
 };
 
 /// From nvcc's report: the entries for the launched kernel, the device's arch first.
@@ -49,6 +51,8 @@ std::optional<kernel_source> from_nvcc(const messages::compile_reply& reply,
   s.arch = chosen->arch;
   s.input.kernel =
       stages::kernel_resources::from_nvidia_registers(chosen->registers, chosen->shared_bytes, 0);
+  s.registers = chosen->registers;
+  s.spill_bytes = static_cast<double>(chosen->spill_store_bytes + chosen->spill_load_bytes);
   s.resources = {{"source", "nvcc --resource-usage"},
                  {"registers", chosen->registers},
                  {"static_shared_bytes", chosen->shared_bytes}};
@@ -97,6 +101,8 @@ std::optional<kernel_source> from_code_object(const std::filesystem::path& artif
   s.name = k.name;
   s.arch = chosen.first->processor;
   s.input.kernel = stages::kernel_resources::from_code_object(k, 0);
+  s.registers = k.vgpr_count;
+  s.spill_bytes = static_cast<double>(k.private_segment_fixed_size);
   s.input.max_flat_workgroup_size = k.max_flat_workgroup_size;
   s.resources = {{"source", "code object"},
                  {"vgpr_count", k.vgpr_count},
@@ -159,9 +165,14 @@ screen_outcome screen_candidate(const messages::compile_reply& reply,
                   {"active_waves_per_cu", result.occupancy.active_waves_per_cu},
                   {"limiter", stages::to_string(result.occupancy.limiter)},
                   {"refusal", result.refusal}};
+    out.features = std::array<double, 4>{
+        static_cast<double>(source->registers),
+        static_cast<double>(source->input.kernel.lds_bytes + in.dynamic_shared_bytes),
+        source->spill_bytes, result.occupancy.occupancy};
   } catch (const std::exception& error) {
     out.refusal.clear();
     out.record = nullptr;
+    out.features.reset();
     out.skipped = std::string("the screen failed: ") + error.what();
   }
   return out;

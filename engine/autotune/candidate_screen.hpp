@@ -15,6 +15,7 @@
 /// A candidate that cannot be screened (no resources for the kernel, no model for its arch, an
 /// artifact that is not a code object) is let through with the reason in `skipped`.
 
+#include <array>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -34,6 +35,10 @@ struct screen_outcome {
   nlohmann::json record;
   /// Why nothing was screened; empty when the screen ran.
   std::string skipped;
+  /// For the model strategy, when the screen ran: registers (per thread; AMD VGPRs), static +
+  /// dynamic shared memory (LDS) bytes, spill bytes (nvcc's stores + loads; AMD scratch per
+  /// work-item), theoretical occupancy (stages::static_feature_names).
+  std::optional<std::array<double, 4>> features;
 };
 
 /// Screens one candidate: `reply` its compile reply (resources), `artifact` its stored artifact

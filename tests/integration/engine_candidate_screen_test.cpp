@@ -144,6 +144,11 @@ TEST_F(candidate_screen_test, reads_the_code_object_and_refuses_what_gfx90a_woul
   EXPECT_EQ(fine.record["resources"]["max_flat_workgroup_size"], 256);
   EXPECT_EQ(fine.record["resources"]["static_lds_bytes"], 40960);
   EXPECT_GT(fine.record["occupancy"].get<double>(), 0.0);
+  // The model strategy's static features: VGPRs, LDS (static + dynamic), scratch, occupancy.
+  ASSERT_TRUE(fine.features.has_value());
+  EXPECT_EQ((*fine.features)[0], fine.record["resources"]["vgpr_count"].get<double>());
+  EXPECT_EQ((*fine.features)[1], 40960.0);
+  EXPECT_EQ((*fine.features)[3], fine.record["occupancy"].get<double>());
 
   const auto too_big = screen_candidate(no_resources, bounded, launch(512, 0), "");
   EXPECT_NE(too_big.refusal.find("static screen: a workgroup of 512 threads > the kernel's "
@@ -161,6 +166,7 @@ TEST_F(candidate_screen_test, reads_the_code_object_and_refuses_what_gfx90a_woul
   const auto whole = screen_candidate(no_resources, bounded, std::nullopt, "");
   EXPECT_TRUE(whole.refusal.empty());
   EXPECT_TRUE(whole.record.is_null());
+  EXPECT_FALSE(whole.features.has_value());
   EXPECT_NE(whole.skipped.find("launch geometry is unknown"), std::string::npos);
 
   // An artifact that is not a code object, with no compiler report: let through, said why.
