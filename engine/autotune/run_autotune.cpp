@@ -412,9 +412,13 @@ autotune_result run_autotune(const autotune_options& options,
       std::chrono::milliseconds(static_cast<std::int64_t>(options.stop_grace_s * 1000));
   {
     tuning_graph graph(session, compiler, lanes);
-    graph.run(options.max_in_flight.value_or(
-                  2 * (std::max<std::size_t>(inputs.workers, 1) + lanes.size())),
-              grace);
+    // The model strategy picks from the results it has: with every candidate of a small budget
+    // in flight at once, it would pick them all before the first result (all at random). Its
+    // default keeps each lane fed with one candidate compiling ahead, at least 4.
+    const std::size_t in_flight =
+        options.strategy == "model" ? std::max<std::size_t>(2 * lanes.size(), 4)
+                                    : 2 * (std::max<std::size_t>(inputs.workers, 1) + lanes.size());
+    graph.run(options.max_in_flight.value_or(in_flight), grace);
   }
   std::string winner_note;
   std::optional<final_round_result> final_round;

@@ -138,9 +138,11 @@ public:
     cmd->add_option("--finalists", options_.finalists,
                     "Finalists re-measured interleaved at the end (0: no final round)");
     cmd->add_option("--final-rounds", options_.final_rounds, "Rounds of the final round");
-    in_flight_opt_ = cmd->add_option("--max-in-flight", in_flight_,
-                                     "Candidates in flight (default 2 x (workers + lanes))")
-                         ->check(CLI::PositiveNumber);
+    in_flight_opt_ =
+        cmd->add_option("--max-in-flight", in_flight_,
+                        "Candidates in flight (default 2 x (workers + lanes); with --strategy "
+                        "model 2 x lanes, at least 4)")
+            ->check(CLI::PositiveNumber);
     cmd->footer("Stopping: the first Ctrl-C (SIGINT) or SIGTERM drops the candidates waiting for a "
                 "compile or a lane, lets the measurements already running finish (abandoning them "
                 "after 10 s), skips the final round, stores what completed and exits 130; a second "
