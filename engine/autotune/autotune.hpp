@@ -45,6 +45,12 @@ struct autotune_options {
   std::optional<double> confirm_fraction;
   std::optional<std::size_t> compile_workers; ///< default: cores - lanes, at least 1
   std::vector<std::string> listen;            ///< extra endpoints for remote workers
+  /// CURVE on the --listen endpoints: the engine's key pair (rocm-perf keys generate) and the
+  /// allow-list of worker public keys. A TCP --listen endpoint beyond loopback needs both, or
+  /// `insecure`.
+  std::filesystem::path curve_keys;
+  std::filesystem::path allow_keys;
+  bool insecure = false;
   std::size_t lanes = 1;
   std::uint32_t runs = 5;
   std::uint32_t warmup = 1;

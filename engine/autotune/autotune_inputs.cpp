@@ -140,6 +140,45 @@ void identify_compilers(const autotune_options& options, autotune_inputs& in) {
   }
 }
 
+/// True for a tcp:// endpoint only this host can reach (127.0.0.0/8, ::1, localhost).
+bool loopback_tcp(const std::string& endpoint) {
+  const std::string host = endpoint.substr(6, endpoint.rfind(':') - 6);
+  return host.rfind("127.", 0) == 0 || host == "localhost" || host == "[::1]";
+}
+
+/// --listen's authentication: CURVE keys, or --insecure for TCP beyond loopback.
+void check_listen_security(const autotune_options& options, autotune_inputs& in) {
+  if (options.curve_keys.empty() != options.allow_keys.empty())
+    throw config_error(std::string(options.curve_keys.empty() ? "--allow-keys" : "--curve-keys") +
+                       " without " +
+                       (options.curve_keys.empty() ? "--curve-keys" : "--allow-keys") +
+                       ": CURVE needs the engine's key pair and the workers' allow-list; fix: "
+                       "pass both (rocm-perf keys generate DIR makes a pair)");
+  if (!options.curve_keys.empty()) {
+    if (options.listen.empty())
+      throw config_error("--curve-keys without --listen: local workers use a private ipc:// "
+                         "endpoint; fix: add --listen tcp://HOST:PORT for remote workers");
+    if (options.insecure)
+      throw config_error("--insecure with --curve-keys: choose one; fix: drop --insecure");
+    try {
+      workers::require_curve("--curve-keys");
+      in.curve_server = workers::read_keypair(options.curve_keys);
+      in.curve_allowed = workers::read_allow_list(options.allow_keys);
+    } catch (const workers::curve_error& error) {
+      throw config_error(error.what());
+    }
+    return;
+  }
+  for (const auto& endpoint : options.listen)
+    if (endpoint.rfind("tcp://", 0) == 0 && !loopback_tcp(endpoint) && !options.insecure)
+      throw config_error("--listen " + endpoint +
+                         ": remote workers would connect with no authentication, and anyone who "
+                         "reaches the port could answer compile jobs with programs this host "
+                         "runs; fix: --curve-keys DIR --allow-keys FILE (rocm-perf keys generate "
+                         "DIR, on the engine and on each worker), or --insecure on a trusted "
+                         "network");
+}
+
 std::size_t worker_count(const autotune_options& options) {
   std::size_t workers = 1;
   if (options.compile_workers) {
@@ -418,6 +457,7 @@ autotune_inputs validate_inputs(const autotune_options& options) {
   in.strategy = make_search_strategy(options, in.space);
   choose_lanes(options, in);
   in.workers = worker_count(options);
+  check_listen_security(options, in);
   in.fingerprint = fingerprint(options, in);
   return in;
 }

@@ -20,6 +20,7 @@
 #include "stages/search/strategy.hpp"
 #include "stages/statistics/sampling_criterion.hpp"
 #include "workers/devices/nvidia_gpu.hpp"
+#include "workers/protocol/curve_keys.hpp"
 
 namespace rpl::engine {
 
@@ -36,6 +37,9 @@ struct autotune_inputs {
   std::unique_ptr<stages::strategy> strategy;
   std::size_t workers = 1;
   std::string fingerprint;
+  /// --curve-keys and --allow-keys, read: the --listen endpoints are CURVE servers.
+  std::optional<workers::curve_keypair> curve_server;
+  std::map<std::string, std::string> curve_allowed;
 
   /// What the lanes are: "timing" (whole processes), "kernel" (--launch: the kernel lane),
   /// "cuda" or "rocm" (application lanes timed from the trace), "recorded" (--recorded).

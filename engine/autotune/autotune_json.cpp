@@ -79,7 +79,8 @@ nlohmann::json number_or_null(double value) {
 nlohmann::json broker_json(const broker_stats& b) {
   return {{"workers_seen", b.workers_seen},       {"workers_expired", b.workers_expired},
           {"jobs_requeued", b.jobs_requeued},     {"duplicate_replies", b.duplicate_replies},
-          {"unknown_replies", b.unknown_replies}, {"malformed_messages", b.malformed_messages}};
+          {"unknown_replies", b.unknown_replies}, {"malformed_messages", b.malformed_messages},
+          {"peers_admitted", b.peers_admitted},   {"peers_refused", b.peers_refused}};
 }
 
 } // namespace

@@ -90,11 +90,18 @@ cpu_plan plan_cpus(std::size_t lanes, std::size_t workers) {
   return plan;
 }
 
-broker_config make_broker_config(const autotune_options& options, const private_dir& dir) {
+broker_config make_broker_config(const autotune_options& options,
+                                 const autotune_inputs& inputs,
+                                 const private_dir& dir) {
   broker_config config;
   config.bind_endpoints.push_back("ipc://" + (dir.path() / "broker.ipc").string());
-  for (const auto& endpoint : options.listen) {
-    config.bind_endpoints.push_back(endpoint);
+  if (inputs.curve_server) {
+    // The local workers' private ipc:// endpoint stays plain; --listen takes CURVE clients only.
+    config.curve = broker_curve{*inputs.curve_server, inputs.curve_allowed, options.listen};
+  } else {
+    for (const auto& endpoint : options.listen) {
+      config.bind_endpoints.push_back(endpoint);
+    }
   }
   config.heartbeat = options.heartbeat;
   config.liveness = options.liveness;
@@ -133,6 +140,11 @@ worker_endpoints describe_endpoints(const autotune_options& options, const broke
     e.listening += (e.listening.empty() ? "" : ", ") + endpoint;
   }
   e.connect = endpoints.front();
+  if (config.curve) {
+    e.connect += " --curve-keys WORKER_KEY_DIR --server-key " +
+                 (options.curve_keys / "public.key").string() + " (its public.key listed in " +
+                 options.allow_keys.string() + ")";
+  }
   for (const std::string wildcard : {"0.0.0.0", "*"}) {
     if (const auto at = e.connect.find("://" + wildcard); at != std::string::npos) {
       e.connect.replace(at + 3, wildcard.size(), "<this host>");
@@ -354,7 +366,7 @@ autotune_result run_autotune(const autotune_options& options,
     session.store().set_run_status(session.run_id(), "failed");
     throw;
   }
-  const auto bconfig = make_broker_config(options, *ipc_dir);
+  const auto bconfig = make_broker_config(options, inputs, *ipc_dir);
   broker compile_broker(bconfig);
   try {
     compile_broker.start();

@@ -1,6 +1,7 @@
 #include "engine/broker/broker.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -47,7 +48,94 @@ void broker::start() {
   for (const auto& endpoint : config_.bind_endpoints) {
     router_.bind(endpoint);
   }
+  if (config_.curve) {
+    workers::require_curve("the engine's CURVE endpoints");
+    // The handler must be bound before a CURVE endpoint takes a connection: with none, libzmq
+    // admits every client key.
+    zap_.emplace(context_, zmq::socket_type::rep);
+    zap_->set(zmq::sockopt::linger, 0);
+    zap_->bind("inproc://zeromq.zap.01");
+    monitor_.emplace(context_, zmq::socket_type::pair);
+    monitor_->set(zmq::sockopt::linger, 0);
+    if (zmq_socket_monitor(router_.handle(), "inproc://rpl-broker-monitor",
+                           ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0)
+      throw zmq::error_t();
+    monitor_->connect("inproc://rpl-broker-monitor");
+    // Options are taken per endpoint when it is bound: the ipc:// endpoints above stay plain.
+    router_.set(zmq::sockopt::curve_server, 1);
+    router_.set(zmq::sockopt::curve_secretkey, config_.curve->server.secret_key);
+    router_.set(zmq::sockopt::zap_domain, "rocm-perf");
+    for (const auto& endpoint : config_.curve->endpoints) {
+      router_.bind(endpoint);
+    }
+  }
   thread_ = std::thread([this] { run(); });
+}
+
+void broker::answer_zap() {
+  // RFC 27: version, request id, domain, address, identity, mechanism, credentials...
+  while (true) {
+    std::vector<zmq::message_t> frames;
+    zmq::message_t part;
+    bool more = true;
+    bool got = false;
+    while (more && zap_->recv(part, zmq::recv_flags::dontwait)) {
+      got = true;
+      more = part.more();
+      frames.push_back(std::move(part));
+    }
+    if (!got)
+      return;
+    std::string status = "400", text = "malformed ZAP request", user;
+    std::string address = frames.size() > 3 ? frames[3].to_string() : "?";
+    if (frames.size() >= 7 && frames[0].to_string() == "1.0" && frames[5].to_string() == "CURVE") {
+      const std::string key = workers::z85_from_binary(frames[6].to_string());
+      const auto it = config_.curve->allowed.find(key);
+      if (it != config_.curve->allowed.end()) {
+        status = "200";
+        text = "OK";
+        user = it->second;
+        count(&broker_stats::peers_admitted);
+        spdlog::info("CURVE: admitted worker key {} ({}) from {}", it->second, key, address);
+      } else {
+        text = "key not in the allow-list";
+        count(&broker_stats::peers_refused);
+        spdlog::warn("CURVE: refused a peer from {}: its key {} is not in the allow-list", address,
+                     key);
+      }
+    } else {
+      count(&broker_stats::peers_refused);
+      spdlog::warn("CURVE: refused a peer from {}: {}", address, text);
+    }
+    const std::string request_id = frames.size() > 1 ? frames[1].to_string() : "";
+    const std::string reply[] = {"1.0", request_id, status, text, user, ""};
+    for (std::size_t i = 0; i < 6; ++i)
+      zap_->send(frame(reply[i]), i + 1 < 6 ? zmq::send_flags::sndmore : zmq::send_flags::none);
+  }
+}
+
+void broker::read_monitor() {
+  // Each event: a frame of a 16-bit event id and a 32-bit value, then the peer's address.
+  while (true) {
+    zmq::message_t event, address;
+    if (!monitor_->recv(event, zmq::recv_flags::dontwait))
+      return;
+    if (event.more()) [[maybe_unused]]
+      auto got = monitor_->recv(address);
+    std::uint16_t id = 0;
+    if (event.size() >= sizeof id)
+      std::memcpy(&id, event.data(), sizeof id);
+    // An unlisted key was counted and named by the ZAP handler already.
+    if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+      continue;
+    count(&broker_stats::peers_refused);
+    spdlog::warn("CURVE: refused a peer on {}: the handshake failed ({}); an unauthenticated "
+                 "client, or one with the wrong server key",
+                 address.to_string(),
+                 id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ? "protocol error" : "no CURVE");
+  }
 }
 
 void broker::stop() {
@@ -361,8 +449,14 @@ void broker::run() {
       std::min<std::chrono::milliseconds>(config_.heartbeat / 2, max_poll_wait);
   while (!stopping_) {
     zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
-                               {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
-    zmq::poll(items, 2, poll_interval);
+                               {nullptr, wake_fd_, ZMQ_POLLIN, 0},
+                               {zap_ ? zap_->handle() : nullptr, -1, ZMQ_POLLIN, 0},
+                               {monitor_ ? monitor_->handle() : nullptr, -1, ZMQ_POLLIN, 0}};
+    zmq::poll(items, zap_ ? 4 : 2, poll_interval);
+    if (zap_) {
+      answer_zap();
+      read_monitor();
+    }
     if ((items[1].revents & ZMQ_POLLIN) != 0) {
       std::uint64_t counter = 0;
       [[maybe_unused]] auto got = ::read(wake_fd_, &counter, sizeof counter);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -21,6 +22,7 @@
 #include <zmq.hpp>
 
 #include "messages/wire.hpp"
+#include "workers/protocol/curve_keys.hpp"
 
 namespace rpl::engine {
 
@@ -28,8 +30,19 @@ namespace rpl::engine {
 /// (tests/support/manual_clock.hpp). Called on the broker thread only.
 using broker_clock = std::function<std::chrono::steady_clock::time_point()>;
 
+/// CURVE on the remote endpoints: the engine is the server, with its key pair; its ZAP handler
+/// (RFC 27, polled on the broker thread) admits only the client public keys in `allowed`, and a
+/// refused or unauthenticated peer is logged and counted.
+struct broker_curve {
+  workers::curve_keypair server;
+  std::map<std::string, std::string> allowed; ///< Z85 public key → name (the allow-list file)
+  std::vector<std::string> endpoints;         ///< bound as CURVE servers, after the plain ones
+};
+
 struct broker_config {
   std::vector<std::string> bind_endpoints; ///< ipc:// for local workers, tcp:// for --listen
+  /// When set, its endpoints are bound with CURVE; `bind_endpoints` stay plain (local ipc://).
+  std::optional<broker_curve> curve;
   std::chrono::milliseconds heartbeat{1000};
   int liveness = 3;
   int max_attempts = 3; ///< a job is tried on this many workers before it fails with worker_lost
@@ -54,6 +67,10 @@ struct broker_stats {
   /// Messages dropped because they could not be read (frame count, header, version, kind, body)
   /// or have no place in the protocol (a kind a worker never sends).
   std::uint64_t malformed_messages = 0;
+  std::uint64_t peers_admitted = 0; ///< CURVE clients whose key the allow-list holds
+  /// CURVE clients refused: an unlisted key (ZAP), or a failed handshake (no CURVE, wrong server
+  /// key).
+  std::uint64_t peers_refused = 0;
 };
 
 class broker {
@@ -109,6 +126,8 @@ private:
   };
 
   void run();
+  void answer_zap();
+  void read_monitor();
   void handle_message(std::vector<zmq::message_t>& frames);
   void dispatch();
   void purge(std::chrono::steady_clock::time_point now);
@@ -132,6 +151,8 @@ private:
   broker_config config_;
   zmq::context_t context_{1};
   zmq::socket_t router_;
+  std::optional<zmq::socket_t> zap_;     ///< REP on inproc://zeromq.zap.01 (with curve)
+  std::optional<zmq::socket_t> monitor_; ///< the router's handshake failures (with curve)
   int wake_fd_ = -1;
   std::thread thread_;
   std::atomic<bool> stopping_{false};

@@ -92,6 +92,15 @@ public:
                                    "Local compile worker processes (default: cores - lanes, >= 1)");
     cmd->add_option("--listen", options_.listen,
                     "Also accept compile workers on this endpoint, e.g. tcp://0.0.0.0:5555");
+    cmd->add_option("--curve-keys", options_.curve_keys,
+                    "With --listen: the engine's CURVE key pair folder (rocm-perf keys generate); "
+                    "remote workers must then authenticate");
+    cmd->add_option("--allow-keys", options_.allow_keys,
+                    "With --curve-keys: the workers' public keys admitted, one per line "
+                    "(KEY [name])");
+    cmd->add_flag("--insecure", options_.insecure,
+                  "Allow --listen on TCP beyond loopback with no authentication (trusted "
+                  "networks only)");
     worker_wait_opt_ = cmd->add_option(
         "--worker-wait", worker_wait_s_,
         "Fail the run (exit 1) once compiles have waited this many seconds with no compile "

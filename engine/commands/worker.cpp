@@ -26,6 +26,11 @@ public:
     compile_->add_option("--work-dir", options_.work_root, "Where job folders are created");
     compile_->add_flag("--keep-temp", options_.keep_temp, "Keep job folders (debugging)");
     compile_->add_flag("--quiet", quiet_, "Log warnings and errors only");
+    compile_->add_option("--curve-keys", curve_keys_,
+                         "This worker's CURVE key pair folder (rocm-perf keys generate), for an "
+                         "engine started with --curve-keys");
+    compile_->add_option("--server-key", server_key_,
+                         "The engine's public.key (with --curve-keys)");
   }
 
   bool chosen() const override { return compile_->parsed(); }
@@ -37,6 +42,22 @@ public:
     options_.reconnect_max = std::chrono::milliseconds(reconnect_max_ms_);
     if (!compilers_.empty()) {
       options_.allowed_compilers = compilers_;
+    }
+    if (curve_keys_.empty() != server_key_.empty()) {
+      std::fprintf(stderr,
+                   "rocm-perf worker compile: error: --curve-keys and --server-key go together: "
+                   "the worker's key pair and the engine's public key; fix: pass both\n");
+      return bad_input;
+    }
+    if (!curve_keys_.empty()) {
+      try {
+        workers::require_curve("--curve-keys");
+        options_.curve = workers::curve_client_keys{workers::read_keypair(curve_keys_),
+                                                    workers::read_public_key(server_key_)};
+      } catch (const workers::curve_error& error) {
+        std::fprintf(stderr, "rocm-perf worker compile: error: %s\n", error.what());
+        return bad_input;
+      }
     }
     install_signal_handlers();
     try {
@@ -55,6 +76,8 @@ private:
   std::int64_t reconnect_ms_ = 1000;
   std::int64_t reconnect_max_ms_ = 32000;
   std::vector<std::string> compilers_;
+  std::filesystem::path curve_keys_;
+  std::filesystem::path server_key_;
 };
 
 } // namespace

@@ -10,11 +10,13 @@
 #include <signal.h>
 #include <sstream>
 #include <string>
+#include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
 
 #include <dirent.h>
+#include <netinet/in.h>
 
 #include "stages/sqlite/sqlite_statement.hpp"
 #include "workers/process/child_process.hpp"
@@ -155,6 +157,20 @@ template <class Condition> bool wait_until(Condition condition, std::chrono::mil
 /// The fixture program's build template: MODE and SLEEP_US come from the space.
 inline const char* fixture_build_template =
     "g++ -O0 -DMODE={MODE} -DSLEEP_US={SLEEP_US} candidate.cpp -o {OUT}";
+
+/// A loopback TCP port that was free a moment ago.
+inline int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
 
 inline std::filesystem::path fixture(const std::string& name) {
   return source_dir / "tests" / "fixtures" / name;

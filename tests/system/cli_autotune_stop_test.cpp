@@ -16,24 +16,11 @@ namespace {
 
 using namespace std::chrono_literals;
 using rpl::testing::fixture;
+using rpl::testing::free_port;
 using rpl::testing::query_int;
 using rpl::testing::query_texts;
 using rpl::testing::temp_dir;
 using rpl::testing::wait_until;
-
-/// A loopback TCP port that was free a moment ago.
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 /// `rocm-perf autotune` as a child process whose stderr goes to a file the test reads while it
 /// runs (the shell execs rocm-perf, so the pid signalled is rocm-perf's own).

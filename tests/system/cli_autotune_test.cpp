@@ -13,6 +13,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using rpl::testing::fixture;
+using rpl::testing::free_port;
 using rpl::testing::query_int;
 using rpl::testing::run_rocm_perf;
 using rpl::testing::temp_dir;
@@ -236,20 +237,6 @@ TEST(cli, an_engine_killed_mid_sweep_resumes_without_remeasuring_and_leaves_no_w
     EXPECT_NE(std::find(samples_after.begin(), samples_after.end(), sample), samples_after.end())
         << sample;
   }
-}
-
-/// A loopback TCP port that was free a moment ago.
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
 }
 
 TEST(cli, workers_on_other_hosts_connect_over_tcp_and_do_every_compile) {

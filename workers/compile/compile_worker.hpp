@@ -8,8 +8,11 @@
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "workers/protocol/curve_keys.hpp"
 
 namespace rpl::workers {
 
@@ -28,6 +31,8 @@ struct compile_worker_options {
   bool keep_temp = false;          ///< keep each job's directory (for debugging compiles)
   /// ZMQ_MAXMSGSIZE for incoming messages; also caps what a reply may carry (docs/protocol.md).
   std::size_t max_message_bytes = 256u << 20;
+  /// CURVE keys for an engine endpoint that requires them (--curve-keys, --server-key).
+  std::optional<curve_client_keys> curve;
 };
 
 /// True when the basename of `argv0` is exactly one of `allowed`. Shells and launchers (sh, bash,

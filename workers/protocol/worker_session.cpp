@@ -109,6 +109,13 @@ void worker_session::open_socket() {
   socket_.emplace(context_, zmq::socket_type::dealer);
   socket_->set(zmq::sockopt::linger, 0); // a dead broker must not make close() hang
   socket_->set(zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(options_.max_message_bytes));
+  if (options_.curve) {
+    // The engine is the CURVE server; an engine whose ZAP handler does not list our public key
+    // drops the handshake, and we keep reconnecting (and saying so) as for an engine that is down.
+    socket_->set(zmq::sockopt::curve_serverkey, options_.curve->server_public);
+    socket_->set(zmq::sockopt::curve_publickey, options_.curve->own.public_key);
+    socket_->set(zmq::sockopt::curve_secretkey, options_.curve->own.secret_key);
+  }
   socket_->connect(options_.endpoint);
   last_heard_ = steady::now(); // the broker gets a full liveness window from the moment we connect
   messages::ready hello;

@@ -16,6 +16,7 @@
 #include <zmq.hpp>
 
 #include "messages/wire.hpp"
+#include "workers/protocol/curve_keys.hpp"
 #include "workers/protocol/job_handler.hpp"
 #include "workers/protocol/worker_identity.hpp"
 
@@ -32,6 +33,9 @@ struct worker_session_options {
   /// ZMQ_MAXMSGSIZE for incoming messages; a reply larger than this would be dropped by the broker
   /// (which sets the same cap), so the session logs it as an error.
   std::size_t max_message_bytes = 256u << 20;
+  /// CURVE (curve_keys.hpp): the worker's key pair and the engine's public key, for an engine
+  /// endpoint that requires them; none: a plain connection.
+  std::optional<curve_client_keys> curve;
 };
 
 class worker_session {
