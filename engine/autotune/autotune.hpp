@@ -51,6 +51,9 @@ struct autotune_options {
   std::filesystem::path curve_keys;
   std::filesystem::path allow_keys;
   bool insecure = false;
+  /// Compile every candidate even when the artifact cache holds its build (successes are still
+  /// remembered).
+  bool no_compile_cache = false;
   std::size_t lanes = 1;
   std::uint32_t runs = 5;
   std::uint32_t warmup = 1;
@@ -160,6 +163,12 @@ struct autotune_result {
   std::string winner_key;
   std::vector<stored_candidate> candidates; ///< every completed candidate of the run
   broker_stats broker;
+  /// The artifact cache: builds answered from it, and builds sent to the compile workers (none
+  /// with --recorded).
+  struct {
+    std::uint64_t hits = 0;
+    std::uint64_t compiled = 0;
+  } compile_cache;
   std::int64_t sum_compile_ns = 0; ///< this session's compile times
   std::int64_t sum_run_ns = 0;     ///< this session's measured run times (warm-up excluded)
   std::string lane_kind;           ///< timing | kernel | cuda | rocm

@@ -168,6 +168,8 @@ nlohmann::json to_json(const autotune_result& result) {
   doc["lanes"] = result.lanes;
   doc["wall_s"] = result.wall_s;
   doc["broker"] = broker_json(result.broker);
+  doc["compile_cache"] = {{"hits", result.compile_cache.hits},
+                          {"compiled", result.compile_cache.compiled}};
   doc["pipeline"] = pipeline_json(result.pipeline);
   std::vector<const stored_candidate*> valid;
   nlohmann::json all = nlohmann::json::array();

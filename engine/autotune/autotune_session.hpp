@@ -55,6 +55,8 @@ public:
   std::string failure() const;
   const std::string& run_id() const { return run_id_; }
   results_store& store() { return *store_; }
+  /// `<db>.artifacts/`, content-addressed.
+  const artifact_store& artifacts() const { return *artifacts_; }
   /// The counts as the store node saw them, with the resumed and duplicate counts added.
   autotune_counts counts() const;
   std::string winner_key() const { return best_ ? best_->key : std::string(); }

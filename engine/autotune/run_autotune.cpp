@@ -10,6 +10,7 @@
 #include "engine/autotune/autotune.hpp"
 #include "engine/autotune/autotune_inputs.hpp"
 #include "engine/autotune/autotune_session.hpp"
+#include "engine/autotune/cached_compile_service.hpp"
 #include "engine/autotune/final_round.hpp"
 #include "engine/autotune/lane_plan.hpp"
 #include "engine/broker/broker.hpp"
@@ -419,7 +420,9 @@ autotune_result run_autotune(const autotune_options& options,
 
   auto plan = make_lanes(options, inputs, cpus.lanes);
   auto& lanes = plan.lanes;
-  broker_compile_service compiler(compile_broker, session.run_id());
+  broker_compile_service broker_compiler(compile_broker, session.run_id());
+  cached_compile_service compiler(broker_compiler, session.store(), session.artifacts(),
+                                  !options.no_compile_cache);
   const auto grace =
       std::chrono::milliseconds(static_cast<std::int64_t>(options.stop_grace_s * 1000));
   {
@@ -484,6 +487,7 @@ autotune_result run_autotune(const autotune_options& options,
   lanes.clear();
   auto result = make_result(options, inputs, session, stop);
   result.broker = broker_stats;
+  result.compile_cache = {compiler.hits(), compiler.misses()};
   result.lane_kind = inputs.lane_kind;
   result.devices = plan.devices;
   if (inputs.sampling) {

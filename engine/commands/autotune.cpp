@@ -98,6 +98,9 @@ public:
     cmd->add_option("--allow-keys", options_.allow_keys,
                     "With --curve-keys: the workers' public keys admitted, one per line "
                     "(KEY [name])");
+    cmd->add_flag("--no-compile-cache", options_.no_compile_cache,
+                  "Compile every candidate even when the artifact cache (<db>.artifacts) holds "
+                  "its build");
     cmd->add_flag("--insecure", options_.insecure,
                   "Allow --listen on TCP beyond loopback with no authentication (trusted "
                   "networks only)");

@@ -14,9 +14,17 @@ namespace {
 
 constexpr const char* schema_sql = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
--- 2 added candidate_sampling and final_rounds, 3 candidate_clocks, 4 candidate_processes; an older
--- file gains them when opened (its candidates simply have no row there).
-INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '4');
+-- 2 added candidate_sampling and final_rounds, 3 candidate_clocks, 4 candidate_processes, 5
+-- compile_cache; an older file gains them when opened (its candidates simply have no row there).
+INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '5');
+-- The artifact cache's index (engine/autotune/cached_compile_service.hpp): a build key (sources,
+-- build argv, toolchain identity) to the artifact (<db>.artifacts/<artifact_hash>) and the
+-- compile reply that made it (msgpack, hex; its artifact bytes left out). Shared by every run.
+CREATE TABLE IF NOT EXISTS compile_cache(
+  build_key TEXT PRIMARY KEY,
+  artifact_hash TEXT NOT NULL,
+  reply_hex TEXT NOT NULL,
+  recorded_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS candidate_processes(
   run_id TEXT NOT NULL,
   key TEXT NOT NULL,
@@ -528,6 +536,31 @@ void results_store::record_final_round(const std::string& run_id,
                       "INSERT OR REPLACE INTO final_rounds(run_id, decision_json, recorded_at) "
                       "VALUES (?,?,?)");
   s.bind_text(1, run_id).bind_text(2, decision.dump()).bind_text(3, now_utc());
+  s.step();
+} catch (const sqlite::sqlite_error& error) {
+  throw to_store_error(error);
+}
+
+std::optional<cached_compile> results_store::find_compile(const std::string& build_key) const try {
+  sqlite::statement s(*db_,
+                      "SELECT artifact_hash, reply_hex FROM compile_cache WHERE build_key = ?");
+  s.bind_text(1, build_key);
+  if (!s.step())
+    return std::nullopt;
+  return cached_compile{std::string(s.column_text_view(0)), std::string(s.column_text_view(1))};
+} catch (const sqlite::sqlite_error& error) {
+  throw to_store_error(error);
+}
+
+void results_store::remember_compile(const std::string& build_key,
+                                     const cached_compile& entry) try {
+  sqlite::statement s(*db_,
+                      "INSERT OR REPLACE INTO compile_cache(build_key, artifact_hash, reply_hex, "
+                      "recorded_at) VALUES (?,?,?,?)");
+  s.bind_text(1, build_key)
+      .bind_text(2, entry.artifact_hash)
+      .bind_text(3, entry.reply_hex)
+      .bind_text(4, now_utc());
   s.step();
 } catch (const sqlite::sqlite_error& error) {
   throw to_store_error(error);

@@ -66,6 +66,13 @@ struct stored_candidate {
   std::optional<std::uint32_t> leftover_processes;
 };
 
+/// One entry of the artifact cache's index: the artifact's content hash and the compile reply
+/// that made it (msgpack, hex-encoded, without the artifact's bytes).
+struct cached_compile {
+  std::string artifact_hash;
+  std::string reply_hex;
+};
+
 class results_store {
 public:
   /// Opens or creates the database. Throws store_error naming the file and the fix.
@@ -96,6 +103,10 @@ public:
   void record_final_round(const std::string& run_id, const nlohmann::json& decision);
   /// The decision record_final_round() stored for the run, if any.
   std::optional<nlohmann::json> final_round(const std::string& run_id) const;
+
+  /// The artifact cache's entry for a build key, if any (every run of the file shares them).
+  std::optional<cached_compile> find_compile(const std::string& build_key) const;
+  void remember_compile(const std::string& build_key, const cached_compile& entry);
 
 private:
   /// Runs SQL without results; a failure is a store_error with SQLite's message.
