@@ -93,6 +93,10 @@ struct disconnect {
   MSGPACK_DEFINE_MAP(reason)
 };
 
+/// The reason of the DISCONNECT a broker sends each worker when its engine ends; a worker serving
+/// one engine (--once) leaves on it, every other DISCONNECT makes a worker reconnect.
+inline constexpr const char* engine_finished = "engine finished";
+
 struct source_file {
   std::string name;    ///< relative path inside the job's private directory; no "..", not absolute
   std::string content; ///< file bytes

@@ -482,7 +482,11 @@ void broker::run() {
     if (w.busy) {
       fail(w.current, messages::compile_status::worker_lost, "engine stopping");
     }
+    // Workers started for this sweep only (worker compile --once) leave on it; the others wait
+    // for the next engine. Given a moment to leave before the socket closes.
+    send_disconnect(w.identity, messages::engine_finished);
   }
+  router_.set(zmq::sockopt::linger, 200);
 }
 
 } // namespace rpl::engine

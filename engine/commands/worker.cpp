@@ -26,6 +26,9 @@ public:
     compile_->add_option("--work-dir", options_.work_root, "Where job folders are created");
     compile_->add_flag("--keep-temp", options_.keep_temp, "Keep job folders (debugging)");
     compile_->add_flag("--quiet", quiet_, "Log warnings and errors only");
+    compile_->add_flag("--once", options_.once,
+                       "Serve one engine: leave (exit 0) when it finishes or goes silent, instead "
+                       "of waiting for the next (workers started for one sweep, e.g. by Slurm)");
     compile_->add_option("--curve-keys", curve_keys_,
                          "This worker's CURVE key pair folder (rocm-perf keys generate), for an "
                          "engine started with --curve-keys");

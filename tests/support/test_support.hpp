@@ -176,4 +176,30 @@ inline std::filesystem::path fixture(const std::string& name) {
   return source_dir / "tests" / "fixtures" / name;
 }
 
+/// `autotune` arguments for a sweep of the fixture space that compiles only on remote workers
+/// (`--compile-workers 0`, 100 ms heartbeats); callers add `--listen` and what else they test.
+inline std::vector<std::string> remote_sweep_args(const std::filesystem::path& db) {
+  return {"autotune",
+          "--space",
+          fixture("space-ok.json").string(),
+          "--source",
+          fixture("candidate.cpp").string(),
+          "--build-template",
+          fixture_build_template,
+          "--cmd-template",
+          "{BIN}",
+          "--runs",
+          "3",
+          "--warmup",
+          "1",
+          "--timeout",
+          "1",
+          "--compile-workers",
+          "0",
+          "--heartbeat-ms",
+          "100",
+          "--db",
+          db.string()};
+}
+
 } // namespace rpl::testing

@@ -33,6 +33,7 @@ INSTANTIATE_TEST_SUITE_P(commands,
                          help_and_readme,
                          ::testing::Values(std::vector<std::string>{"autotune"},
                                            std::vector<std::string>{"worker", "compile"},
+                                           std::vector<std::string>{"workers", "slurm"},
                                            std::vector<std::string>{"export"},
                                            std::vector<std::string>{"profile"},
                                            std::vector<std::string>{"analyze"}));

@@ -22,30 +22,6 @@ using rpl::testing::query_int;
 using rpl::testing::run_rocm_perf;
 using rpl::testing::temp_dir;
 
-std::vector<std::string> engine_args(const std::filesystem::path& db) {
-  return {"autotune",
-          "--space",
-          fixture("space-ok.json").string(),
-          "--source",
-          fixture("candidate.cpp").string(),
-          "--build-template",
-          rpl::testing::fixture_build_template,
-          "--cmd-template",
-          "{BIN}",
-          "--runs",
-          "3",
-          "--warmup",
-          "1",
-          "--timeout",
-          "1",
-          "--compile-workers",
-          "0",
-          "--heartbeat-ms",
-          "100",
-          "--db",
-          db.string()};
-}
-
 /// `rocm-perf keys generate DIR`; returns the public key it printed.
 std::string generate(const std::filesystem::path& dir) {
   const auto out = run_rocm_perf({"keys", "generate", dir.string()});
@@ -104,7 +80,7 @@ TEST(remote_auth, a_listed_worker_compiles_and_unlisted_or_plain_peers_are_refus
   rpl::testing::write_file(dir / "allow", "# workers admitted\n" + listed + " build-host-1\n");
   const auto db = dir / "r.db";
   const auto endpoint = "tcp://127.0.0.1:" + std::to_string(free_port());
-  auto args = engine_args(db);
+  auto args = rpl::testing::remote_sweep_args(db);
   args.insert(args.end(), {"--listen", endpoint, "--curve-keys", (dir / "engine").string(),
                            "--allow-keys", (dir / "allow").string(), "--json"});
   workers::child_options engine_options;
@@ -153,7 +129,7 @@ TEST(remote_auth, a_listed_worker_compiles_and_unlisted_or_plain_peers_are_refus
 
 TEST(remote_auth, tcp_beyond_loopback_needs_keys_or_insecure) {
   temp_dir dir;
-  auto args = engine_args(dir / "r.db");
+  auto args = rpl::testing::remote_sweep_args(dir / "r.db");
   args.insert(args.end(), {"--listen", "tcp://0.0.0.0:" + std::to_string(free_port())});
   const auto out = run_rocm_perf(args);
   EXPECT_EQ(out.exit_code, 2) << out.output;
@@ -168,7 +144,7 @@ TEST(remote_auth, bad_key_arguments_are_bad_input) {
   generate(dir / "engine");
   rpl::testing::write_file(dir / "allow", "not-a-key\n");
   const auto endpoint = "tcp://127.0.0.1:" + std::to_string(free_port());
-  auto base = engine_args(dir / "r.db");
+  auto base = rpl::testing::remote_sweep_args(dir / "r.db");
   base.insert(base.end(), {"--listen", endpoint});
 
   auto half = base;

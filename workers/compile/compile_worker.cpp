@@ -480,6 +480,7 @@ worker_session_options session_options(const compile_worker_options& options) {
   session.reconnect_max = options.reconnect_max;
   session.max_message_bytes = options.max_message_bytes;
   session.curve = options.curve;
+  session.once = options.once;
   return session;
 }
 

@@ -33,6 +33,7 @@ struct compile_worker_options {
   std::size_t max_message_bytes = 256u << 20;
   /// CURVE keys for an engine endpoint that requires them (--curve-keys, --server-key).
   std::optional<curve_client_keys> curve;
+  bool once = false; ///< leave when the first engine served ends (worker_session_options::once)
 };
 
 /// True when the basename of `argv0` is exactly one of `allowed`. Shells and launchers (sh, bash,

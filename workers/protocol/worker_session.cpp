@@ -72,7 +72,7 @@ int worker_session::run(job_handler& handler) {
   open_socket();
   while (!stop_.load()) {
     poll_once();
-    if (stop_.load())
+    if (stop_.load() || engine_gone_)
       break;
     if (reconnect_delay_) {
       const auto delay = *reconnect_delay_;
@@ -82,6 +82,11 @@ int worker_session::run(job_handler& handler) {
     }
     const auto now = steady::now();
     if (now - last_heard_ >= options_.heartbeat * options_.liveness) {
+      if (options_.once && served_) {
+        log->info("the engine went silent and this worker serves one engine (--once): leaving");
+        engine_gone_ = true;
+        break;
+      }
       log->warn(
           "broker silent for {} heartbeat intervals; presuming it dead, reconnecting in {} ms",
           options_.liveness, backoff_.count());
@@ -273,6 +278,7 @@ void worker_session::handle_message(std::vector<zmq::message_t>& parts) {
     return;
   }
   backoff_ = options_.reconnect_initial; // a well-formed message: the connection works
+  served_ = true;
   const messages::message_kind kind = frames.env.kind;
   if (kind == messages::message_kind::heartbeat)
     return;
@@ -282,6 +288,12 @@ void worker_session::handle_message(std::vector<zmq::message_t>& parts) {
       reason = messages::decode<messages::disconnect>(frames.body).reason;
     } catch (const messages::decode_error&) {
       reason = "(unreadable reason)";
+    }
+    if (options_.once && reason == messages::engine_finished) {
+      log->info("broker sent DISCONNECT ({}); this worker serves one engine (--once): leaving",
+                reason);
+      engine_gone_ = true;
+      return;
     }
     log->warn("broker sent DISCONNECT ({}); reconnecting in {} ms", reason,
               options_.reconnect_initial.count());

@@ -36,6 +36,10 @@ struct worker_session_options {
   /// CURVE (curve_keys.hpp): the worker's key pair and the engine's public key, for an engine
   /// endpoint that requires them; none: a plain connection.
   std::optional<curve_client_keys> curve;
+  /// Serve one engine only: once a broker has answered, its DISCONNECT or its silence (liveness
+  /// intervals) ends run() with 0 instead of reconnecting (workers started for one sweep, e.g. by
+  /// Slurm).
+  bool once = false;
 };
 
 class worker_session {
@@ -76,6 +80,8 @@ private:
   zmq::context_t context_{1};
   std::optional<zmq::socket_t> socket_; // declared after context_: closed before it terminates
   steady::time_point last_heard_{};
+  bool served_ = false; ///< a broker has answered since run() began (for `once`)
+  bool engine_gone_ = false;
   steady::time_point last_sent_{};
   std::chrono::milliseconds backoff_{};
   std::optional<std::chrono::milliseconds> reconnect_delay_;
