@@ -70,6 +70,17 @@ struct envelope {
   MSGPACK_DEFINE_MAP(version, kind, job_id, run_id)
 };
 
+/// One compiler as a host has it (workers/compilers/toolchain_identity.hpp): the engine sends a
+/// job only to workers whose identity for the job's compiler equals its own (or a pinned one).
+struct toolchain {
+  std::string name;    ///< the allow-listed name, argv[0] of a build (g++, hipcc, nvcc)
+  std::string path;    ///< resolved through PATH and symlinks
+  std::string version; ///< the first line of `NAME --version`
+  std::string hash;    ///< content hash of the resolved binary
+  std::string id;      ///< "NAME | version | hash": equal ids compile alike; the path may differ
+  MSGPACK_DEFINE_MAP(name, path, version, hash, id)
+};
+
 struct ready {
   static constexpr message_kind kind = message_kind::ready;
   std::string service = "compile";
@@ -78,7 +89,23 @@ struct ready {
   std::int64_t pid = 0;
   std::vector<std::string> compilers; ///< allow-listed compiler names this worker runs
   std::uint32_t heartbeat_ms = 0;     ///< the worker's own interval, so mismatches are visible
-  MSGPACK_DEFINE_MAP(service, worker_id, host, pid, compilers, heartbeat_ms)
+  std::uint32_t cores = 0;            ///< CPUs this worker may run on (its affinity mask)
+  std::uint64_t memory_available_bytes = 0; ///< MemAvailable when it said READY
+  /// Jobs it runs at once (--slots, default its cores); 0 from an older worker means 1.
+  std::uint32_t slots = 0;
+  /// The allow-listed compilers found on this host, with their identity; an older worker sends
+  /// none and gets only jobs whose identity the engine does not check.
+  std::vector<toolchain> toolchains;
+  MSGPACK_DEFINE_MAP(service,
+                     worker_id,
+                     host,
+                     pid,
+                     compilers,
+                     heartbeat_ms,
+                     cores,
+                     memory_available_bytes,
+                     slots,
+                     toolchains)
 };
 
 struct heartbeat {
@@ -107,10 +134,15 @@ struct compile_request {
   static constexpr message_kind kind = message_kind::compile_request;
   std::vector<source_file> sources;
   std::vector<std::string> argv; ///< may contain {OUT}; the worker substitutes its artifact path
+  /// The engine's identity of argv[0]'s compiler (toolchain::id), or a pinned one; the cache key.
   std::string toolchain_id;
   std::uint32_t deadline_ms = 600000; ///< kill the compiler after this long; separate from liveness
   std::uint64_t max_output_bytes = 65536;
-  MSGPACK_DEFINE_MAP(sources, argv, toolchain_id, deadline_ms, max_output_bytes)
+  /// Send only to a worker whose toolchain for argv[0] has exactly toolchain_id; false where the
+  /// engine could not identify the compiler (not installed on its host, nothing pinned): then any
+  /// worker that has a compiler of that name will do.
+  bool match_toolchain = false;
+  MSGPACK_DEFINE_MAP(sources, argv, toolchain_id, deadline_ms, max_output_bytes, match_toolchain)
 };
 
 /// Per-kernel resource usage reported by the device compiler (nvcc's ptxas today).

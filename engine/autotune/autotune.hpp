@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -71,6 +72,12 @@ struct autotune_options {
   /// --worker-wait: the run fails (exit 1) once compiles have waited this long with no compile
   /// worker connected; nullopt: wait for ever (with a notice after 5 s and every 30 s).
   std::optional<double> worker_wait_s;
+  /// --local-fallback: once compiles have waited this long with no connected worker that fits
+  /// them, start local compile workers (cores - lanes, at least 1); nullopt: never.
+  std::optional<double> local_fallback_s;
+  /// --toolchain NAME=ID: compile NAME's jobs only on workers with this toolchain id, whatever
+  /// this host has (toolchain_identity.hpp; a worker logs its ids at start).
+  std::map<std::string, std::string> pinned_toolchains;
   /// A stop (SIGINT, SIGTERM, a failure) gives the measurements already running this long to
   /// finish, then abandons them. Also bounds a final round that a stop interrupts.
   double stop_grace_s = 10.0;
@@ -163,6 +170,8 @@ struct autotune_result {
   std::string winner_key;
   std::vector<stored_candidate> candidates; ///< every completed candidate of the run
   broker_stats broker;
+  /// Local compile workers started by --local-fallback (0: none were needed, or no fallback).
+  std::size_t fallback_workers = 0;
   /// The artifact cache: builds answered from it, and builds sent to the compile workers (none
   /// with --recorded).
   struct {

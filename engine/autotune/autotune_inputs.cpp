@@ -12,6 +12,7 @@
 #include "stages/search/model_strategy.hpp"
 #include "workers/compile/compile_worker.hpp"
 #include "workers/compilers/compiler_rules.hpp"
+#include "workers/compilers/toolchain_identity.hpp"
 #include "workers/devices/nvidia_gpu.hpp"
 #include "workers/lanes/recorded/landscape_file.hpp"
 #include "workers/process/child_process.hpp"
@@ -33,18 +34,22 @@ std::string read_file(const std::filesystem::path& path, const std::string& what
   return buffer.str();
 }
 
-/// Identifies the compiler by its `--version` banner, so a toolchain upgrade changes every key.
-std::string toolchain_id(const std::string& compiler) {
-  workers::child_options options;
-  options.argv = {compiler, "--version"};
-  options.max_output_bytes = 4096;
-  const auto outcome = workers::run_child(options, std::chrono::milliseconds(10000));
-  if (!outcome.launched || outcome.exit_code != 0) {
-    // The compiler may exist only on remote workers; its name is then the best identity we have.
-    return compiler;
+/// Identifies the compiler (toolchain_identity.hpp: version banner and binary hash), so a
+/// toolchain upgrade changes every key and remote workers with another one get none of its jobs.
+/// A pinned identity wins; a compiler this host lacks and nobody pinned goes unchecked, to any
+/// worker that has one of that name, and its name is the best key we have.
+void identify(const std::string& compiler, const autotune_options& options, autotune_inputs& in) {
+  const std::string name = std::filesystem::path(compiler).filename().string();
+  if (const auto pinned = options.pinned_toolchains.find(name);
+      pinned != options.pinned_toolchains.end()) {
+    in.toolchains[compiler] = pinned->second;
+    in.checked_toolchains.insert(compiler);
+  } else if (const auto found = workers::identify_toolchain(compiler)) {
+    in.toolchains[compiler] = found->id;
+    in.checked_toolchains.insert(compiler);
+  } else {
+    in.toolchains[compiler] = compiler;
   }
-  const auto first_line = outcome.output.substr(0, outcome.output.find('\n'));
-  return compiler + " " + first_line;
 }
 
 void check_run_settings(const autotune_options& options) {
@@ -131,7 +136,7 @@ void identify_compilers(const autotune_options& options, autotune_inputs& in) {
     }
     uses_nvcc = uses_nvcc || workers::compiler_rules_for(argv).name() == "nvcc";
     if (in.toolchains.count(argv[0]) == 0) {
-      in.toolchains[argv[0]] = toolchain_id(argv[0]);
+      identify(argv[0], options, in);
     }
   }
   // Only a GPU toolchain needs the local GPU's architecture (and so a GPU query at all).

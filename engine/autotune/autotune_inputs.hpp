@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,9 @@ struct autotune_inputs {
   std::vector<messages::source_file> sources;
   std::vector<std::pair<std::string, std::string>> source_pairs; ///< name, content (for keys)
   std::map<std::string, std::string> toolchains;                 ///< compiler argv[0] -> identity
+  /// The argv[0]s whose identity is known (found on this host, or pinned): their jobs go only to
+  /// workers with the same toolchain id (compile_request::match_toolchain).
+  std::set<std::string> checked_toolchains;
   /// This host's GPU ("sm_90"), for nvcc builds that name no architecture; empty when no build
   /// uses nvcc (then no GPU tool is asked) or there is no NVIDIA GPU.
   std::string nvidia_arch;

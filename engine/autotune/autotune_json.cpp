@@ -80,7 +80,8 @@ nlohmann::json broker_json(const broker_stats& b) {
   return {{"workers_seen", b.workers_seen},       {"workers_expired", b.workers_expired},
           {"jobs_requeued", b.jobs_requeued},     {"duplicate_replies", b.duplicate_replies},
           {"unknown_replies", b.unknown_replies}, {"malformed_messages", b.malformed_messages},
-          {"peers_admitted", b.peers_admitted},   {"peers_refused", b.peers_refused}};
+          {"peers_admitted", b.peers_admitted},   {"peers_refused", b.peers_refused},
+          {"workers_benched", b.workers_benched}, {"toolchain_mismatches", b.toolchain_mismatches}};
 }
 
 } // namespace
@@ -168,6 +169,7 @@ nlohmann::json to_json(const autotune_result& result) {
   doc["lanes"] = result.lanes;
   doc["wall_s"] = result.wall_s;
   doc["broker"] = broker_json(result.broker);
+  doc["broker"]["local_fallback_workers"] = result.fallback_workers;
   doc["compile_cache"] = {{"hits", result.compile_cache.hits},
                           {"compiled", result.compile_cache.compiled}};
   doc["pipeline"] = pipeline_json(result.pipeline);

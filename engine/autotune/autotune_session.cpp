@@ -236,6 +236,7 @@ messages::compile_request autotune_session::compile_request(const candidate_stat
   request.sources = inputs_.sources;
   request.argv = c.build_argv;
   request.toolchain_id = inputs_.toolchains.at(c.build_argv[0]);
+  request.match_toolchain = inputs_.checked_toolchains.count(c.build_argv[0]) > 0;
   request.deadline_ms = static_cast<std::uint32_t>(options_.compile_timeout_s * 1000.0);
   return request;
 }

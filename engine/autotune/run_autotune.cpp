@@ -16,6 +16,7 @@
 #include "engine/broker/broker.hpp"
 #include "engine/broker/local_workers.hpp"
 #include "engine/graph/tuning_graph.hpp"
+#include "workers/protocol/host_resources.hpp"
 
 namespace rpl::engine {
 
@@ -174,7 +175,7 @@ public:
   }
 
   /// The failure once --worker-wait is exceeded, else nullopt (logging a notice when one is due).
-  std::optional<std::string> check(duration waited, std::size_t queued) {
+  std::optional<std::string> check(duration waited, std::size_t queued, const std::string& why) {
     if (waited <= duration::zero()) {
       next_notice_ = first_notice;
       return std::nullopt;
@@ -182,10 +183,11 @@ public:
     const auto waited_text =
         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(waited).count());
     if (limit_ && waited >= *limit_) {
-      return "no compile worker connected to " + endpoints_.listening + " within --worker-wait " +
-             limit_text_ + " s (" + std::to_string(queued) +
+      return "no compile worker that fits the compiles connected to " + endpoints_.listening +
+             " within --worker-wait " + limit_text_ + " s (" + why + "; " + std::to_string(queued) +
              " compiles queued); fix: start one with: rocm-perf worker compile --connect " +
-             endpoints_.connect + ", check the --listen endpoint, or raise --worker-wait";
+             endpoints_.connect +
+             ", check the --listen endpoint and the workers' toolchains, or raise --worker-wait";
     }
     if (waited >= next_notice_) {
       next_notice_ = std::chrono::duration_cast<duration>(waited + notice_every);
@@ -194,9 +196,9 @@ public:
                      "workers have not connected: see the log above",
                      endpoints_.listening, waited_text, queued);
       } else {
-        spdlog::warn("waiting for a compile worker on {} for {} s (queued: {}); start one with: "
-                     "rocm-perf worker compile --connect {}{}",
-                     endpoints_.listening, waited_text, queued, endpoints_.connect,
+        spdlog::warn("waiting for a compile worker on {} for {} s ({}; queued: {}); start one "
+                     "with: rocm-perf worker compile --connect {}{}",
+                     endpoints_.listening, waited_text, why, queued, endpoints_.connect,
                      limit_ ? "" : " (--worker-wait SECONDS gives up instead)");
       }
     }
@@ -382,6 +384,9 @@ autotune_result run_autotune(const autotune_options& options,
   auto cpus = cpu_lanes ? plan_cpus(options.lanes, inputs.workers) : cpu_plan{};
   local_workers pool(make_workers_config(options, bconfig, inputs.workers, cpus.workers));
   pool.start();
+  // --local-fallback: local workers started once compiles have waited that long for a fitting one.
+  std::optional<local_workers> fallback;
+  std::atomic<std::size_t> fallback_count{0};
   const bool remote_workers_possible = !options.listen.empty();
   const auto endpoints = describe_endpoints(options, bconfig);
   if (inputs.workers == 0) {
@@ -390,8 +395,23 @@ autotune_result run_autotune(const autotune_options& options,
                  endpoints.listening, endpoints.connect);
   }
   worker_wait_watch waiting(options, endpoints, !remote_workers_possible);
-  compile_broker.set_tick([&pool, &compile_broker, &session, &waiting, remote_workers_possible] {
+  compile_broker.set_tick([&pool, &compile_broker, &session, &waiting, remote_workers_possible,
+                           &fallback, &fallback_count, &options, &bconfig] {
     pool.supervise();
+    if (fallback) {
+      fallback->supervise();
+    } else if (options.local_fallback_s &&
+               compile_broker.waiting_for_workers() >=
+                   std::chrono::duration<double>(*options.local_fallback_s)) {
+      const std::size_t cores = workers::usable_cores();
+      const std::size_t count = cores > options.lanes ? cores - options.lanes : 1;
+      spdlog::warn("compiles waited {} s with no fitting worker ({}): --local-fallback starts {} "
+                   "local compile worker(s)",
+                   *options.local_fallback_s, compile_broker.unplaced_reason(), count);
+      fallback.emplace(make_workers_config(options, bconfig, count, {}));
+      fallback->start();
+      fallback_count = count;
+    }
     // A stopping run drops its queued compiles (the graph stores none of them: --resume makes
     // them again), so that no worker that connects now starts one.
     if (session.stopping()) {
@@ -406,7 +426,8 @@ autotune_result run_autotune(const autotune_options& options,
           "above); fix: check that the worker command runs: rocm-perf worker compile --help");
     }
     if (auto failure =
-            waiting.check(compile_broker.waiting_for_workers(), compile_broker.queued_jobs())) {
+            waiting.check(compile_broker.waiting_for_workers(), compile_broker.queued_jobs(),
+                          compile_broker.unplaced_reason())) {
       session.fail(*failure);
       compile_broker.fail_queued("the run is stopping");
     }
@@ -487,6 +508,7 @@ autotune_result run_autotune(const autotune_options& options,
   lanes.clear();
   auto result = make_result(options, inputs, session, stop);
   result.broker = broker_stats;
+  result.fallback_workers = fallback_count.load();
   result.compile_cache = {compiler.hits(), compiler.misses()};
   result.lane_kind = inputs.lane_kind;
   result.devices = plan.devices;

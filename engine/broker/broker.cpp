@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -260,11 +261,7 @@ void broker::handle_message(std::vector<zmq::message_t>& frames) {
   case messages::message_kind::disconnect:
     if (w != nullptr) {
       spdlog::info("broker: worker {} disconnected", w->worker_id);
-      if (w->busy) {
-        auto j = std::move(w->current);
-        w->busy = false;
-        requeue(std::move(j), "worker " + w->worker_id + " disconnected mid-job");
-      }
+      requeue_all(*w, "worker " + w->worker_id + " disconnected mid-job");
       workers_.erase(workers_.begin() + (w - workers_.data()));
     }
     break;
@@ -292,32 +289,41 @@ void broker::on_ready(const std::string& identity, worker* known, const std::str
     return;
   }
   const auto now = config_.clock();
+  worker* registered = known;
   if (known != nullptr) {
-    // A READY from a known identity means the worker restarted its session: its job is lost.
-    if (known->busy) {
-      known->busy = false;
-      requeue(std::move(known->current), "worker " + known->worker_id + " re-registered mid-job");
-    }
-    known->worker_id = info.worker_id;
+    // A READY from a known identity means the worker restarted its session: its jobs are lost.
+    requeue_all(*known, "worker " + known->worker_id + " re-registered mid-job");
   } else {
     // A worker that reconnects gets a new socket identity: the session under the old identity is
-    // over, and its job will never be answered.
+    // over, and its jobs will never be answered.
     for (auto it = workers_.begin(); it != workers_.end(); ++it) {
       if (it->worker_id == info.worker_id && !info.worker_id.empty()) {
-        if (it->busy) {
-          requeue(std::move(it->current), "worker " + info.worker_id + " reconnected mid-job");
-        }
+        requeue_all(*it, "worker " + info.worker_id + " reconnected mid-job");
         workers_.erase(it);
         break;
       }
     }
     worker fresh;
     fresh.identity = identity;
-    fresh.worker_id = info.worker_id;
     fresh.expiry = now + config_.heartbeat * config_.liveness;
     fresh.last_sent = now;
     workers_.push_back(std::move(fresh));
+    registered = &workers_.back();
   }
+  registered->worker_id = info.worker_id;
+  registered->slots = std::max<std::uint32_t>(info.slots, 1);
+  registered->compilers = info.compilers;
+  registered->toolchains.clear();
+  std::string names;
+  for (const auto& t : info.toolchains) {
+    registered->toolchains[t.name] = t.id;
+    names += (names.empty() ? "" : ", ") + t.name;
+  }
+  spdlog::debug(
+      "broker: worker {} ready: {} slot(s), {} cores, {:.1f} GiB available, toolchains: {}",
+      info.worker_id, registered->slots, info.cores,
+      static_cast<double>(info.memory_available_bytes) / (1024.0 * 1024.0 * 1024.0),
+      names.empty() ? "none named (jobs whose toolchain is checked skip it)" : names);
   // A reconnecting worker keeps its worker_id (host:pid): it is the same worker, seen once.
   if (worker_ids_seen_.insert(info.worker_id.empty() ? "identity:" + identity : info.worker_id)
           .second) {
@@ -336,7 +342,9 @@ void broker::on_reply(const std::string& identity,
     count(&broker_stats::unknown_replies);
     return;
   }
-  if (!known->busy || known->current.id != job_id) {
+  const auto held = std::find_if(known->current.begin(), known->current.end(),
+                                 [&](const job& j) { return j.id == job_id; });
+  if (held == known->current.end()) {
     spdlog::debug("broker: dropped a duplicate reply for job {}", job_id);
     count(&broker_stats::duplicate_replies);
     return;
@@ -348,26 +356,116 @@ void broker::on_reply(const std::string& identity,
     reply.status = messages::compile_status::internal_error;
     reply.error = std::string("undecodable reply: ") + error.what();
   }
-  auto j = std::move(known->current);
-  known->busy = false;
+  auto j = std::move(*held);
+  known->current.erase(held);
+  if (reply.status == messages::compile_status::internal_error) {
+    // The worker could not run the job (its disk, its fork, a reply it could not encode): not the
+    // candidate's fault, so another worker tries it while this one sits out its back-off.
+    bench(known->worker_id, reply.error);
+    requeue(std::move(j), "worker " + known->worker_id + " could not run it (" + reply.error + ")");
+    return;
+  }
+  failures_.erase(known->worker_id);
   if (j.done) {
     j.done(reply);
   }
 }
 
+void broker::requeue_all(worker& w, const std::string& why) {
+  // Backwards, so that requeue's push_front keeps the jobs in the order they were handed out.
+  for (auto it = w.current.rbegin(); it != w.current.rend(); ++it) {
+    requeue(std::move(*it), why);
+  }
+  w.current.clear();
+}
+
+void broker::bench(const std::string& worker_id, const std::string& why) {
+  auto& record = failures_[worker_id];
+  ++record.in_a_row;
+  auto pause = config_.backoff_initial;
+  for (int i = 1; i < record.in_a_row && pause < config_.backoff_max; ++i) {
+    pause *= 2;
+  }
+  pause = std::min(pause, config_.backoff_max);
+  record.benched_until = config_.clock() + pause;
+  count(&broker_stats::workers_benched);
+  spdlog::warn("broker: worker {} failed a job itself ({}); no jobs for it for {} ms (failure {} "
+               "in a row)",
+               worker_id, why, pause.count(), record.in_a_row);
+}
+
+bool broker::fits(const worker& w, const job& j) {
+  const auto& argv = j.request.argv;
+  const std::string name =
+      argv.empty() ? std::string() : std::filesystem::path(argv[0]).filename().string();
+  if (!w.compilers.empty() &&
+      std::find(w.compilers.begin(), w.compilers.end(), name) == w.compilers.end()) {
+    return false;
+  }
+  if (w.toolchains.empty()) {
+    return !j.request.match_toolchain; // a worker that names no toolchain: unchecked jobs only
+  }
+  const auto t = w.toolchains.find(name);
+  if (t == w.toolchains.end()) {
+    return false;
+  }
+  if (!j.request.match_toolchain || t->second == j.request.toolchain_id) {
+    return true;
+  }
+  if (mismatches_logged_.insert(w.worker_id + "\n" + name).second) {
+    count(&broker_stats::toolchain_mismatches);
+    spdlog::warn("broker: worker {} has another {} than this run asks for (worker: {}; run: {}); "
+                 "it gets no {} jobs",
+                 w.worker_id, name, t->second, j.request.toolchain_id, name);
+  }
+  return false;
+}
+
 void broker::dispatch() {
-  for (auto& w : workers_) {
-    if (queue_.empty()) {
-      return;
+  const auto now = config_.clock();
+  unplaced_reason_.clear();
+  // Each job, oldest first, to the least loaded worker that fits it, has a free slot and is not
+  // sitting out a back-off; a job that no worker can take now stays queued without holding up
+  // the jobs behind it.
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    worker* best = nullptr;
+    bool any_fit = false;
+    for (auto& w : workers_) {
+      if (!fits(w, *it)) {
+        continue;
+      }
+      any_fit = true;
+      const auto failed = failures_.find(w.worker_id);
+      if (w.full() || (failed != failures_.end() && failed->second.benched_until > now)) {
+        continue;
+      }
+      const auto load = [](const worker& x) {
+        return static_cast<double>(x.current.size()) / static_cast<double>(x.slots);
+      };
+      if (best == nullptr || load(w) < load(*best)) {
+        best = &w;
+      }
     }
-    if (w.busy) {
+    if (!any_fit && unplaced_reason_.empty()) {
+      const auto& argv = it->request.argv;
+      const std::string compiler = argv.empty() ? "(no compiler)" : argv[0];
+      unplaced_reason_ = workers_.empty() ? std::string("no compile worker connected")
+                                          : "none of the " + std::to_string(workers_.size()) +
+                                                " connected compile workers has " +
+                                                (it->request.match_toolchain
+                                                     ? "the toolchain " + it->request.toolchain_id
+                                                     : "the compiler " + compiler);
+    }
+    if (best == nullptr) {
+      ++it;
       continue;
     }
-    w.current = std::move(queue_.front());
-    queue_.pop_front();
-    ++w.current.attempts;
-    w.busy = true;
-    send(w, w.current.id, w.current.run_id, w.current.request);
+    job j = std::move(*it);
+    it = queue_.erase(it);
+    ++j.attempts;
+    best->current.push_back(std::move(j));
+    const auto& sent = best->current.back();
+    send(*best, sent.id, sent.run_id, sent.request);
   }
 }
 
@@ -380,8 +478,9 @@ void broker::purge(clock_type::time_point now) {
     spdlog::warn("broker: worker {} missed {} heartbeats; presumed dead", it->worker_id,
                  config_.liveness);
     count(&broker_stats::workers_expired);
-    if (it->busy) {
-      requeue(std::move(it->current), "worker " + it->worker_id + " died mid-job");
+    if (!it->current.empty()) {
+      bench(it->worker_id, "it went silent mid-job");
+      requeue_all(*it, "worker " + it->worker_id + " died mid-job");
     }
     it = workers_.erase(it);
   }
@@ -396,7 +495,7 @@ void broker::send_heartbeats(clock_type::time_point now) {
 }
 
 void broker::track_waiting(clock_type::time_point now) {
-  if (queue_.empty() || !workers_.empty()) {
+  if (unplaced_reason_.empty()) {
     waiting_since_.reset();
   } else if (!waiting_since_) {
     waiting_since_ = now;
@@ -479,8 +578,8 @@ void broker::run() {
     fail(j, messages::compile_status::worker_lost, "engine stopping");
   }
   for (auto& w : workers_) {
-    if (w.busy) {
-      fail(w.current, messages::compile_status::worker_lost, "engine stopping");
+    for (auto& j : w.current) {
+      fail(j, messages::compile_status::worker_lost, "engine stopping");
     }
     // Workers started for this sweep only (worker compile --once) leave on it; the others wait
     // for the next engine. Given a moment to leave before the socket closes.

@@ -46,6 +46,10 @@ struct broker_config {
   std::chrono::milliseconds heartbeat{1000};
   int liveness = 3;
   int max_attempts = 3; ///< a job is tried on this many workers before it fails with worker_lost
+  /// A worker that fails a job itself (dies mid-job, answers internal_error) gets no job for this
+  /// long, doubling per failure in a row up to backoff_max; a job it completes resets it.
+  std::chrono::milliseconds backoff_initial{1000};
+  std::chrono::milliseconds backoff_max{60000};
   std::int64_t max_message_bytes = 256LL << 20;
   /// Decides when to heartbeat and when a worker is dead. The broker still waits on its socket in
   /// real time (at most min(heartbeat / 2, 100 ms) per turn), so a clock moved by hand is acted on
@@ -71,6 +75,10 @@ struct broker_stats {
   /// CURVE clients refused: an unlisted key (ZAP), or a failed handshake (no CURVE, wrong server
   /// key).
   std::uint64_t peers_refused = 0;
+  /// Times a worker was benched (back-off) after failing a job itself.
+  std::uint64_t workers_benched = 0;
+  /// Distinct (worker, compiler) pairs whose toolchain differs from the one a job asks for.
+  std::uint64_t toolchain_mismatches = 0;
 };
 
 class broker {
@@ -100,10 +108,14 @@ public:
 
   /// Jobs queued and not handed to a worker yet. Only from the tick (the broker thread).
   std::size_t queued_jobs() const { return queue_.size(); }
-  /// How long jobs have been queued with no worker connected, on broker_config::clock; zero while
-  /// a worker is connected (busy or not) or nothing is queued. Only from the tick. The engine
-  /// tells the user, and gives up after --worker-wait, from this.
+  /// How long queued jobs have had no connected worker that fits them (none connected, or none
+  /// with the job's compiler and toolchain), on broker_config::clock; zero while every queued job
+  /// has one (busy or not) or nothing is queued. Only from the tick. The engine tells the user,
+  /// falls back to local workers and gives up after --worker-wait, from this.
   std::chrono::steady_clock::duration waiting_for_workers() const;
+  /// Why the oldest job without a fitting worker has none, for the user; empty when every queued
+  /// job has one. Only from the tick.
+  const std::string& unplaced_reason() const { return unplaced_reason_; }
 
   std::size_t live_workers() const { return live_workers_.load(); }
   broker_stats stats() const;
@@ -121,8 +133,16 @@ private:
     std::string worker_id;
     std::chrono::steady_clock::time_point expiry;
     std::chrono::steady_clock::time_point last_sent;
-    bool busy = false;
-    job current;
+    std::uint32_t slots = 1;
+    std::vector<std::string> compilers;            ///< allow-listed names
+    std::map<std::string, std::string> toolchains; ///< compiler name -> toolchain id
+    std::vector<job> current;                      ///< at most `slots`
+    bool full() const { return current.size() >= slots; }
+  };
+  /// Failures in a row of one worker (by worker_id, so that a reconnect does not reset them).
+  struct failure_record {
+    int in_a_row = 0;
+    std::chrono::steady_clock::time_point benched_until{};
   };
 
   void run();
@@ -134,6 +154,9 @@ private:
   void send_heartbeats(std::chrono::steady_clock::time_point now);
   void track_waiting(std::chrono::steady_clock::time_point now);
   void requeue(job j, const std::string& why);
+  void requeue_all(worker& w, const std::string& why);
+  bool fits(const worker& w, const job& j);
+  void bench(const std::string& worker_id, const std::string& why);
   void fail(job& j, messages::compile_status status, const std::string& why);
   template <class T>
   void send(worker& w, std::uint64_t job_id, const std::string& run_id, const T& body);
@@ -170,7 +193,10 @@ private:
   std::uint64_t heartbeat_sequence_ = 0;
   /// Since when jobs have been queued with no worker connected.
   std::optional<std::chrono::steady_clock::time_point> waiting_since_;
-  std::set<std::string> worker_ids_seen_; // for broker_stats::workers_seen
+  std::string unplaced_reason_;
+  std::map<std::string, failure_record> failures_;
+  std::set<std::string> mismatches_logged_; // worker_id + compiler
+  std::set<std::string> worker_ids_seen_;   // for broker_stats::workers_seen
   mutable std::mutex stats_mutex_;
   broker_stats stats_;
 };

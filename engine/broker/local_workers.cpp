@@ -27,16 +27,12 @@ local_workers::~local_workers() {
 }
 
 pid_t local_workers::spawn_one() {
-  std::vector<std::string> args = {config_.executable.string(),
-                                   "worker",
-                                   "compile",
-                                   "--connect",
-                                   config_.endpoint,
-                                   "--heartbeat-ms",
-                                   std::to_string(config_.heartbeat.count()),
-                                   "--liveness",
+  std::vector<std::string> args = {config_.executable.string(), "worker", "compile", "--connect",
+                                   config_.endpoint, "--heartbeat-ms",
+                                   std::to_string(config_.heartbeat.count()), "--liveness",
                                    std::to_string(config_.liveness),
-                                   "--quiet"};
+                                   // the engine starts as many local workers as it wants jobs
+                                   "--slots", "1", "--quiet"};
   for (const auto& compiler : config_.allowed_compilers) {
     args.push_back("--allow-compiler");
     args.push_back(compiler);

@@ -108,6 +108,13 @@ public:
         "--worker-wait", worker_wait_s_,
         "Fail the run (exit 1) once compiles have waited this many seconds with no compile "
         "worker connected (default: wait, saying so after 5 s and every 30 s)");
+    local_fallback_opt_ = cmd->add_option(
+        "--local-fallback", local_fallback_s_,
+        "Start local compile workers once compiles have waited this many seconds with no "
+        "connected worker that fits them (default: never)");
+    cmd->add_option("--toolchain", toolchains_,
+                    "NAME=ID: compile NAME's jobs only on workers whose toolchain id is ID "
+                    "(repeatable; a worker logs its ids when it starts)");
     cmd->add_option("--lanes", options_.lanes, "Measurement lanes (CPU slots for timing)");
     cmd->add_option("--runs", options_.runs, "Timed runs per candidate");
     cmd->add_option("--warmup", options_.warmup, "Untimed runs before the timed ones");
@@ -181,6 +188,26 @@ public:
     if (*worker_wait_opt_) {
       options_.worker_wait_s = worker_wait_s_;
     }
+    if (*local_fallback_opt_) {
+      if (!(local_fallback_s_ >= 0.0)) {
+        std::fprintf(stderr, "rocm-perf autotune: error: --local-fallback must be 0 or more "
+                             "seconds; fix: e.g. --local-fallback 30\n");
+        return bad_input;
+      }
+      options_.local_fallback_s = local_fallback_s_;
+    }
+    for (const auto& pin : toolchains_) {
+      const auto eq = pin.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == pin.size()) {
+        std::fprintf(stderr,
+                     "rocm-perf autotune: error: --toolchain '%s' is not NAME=ID; fix: copy the "
+                     "id a worker logs at start, e.g. --toolchain 'g++=g++ | g++ (Debian "
+                     "12.2.0-14) 12.2.0 | 0123...'\n",
+                     pin.c_str());
+        return bad_input;
+      }
+      options_.pinned_toolchains[pin.substr(0, eq)] = pin.substr(eq + 1);
+    }
     options_.heartbeat = std::chrono::milliseconds(heartbeat_ms_);
     try {
       return run_autotune_verb(options_, json_, quiet_);
@@ -204,6 +231,9 @@ private:
   CLI::Option* workers_opt_ = nullptr;
   CLI::Option* in_flight_opt_ = nullptr;
   double worker_wait_s_ = 0.0;
+  double local_fallback_s_ = 0.0;
+  CLI::Option* local_fallback_opt_ = nullptr;
+  std::vector<std::string> toolchains_;
   CLI::Option* worker_wait_opt_ = nullptr;
   double noise_ = 0.005;
   CLI::Option* noise_opt_ = nullptr;

@@ -24,6 +24,10 @@ public:
     compile_->add_option("--allow-compiler", compilers_,
                          "Allowed compiler (repeatable; replaces the default list)");
     compile_->add_option("--work-dir", options_.work_root, "Where job folders are created");
+    compile_
+        ->add_option("--slots", options_.slots,
+                     "Jobs compiled at once (default: one per usable core)")
+        ->check(CLI::Range(1, 4096));
     compile_->add_flag("--keep-temp", options_.keep_temp, "Keep job folders (debugging)");
     compile_->add_flag("--quiet", quiet_, "Log warnings and errors only");
     compile_->add_flag("--once", options_.once,

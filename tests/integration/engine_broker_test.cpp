@@ -36,9 +36,11 @@ public:
     frames.emplace_back(messages::encode(body));
     zmq::send_multipart(socket_, frames);
   }
-  void ready() {
+  void ready(std::uint32_t slots = 0, std::vector<messages::toolchain> toolchains = {}) {
     messages::ready hello;
     hello.worker_id = id_;
+    hello.slots = slots;
+    hello.toolchains = std::move(toolchains);
     send(hello);
   }
   /// Next message that is not a heartbeat, or nullopt after the timeout.
@@ -68,6 +70,13 @@ public:
       return parsed;
     }
     return std::nullopt;
+  }
+  void reply_status(const messages::parsed_frames& request, messages::compile_status status) {
+    messages::compile_reply reply;
+    reply.status = status;
+    reply.worker_id = id_;
+    reply.error = "test says so";
+    send(reply, request.env.job_id, request.env.run_id);
   }
   void reply_ok(const messages::parsed_frames& request, const std::string& artifact = "bin") {
     messages::compile_reply reply;
@@ -124,9 +133,9 @@ protected:
     // Time moves only when a test advances it: no expiry or heartbeat happens by accident.
     config_.clock = clock_.function();
   }
-  std::uint64_t submit(broker& b, collected& out) {
-    messages::compile_request request;
-    request.argv = {"g++", "x.cpp", "-o", "{OUT}"};
+  std::uint64_t submit(broker& b, collected& out, messages::compile_request request = {}) {
+    if (request.argv.empty())
+      request.argv = {"g++", "x.cpp", "-o", "{OUT}"};
     return b.submit("run-t", request, [&out](const messages::compile_reply& reply) {
       std::lock_guard lock(out.mutex);
       out.replies.push_back(reply);
@@ -420,6 +429,126 @@ TEST_F(broker_test, says_how_long_jobs_have_waited_with_no_worker_connected) {
   clock_.advance(5s);
   ASSERT_TRUE(rpl::testing::wait_until([&] { return waited_ms == 5000; }, 2s)) << waited_ms.load();
   b.stop();
+}
+
+messages::toolchain gxx(const std::string& version) {
+  messages::toolchain t;
+  t.name = "g++";
+  t.path = "/usr/bin/g++";
+  t.version = version;
+  t.hash = "h-" + version;
+  t.id = "g++ | " + version + " | h-" + version;
+  return t;
+}
+
+TEST_F(broker_test, a_checked_job_goes_only_to_a_worker_with_the_same_toolchain) {
+  std::atomic<std::int64_t> waited_ms{-1};
+  std::string reason;
+  std::mutex reason_mutex;
+  collected out; // outlives the broker, which answers the jobs still held when it stops
+  broker b(config_);
+  b.set_tick([&] {
+    waited_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(b.waiting_for_workers()).count();
+    std::lock_guard lock(reason_mutex);
+    reason = b.unplaced_reason();
+  });
+  b.start();
+  fake_worker other(context_, endpoint_, "other");
+  other.ready(1, {gxx("12.2")});
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.live_workers() == 1; }, 2s));
+  messages::compile_request request;
+  request.argv = {"/usr/bin/g++", "x.cpp", "-o", "{OUT}"};
+  request.toolchain_id = gxx("13.1").id;
+  request.match_toolchain = true;
+  submit(b, out, request);
+  // The connected worker has another g++: the job waits, and the broker says why.
+  EXPECT_FALSE(other.receive(300ms).has_value());
+  clock_.advance(100ms); // within the worker's liveness window (150 ms)
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return waited_ms >= 100; }, 2s)) << waited_ms.load();
+  {
+    std::lock_guard lock(reason_mutex);
+    EXPECT_NE(reason.find("none of the 1 connected compile workers has the toolchain g++ | 13.1"),
+              std::string::npos)
+        << reason;
+  }
+  EXPECT_EQ(b.stats().toolchain_mismatches, 1u);
+  // A worker with the same one takes it.
+  fake_worker same(context_, endpoint_, "same");
+  same.ready(1, {gxx("13.1")});
+  auto job = same.receive(2s);
+  ASSERT_TRUE(job.has_value());
+  same.reply_ok(*job);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return out.count() == 1; }, 2s));
+  EXPECT_EQ(out.replies[0].worker_id, "same");
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return waited_ms == 0; }, 2s));
+  // An unchecked job (the engine could not identify its compiler) goes to any worker with a g++.
+  messages::compile_request unchecked;
+  unchecked.argv = {"g++", "y.cpp", "-o", "{OUT}"};
+  submit(b, out, unchecked);
+  submit(b, out, unchecked);
+  auto first = other.receive(2s);
+  auto second = same.receive(2s);
+  EXPECT_TRUE(first.has_value());
+  EXPECT_TRUE(second.has_value());
+  EXPECT_EQ(b.stats().toolchain_mismatches, 1u) << "logged and counted once per worker";
+}
+
+TEST_F(broker_test, a_worker_gets_as_many_jobs_at_once_as_it_has_slots) {
+  broker b(config_);
+  b.start();
+  fake_worker w(context_, endpoint_, "two-slots");
+  w.ready(2);
+  collected out;
+  for (int i = 0; i < 3; ++i)
+    submit(b, out);
+  auto a = w.receive(2s);
+  auto c = w.receive(2s);
+  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(c.has_value());
+  EXPECT_NE(a->env.job_id, c->env.job_id);
+  EXPECT_FALSE(w.receive(300ms).has_value()) << "a third job while both slots are busy";
+  w.reply_ok(*c);
+  auto third = w.receive(2s);
+  ASSERT_TRUE(third.has_value());
+  w.reply_ok(*a);
+  w.reply_ok(*third);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return out.count() == 3; }, 2s));
+  EXPECT_EQ(b.stats().duplicate_replies, 0u);
+}
+
+TEST_F(broker_test, a_worker_that_cannot_run_a_job_sits_out_a_back_off_while_another_runs_it) {
+  config_.backoff_initial = 1s;
+  config_.liveness = 100; // the clock jumps past the back-off; no worker may expire meanwhile
+  collected out;          // outlives the broker, which answers the jobs still held when it stops
+  broker b(config_);
+  b.start();
+  fake_worker flaky(context_, endpoint_, "flaky");
+  flaky.ready();
+  submit(b, out);
+  auto job = flaky.receive(2s);
+  ASSERT_TRUE(job.has_value());
+  flaky.reply_status(*job, messages::compile_status::internal_error);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.stats().workers_benched == 1; }, 2s));
+  EXPECT_EQ(out.count(), 0u) << "not the candidate's failure: the job is re-queued";
+  // Benched: the job waits for the back-off rather than going back to the worker at once.
+  EXPECT_FALSE(flaky.receive(300ms).has_value());
+  fake_worker steady(context_, endpoint_, "steady");
+  steady.ready();
+  auto again = steady.receive(2s);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->env.job_id, job->env.job_id);
+  steady.reply_ok(*again);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return out.count() == 1; }, 2s));
+  EXPECT_EQ(out.replies[0].status, messages::compile_status::ok);
+  // After its back-off the flaky worker gets work again (the steady one is kept busy).
+  submit(b, out);
+  auto busy = steady.receive(2s);
+  ASSERT_TRUE(busy.has_value());
+  submit(b, out);
+  EXPECT_FALSE(flaky.receive(300ms).has_value());
+  clock_.advance(1100ms);
+  EXPECT_TRUE(flaky.receive(2s).has_value());
 }
 
 } // namespace

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iterator>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +18,7 @@
 
 #include "messages/codec.hpp"
 #include "workers/compile/compile_worker.hpp"
+#include "workers/compilers/toolchain_identity.hpp"
 
 namespace rpl::workers {
 namespace {
@@ -162,6 +164,7 @@ compile_worker_options fast_options(const fake_broker& broker) {
   options.liveness = 3;
   options.reconnect_initial = 50ms;
   options.reconnect_max = 400ms;
+  options.slots = 1; // one job at a time, as the busy tests expect; slots are tested on their own
   return options;
 }
 
@@ -352,6 +355,43 @@ TEST(workers_compile_worker, second_request_while_busy_is_refused) {
   ASSERT_TRUE(reply);
   EXPECT_EQ(reply->env.job_id, 50u);
   EXPECT_EQ(decode_reply(*reply).status, compile_status::ok);
+}
+
+TEST(workers_compile_worker, ready_names_slots_cores_memory_and_toolchains_and_slots_run_at_once) {
+  fake_broker broker;
+  auto options = fast_options(broker);
+  options.allowed_compilers = {"sleep", "no-such-compiler-here"};
+  options.slots = 2;
+  worker_thread worker(options);
+  const auto ready = broker.expect(message_kind::ready, 3s);
+  ASSERT_TRUE(ready);
+  const auto hello = messages::decode<messages::ready>(ready->body);
+  EXPECT_EQ(hello.slots, 2u);
+  EXPECT_GE(hello.cores, 1u);
+  EXPECT_GT(hello.memory_available_bytes, 0u);
+  // Only the compilers this host has, each with its resolved path, hash and id.
+  ASSERT_EQ(hello.toolchains.size(), 1u);
+  const auto& sleep = hello.toolchains.front();
+  EXPECT_EQ(sleep.name, "sleep");
+  EXPECT_TRUE(std::filesystem::path(sleep.path).is_absolute()) << sleep.path;
+  EXPECT_EQ(sleep.hash.size(), 32u);
+  EXPECT_EQ(sleep.id, workers::toolchain_id_of("sleep", sleep.version, sleep.hash));
+  // Two slots: two 0.4 s jobs finish together, not one after the other.
+  messages::compile_request request;
+  request.argv = {"sleep", "0.4"};
+  const auto sent = std::chrono::steady_clock::now();
+  broker.send(broker.worker, 70, request);
+  broker.send(broker.worker, 71, request);
+  std::set<std::uint64_t> answered;
+  for (int i = 0; i < 2; ++i) {
+    const auto reply = broker.expect(message_kind::compile_reply, 3s);
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(decode_reply(*reply).status, compile_status::ok);
+    answered.insert(reply->env.job_id);
+    if (i == 1)
+      EXPECT_LT(reply->at - sent, 750ms);
+  }
+  EXPECT_EQ(answered, (std::set<std::uint64_t>{70, 71}));
 }
 
 TEST(workers_compile_worker, disconnect_makes_it_reconnect_on_a_new_socket) {

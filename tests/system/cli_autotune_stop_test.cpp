@@ -150,7 +150,7 @@ TEST(cli_autotune_stop, sigterm_ends_a_run_that_said_it_waits_for_a_worker) {
       engine.wait_for_stderr("waiting for a compile worker on " + endpoint + " for 5 s", 30s))
       << engine.stderr_text();
   const auto err = engine.stderr_text();
-  EXPECT_NE(err.find("(queued: 4)"), std::string::npos) << err;
+  EXPECT_NE(err.find("(no compile worker connected; queued: 4)"), std::string::npos) << err;
   EXPECT_NE(err.find("start one with: rocm-perf worker compile --connect " + endpoint),
             std::string::npos)
       << err;
@@ -167,9 +167,9 @@ TEST(cli_autotune_stop, worker_wait_fails_the_run_naming_the_endpoint_and_the_fi
   const auto out = rpl::testing::run_rocm_perf(args, 60s);
   EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
   EXPECT_EQ(out.exit_code, 1) << out.output;
-  EXPECT_NE(
-      out.output.find("no compile worker connected to " + endpoint + " within --worker-wait 1 s"),
-      std::string::npos)
+  EXPECT_NE(out.output.find("no compile worker that fits the compiles connected to " + endpoint +
+                            " within --worker-wait 1 s (no compile worker connected;"),
+            std::string::npos)
       << out.output;
   EXPECT_NE(out.output.find("fix: start one with: rocm-perf worker compile --connect " + endpoint),
             std::string::npos)

@@ -134,21 +134,12 @@ TEST(netns_failure, host_loss_link_cut_and_slow_link_lose_nothing) {
   const auto server_key = (dir / "engine" / "public.key").string();
   const auto start_worker = [&](int k, const std::string& keys) {
     workers::child_options options;
-    options.argv = {"ip",
-                    "netns",
-                    "exec",
-                    net.name(k),
-                    rpl::testing::rocm_perf.string(),
-                    "worker",
-                    "compile",
-                    "--connect",
-                    "tcp://" + net.host_address(k) + ":" + std::to_string(port),
-                    "--heartbeat-ms",
-                    "100",
-                    "--reconnect-ms",
-                    "100",
-                    "--reconnect-max-ms",
-                    "500"};
+    options.argv = {"ip", "netns", "exec", net.name(k), rpl::testing::rocm_perf.string(), "worker",
+                    "compile", "--connect",
+                    "tcp://" + net.host_address(k) + ":" + std::to_string(port), "--heartbeat-ms",
+                    "100", "--reconnect-ms", "100", "--reconnect-max-ms", "500",
+                    // one job per host at a time, so that every host holds work when it fails
+                    "--slots", "1"};
     if (!keys.empty())
       options.argv.insert(options.argv.end(),
                           {"--curve-keys", (dir / keys).string(), "--server-key", server_key});
@@ -169,10 +160,10 @@ TEST(netns_failure, host_loss_link_cut_and_slow_link_lose_nothing) {
 
   // Host 1 dies while compiling; host 2's link is cut while it compiles, and back 2 s later.
   ASSERT_TRUE(wait_until(
-      [&] { return !rpl::testing::children_of(workers_[0].pid(), "g++").empty(); }, 60s));
+      [&] { return !rpl::testing::children_of(workers_[0].pid(), "candidate.cpp").empty(); }, 60s));
   ::kill(workers_[0].pid(), SIGKILL);
   ASSERT_TRUE(wait_until(
-      [&] { return !rpl::testing::children_of(workers_[1].pid(), "g++").empty(); }, 60s));
+      [&] { return !rpl::testing::children_of(workers_[1].pid(), "candidate.cpp").empty(); }, 60s));
   ASSERT_EQ(sh("ip link set " + net.host_if(2) + " down"), 0);
   std::this_thread::sleep_for(2s);
   ASSERT_EQ(sh("ip link set " + net.host_if(2) + " up"), 0);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <system_error>
@@ -14,7 +15,9 @@
 
 #include "messages/codec.hpp"
 #include "workers/compilers/compiler_rules.hpp"
+#include "workers/compilers/toolchain_identity.hpp"
 #include "workers/process/child_process.hpp"
+#include "workers/protocol/host_resources.hpp"
 #include "workers/protocol/job_handler.hpp"
 #include "workers/protocol/worker_log.hpp"
 #include "workers/protocol/worker_session.hpp"
@@ -116,8 +119,10 @@ struct running_job {
 /// the protocol around it.
 class compile_job_handler final : public job_handler {
 public:
-  compile_job_handler(const compile_worker_options& options, std::string worker_id)
-      : options_(options), worker_id_(std::move(worker_id)) {
+  compile_job_handler(const compile_worker_options& options,
+                      std::string worker_id,
+                      std::vector<messages::toolchain> toolchains)
+      : options_(options), worker_id_(std::move(worker_id)), toolchains_(std::move(toolchains)) {
     validate_options();
   }
   ~compile_job_handler() override {
@@ -131,6 +136,7 @@ public:
 
   void describe(messages::ready& hello) const override {
     hello.compilers = options_.allowed_compilers;
+    hello.toolchains = toolchains_;
   }
   messages::message_kind request_kind() const override {
     return messages::message_kind::compile_request;
@@ -165,6 +171,7 @@ private:
 
   compile_worker_options options_;
   std::string worker_id_;
+  std::vector<messages::toolchain> toolchains_;
   std::optional<running_job> job_;
   fs::path spare_dir_; ///< empty directory for the next job, removed with the handler
 };
@@ -499,8 +506,17 @@ bool compiler_allowed(const std::string& argv0, const std::vector<std::string>& 
 int run_compile_worker(const compile_worker_options& options, std::atomic<bool>& stop_requested) {
   // The session checks the connection settings first, then the handler its work root.
   worker_session session(session_options(options), stop_requested);
-  compile_job_handler handler(options, session.identity().worker_id);
-  return session.run(handler);
+  // Identified once: the same compilers serve every job of this process.
+  const auto toolchains = identify_toolchains(options.allowed_compilers);
+  const std::size_t slots = options.slots > 0 ? options.slots : usable_cores();
+  std::vector<std::unique_ptr<compile_job_handler>> handlers;
+  std::vector<job_handler*> seats;
+  for (std::size_t i = 0; i < slots; ++i) {
+    handlers.push_back(
+        std::make_unique<compile_job_handler>(options, session.identity().worker_id, toolchains));
+    seats.push_back(handlers.back().get());
+  }
+  return session.run(seats);
 }
 
 } // namespace rpl::workers

@@ -1,8 +1,9 @@
 #pragma once
 /// The compile worker process (`rocm-perf worker compile`): the compile job (a private directory,
 /// the sources, an allow-listed compiler as a child process, the artifact) behind the generic
-/// worker_session, which speaks docs/protocol.md to the engine's broker (one job at a time,
-/// heartbeats both ways while the compiler runs, reconnects).
+/// worker_session, which speaks docs/protocol.md to the engine's broker (one job per slot,
+/// heartbeats both ways while the compilers run, reconnects). READY names the toolchain of every
+/// allow-listed compiler this host has (toolchain_identity.hpp), its cores, free memory and slots.
 
 #include <atomic>
 #include <chrono>
@@ -34,6 +35,9 @@ struct compile_worker_options {
   /// CURVE keys for an engine endpoint that requires them (--curve-keys, --server-key).
   std::optional<curve_client_keys> curve;
   bool once = false; ///< leave when the first engine served ends (worker_session_options::once)
+  /// Jobs compiled at once (--slots); 0: one per usable core (host_resources.hpp). The engine's own
+  /// local workers run one each.
+  std::size_t slots = 0;
 };
 
 /// True when the basename of `argv0` is exactly one of `allowed`. Shells and launchers (sh, bash,

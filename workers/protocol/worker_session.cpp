@@ -10,6 +10,7 @@
 #include <zmq_addon.hpp>
 
 #include "messages/codec.hpp"
+#include "workers/protocol/host_resources.hpp"
 #include "workers/protocol/worker_log.hpp"
 
 namespace rpl::workers {
@@ -62,13 +63,27 @@ worker_session::worker_session(worker_session_options options, std::atomic<bool>
 }
 
 int worker_session::run(job_handler& handler) {
-  handler_ = &handler;
+  return run(std::vector<job_handler*>{&handler});
+}
+
+void worker_session::abandon_all(std::string_view why) {
+  for (auto* handler : handlers_)
+    handler->abandon(why);
+}
+
+int worker_session::run(const std::vector<job_handler*>& handlers) {
+  if (handlers.empty())
+    throw std::invalid_argument(options_.service + " worker: no job handler; fix: pass one");
+  handlers_ = handlers;
   auto log = worker_log();
   messages::ready hello;
-  handler.describe(hello);
-  log->info("{} worker {} connecting to {} (compilers: {}; heartbeat {} ms, liveness {})",
+  handlers_.front()->describe(hello);
+  log->info("{} worker {} connecting to {} (compilers: {}; {} slots; heartbeat {} ms, liveness {})",
             options_.service, identity_.worker_id, options_.endpoint, join(hello.compilers),
-            options_.heartbeat.count(), options_.liveness);
+            handlers_.size(), options_.heartbeat.count(), options_.liveness);
+  for (const auto& t : hello.toolchains)
+    log->info("toolchain {}: {} ({}), hash {}", t.name, t.path,
+              t.version.empty() ? "no --version" : t.version, t.hash);
   open_socket();
   while (!stop_.load()) {
     poll_once();
@@ -98,7 +113,7 @@ int worker_session::run(job_handler& handler) {
     if (now - last_sent_ >= options_.heartbeat)
       send_heartbeat();
   }
-  handler.abandon("worker stopping");
+  abandon_all("worker stopping");
   if (socket_) {
     send(messages::message_kind::disconnect, 0, {},
          messages::encode(messages::disconnect{"worker stopping"}));
@@ -124,8 +139,11 @@ void worker_session::open_socket() {
   socket_->connect(options_.endpoint);
   last_heard_ = steady::now(); // the broker gets a full liveness window from the moment we connect
   messages::ready hello;
-  handler_->describe(hello);
+  handlers_.front()->describe(hello);
   hello.service = options_.service;
+  hello.slots = static_cast<std::uint32_t>(handlers_.size());
+  hello.cores = usable_cores();
+  hello.memory_available_bytes = memory_available_bytes();
   hello.worker_id = identity_.worker_id;
   hello.host = identity_.host;
   hello.pid = identity_.pid;
@@ -144,7 +162,7 @@ void worker_session::close_socket() {
 /// Closes the socket, waits `delay` (returning early on stop) and opens a new socket; a new socket
 /// means a new ROUTER identity, so the broker cannot confuse us with our old self.
 void worker_session::reconnect(std::chrono::milliseconds delay) {
-  handler_->abandon("the broker connection is being reset");
+  abandon_all("the broker connection is being reset");
   close_socket();
   const auto until = steady::now() + delay;
   while (!stop_.load()) {
@@ -217,8 +235,10 @@ void worker_session::poll_once() {
   wake = std::min(wake, last_heard_ + options_.heartbeat * options_.liveness);
   std::vector<zmq_pollitem_t> items;
   items.push_back({socket_->handle(), 0, ZMQ_POLLIN, 0});
-  if (handler_->busy()) {
-    const job_wait job = handler_->wait();
+  for (auto* handler : handlers_) {
+    if (!handler->busy())
+      continue;
+    const job_wait job = handler->wait();
     for (const int fd : job.fds)
       items.push_back({nullptr, fd, ZMQ_POLLIN, 0});
     if (job.poll_by)
@@ -235,9 +255,10 @@ void worker_session::poll_once() {
   }
   if (items[0].revents & ZMQ_POLLIN)
     receive_all();
-  if (handler_->busy()) {
-    if (auto reply = handler_->poll())
-      send_reply(*reply);
+  for (auto* handler : handlers_) {
+    if (handler->busy())
+      if (auto reply = handler->poll())
+        send_reply(*reply);
   }
 }
 
@@ -295,12 +316,16 @@ void worker_session::handle_message(std::vector<zmq::message_t>& parts) {
       engine_gone_ = true;
       return;
     }
-    log->warn("broker sent DISCONNECT ({}); reconnecting in {} ms", reason,
-              options_.reconnect_initial.count());
+    if (reason == messages::engine_finished)
+      log->info("the engine finished; reconnecting in {} ms to serve the next one",
+                options_.reconnect_initial.count());
+    else
+      log->warn("broker sent DISCONNECT ({}); reconnecting in {} ms", reason,
+                options_.reconnect_initial.count());
     reconnect_delay_ = options_.reconnect_initial;
     return;
   }
-  if (kind == handler_->request_kind()) {
+  if (kind == handlers_.front()->request_kind()) {
     start_job(frames.env, frames.body);
     return;
   }
@@ -314,7 +339,11 @@ void worker_session::start_job(const messages::envelope& envelope, const std::st
                         messages::to_string(envelope.kind));
     return;
   }
-  if (auto reply = handler_->start(envelope, body))
+  // Every handler busy: the first one answers that it is (the broker gave more than our slots).
+  auto idle = std::find_if(handlers_.begin(), handlers_.end(),
+                           [](const job_handler* h) { return !h->busy(); });
+  auto* handler = idle != handlers_.end() ? *idle : handlers_.front();
+  if (auto reply = handler->start(envelope, body))
     send_reply(*reply);
 }
 

@@ -55,6 +55,9 @@ public:
   /// Serves the broker until `stop_requested` becomes true (seen within 100 ms), then abandons any
   /// running job, sends DISCONNECT and returns the process exit code (0). Call once.
   int run(job_handler& handler);
+  /// The same with one job at a time per handler: READY announces handlers.size() slots and a job
+  /// goes to the first idle handler (all of one kind; the first describes the worker).
+  int run(const std::vector<job_handler*>& handlers);
 
 private:
   void open_socket();
@@ -76,7 +79,8 @@ private:
   worker_session_options options_;
   std::atomic<bool>& stop_;
   worker_identity identity_;
-  job_handler* handler_ = nullptr; // set by run()
+  std::vector<job_handler*> handlers_; // set by run(); never empty then
+  void abandon_all(std::string_view why);
   zmq::context_t context_{1};
   std::optional<zmq::socket_t> socket_; // declared after context_: closed before it terminates
   steady::time_point last_heard_{};

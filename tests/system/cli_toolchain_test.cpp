@@ -1,0 +1,140 @@
+// Toolchain identity and load (issue 13, item 2), end to end with real worker processes on
+// loopback: a worker whose g++ is another binary (a wrapper first on its PATH) gets none of the
+// sweep's compiles, which wait until --local-fallback starts local workers; pinned with
+// --toolchain, the same worker does them all. Bad --toolchain and --local-fallback values exit 2.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.hpp"
+#include "workers/compilers/toolchain_identity.hpp"
+#include "workers/process/child_process.hpp"
+
+namespace rpl {
+namespace {
+
+using namespace std::chrono_literals;
+using rpl::testing::query_int;
+using rpl::testing::temp_dir;
+
+/// A folder whose g++ is a wrapper script around the real one: the same results, another binary.
+std::filesystem::path other_gxx(const std::filesystem::path& dir) {
+  const auto bin = dir / "other-bin";
+  std::filesystem::create_directories(bin);
+  rpl::testing::write_file(bin / "g++",
+                           "#!/bin/sh\n# another g++ (a wrapper)\nexec /usr/bin/g++ \"$@\"\n");
+  ::chmod((bin / "g++").c_str(), 0755);
+  return bin;
+}
+
+workers::child_process start_worker(const std::string& endpoint, const std::filesystem::path& bin) {
+  workers::child_options options;
+  options.argv = {rpl::testing::rocm_perf.string(),
+                  "worker",
+                  "compile",
+                  "--connect",
+                  endpoint,
+                  "--heartbeat-ms",
+                  "100",
+                  "--slots",
+                  "2"};
+  const char* path = std::getenv("PATH");
+  options.environment = {{"PATH", bin.string() + ":" + (path != nullptr ? path : "/usr/bin:/bin")}};
+  options.max_output_bytes = 1u << 20;
+  return workers::child_process::spawn(options);
+}
+
+workers::child_process start_engine(std::vector<std::string> extra,
+                                    const std::filesystem::path& db,
+                                    const std::string& endpoint) {
+  auto args = rpl::testing::remote_sweep_args(db);
+  args.insert(args.begin(), rpl::testing::rocm_perf.string());
+  args.insert(args.end(), {"--listen", endpoint, "--json"});
+  args.insert(args.end(), extra.begin(), extra.end());
+  workers::child_options options;
+  options.argv = args;
+  options.max_output_bytes = 4u << 20;
+  return workers::child_process::spawn(options);
+}
+
+nlohmann::json json_of(const std::string& output) {
+  const auto start = output.find("{\n");
+  return start == std::string::npos ? nlohmann::json()
+                                    : nlohmann::json::parse(output.substr(start));
+}
+
+TEST(toolchain_identity, a_worker_with_another_compiler_gets_no_job_and_local_fallback_goes_on) {
+  temp_dir dir;
+  const auto db = dir / "r.db";
+  const auto endpoint = "tcp://127.0.0.1:" + std::to_string(rpl::testing::free_port());
+  auto engine = start_engine({"--local-fallback", "2"}, db, endpoint);
+  ASSERT_TRUE(engine.launched());
+  auto other = start_worker(endpoint, other_gxx(dir.path()));
+  ASSERT_TRUE(other.launched());
+
+  const auto outcome = engine.finish();
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM candidates WHERE status='ok'"), 4);
+  // Every artifact came from a local fallback worker, none from the one with another g++.
+  for (const auto& id : rpl::testing::query_texts(db, "SELECT DISTINCT worker_id FROM artifacts"))
+    EXPECT_NE(std::stoi(id.substr(id.rfind(':') + 1)), other.pid()) << id;
+  const auto doc = json_of(outcome.output);
+  ASSERT_TRUE(doc.is_object()) << outcome.output;
+  EXPECT_GE(doc["broker"]["toolchain_mismatches"].get<int>(), 1);
+  EXPECT_GE(doc["broker"]["local_fallback_workers"].get<int>(), 1);
+  EXPECT_NE(outcome.output.find("has another g++ than this run asks for"), std::string::npos);
+  EXPECT_NE(outcome.output.find("--local-fallback starts"), std::string::npos);
+  ::kill(other.pid(), SIGTERM);
+  const auto worker_out = other.finish();
+  EXPECT_EQ(worker_out.exit_code, 0);
+  // It announced its toolchain: the wrapper, resolved, with its hash.
+  EXPECT_NE(worker_out.output.find("toolchain g++: " + (dir.path() / "other-bin" / "g++").string()),
+            std::string::npos)
+      << worker_out.output;
+}
+
+TEST(toolchain_identity, a_pinned_toolchain_sends_every_compile_to_the_worker_that_has_it) {
+  temp_dir dir;
+  const auto db = dir / "r.db";
+  const auto endpoint = "tcp://127.0.0.1:" + std::to_string(rpl::testing::free_port());
+  const auto bin = other_gxx(dir.path());
+  const auto pinned = workers::identify_toolchain((bin / "g++").string());
+  ASSERT_TRUE(pinned.has_value());
+  auto engine = start_engine({"--toolchain", "g++=" + pinned->id}, db, endpoint);
+  ASSERT_TRUE(engine.launched());
+  auto other = start_worker(endpoint, bin);
+  ASSERT_TRUE(other.launched());
+  const auto outcome = engine.finish();
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
+  const auto ids = rpl::testing::query_texts(db, "SELECT DISTINCT worker_id FROM artifacts");
+  ASSERT_EQ(ids.size(), 1u);
+  EXPECT_EQ(std::stoi(ids[0].substr(ids[0].rfind(':') + 1)), other.pid());
+  EXPECT_EQ(json_of(outcome.output)["broker"]["toolchain_mismatches"].get<int>(), 0);
+  ::kill(other.pid(), SIGTERM);
+  EXPECT_EQ(other.finish().exit_code, 0);
+}
+
+TEST(toolchain_identity, bad_pins_and_fallbacks_are_bad_input) {
+  temp_dir dir;
+  auto args = rpl::testing::remote_sweep_args(dir / "r.db");
+  auto with = [&](std::vector<std::string> extra) {
+    auto all = args;
+    all.insert(all.end(), extra.begin(), extra.end());
+    return rpl::testing::run_rocm_perf(all);
+  };
+  auto out = with({"--toolchain", "g++"});
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("is not NAME=ID"), std::string::npos) << out.output;
+  out = with({"--toolchain", "=x"});
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  out = with({"--local-fallback", "-1"});
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  out = rpl::testing::run_rocm_perf(
+      {"worker", "compile", "--connect", "tcp://127.0.0.1:1", "--slots", "0"});
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+}
+
+} // namespace
+} // namespace rpl

@@ -1,0 +1,78 @@
+#include "workers/compilers/toolchain_identity.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <unistd.h>
+
+#include "stages/search/candidate_key.hpp"
+#include "workers/process/child_process.hpp"
+
+namespace rpl::workers {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// execvp's lookup: a name with a slash is a path, else the first executable PATH entry.
+std::optional<fs::path> find_program(const std::string& name) {
+  if (name.empty())
+    return std::nullopt;
+  if (name.find('/') != std::string::npos)
+    return ::access(name.c_str(), X_OK) == 0 ? std::optional<fs::path>(name) : std::nullopt;
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
+    std::error_code error;
+    if (fs::is_regular_file(candidate, error) && ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+std::string
+toolchain_id_of(const std::string& name, const std::string& version, const std::string& hash) {
+  return name + " | " + version + " | " + hash;
+}
+
+std::optional<messages::toolchain> identify_toolchain(const std::string& name,
+                                                      std::chrono::milliseconds timeout) {
+  const auto found = find_program(name);
+  if (!found)
+    return std::nullopt;
+  std::error_code error;
+  const fs::path resolved = fs::canonical(*found, error);
+  std::ifstream in(error ? *found : resolved, std::ios::binary);
+  if (!in)
+    return std::nullopt;
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  messages::toolchain t;
+  t.name = fs::path(name).filename().string();
+  t.path = (error ? *found : resolved).string();
+  t.hash = stages::content_hash(bytes);
+  // Run as found (not as resolved): drivers such as g++ or clang read their own argv[0].
+  child_options options;
+  options.argv = {found->string(), "--version"};
+  options.max_output_bytes = 4096;
+  options.reap_descendants = false;
+  const auto outcome = run_child(options, timeout);
+  if (outcome.launched && outcome.exit_code == 0)
+    t.version = outcome.output.substr(0, outcome.output.find('\n'));
+  t.id = toolchain_id_of(t.name, t.version, t.hash);
+  return t;
+}
+
+std::vector<messages::toolchain> identify_toolchains(const std::vector<std::string>& names) {
+  std::vector<messages::toolchain> found;
+  for (const auto& name : names)
+    if (auto t = identify_toolchain(name))
+      found.push_back(std::move(*t));
+  return found;
+}
+
+} // namespace rpl::workers
