@@ -75,6 +75,9 @@ struct autotune_options {
   /// --local-fallback: once compiles have waited this long with no connected worker that fits
   /// them, start local compile workers (cores - lanes, at least 1); nullopt: never.
   std::optional<double> local_fallback_s;
+  /// --determinism-check: this fraction of builds (chosen by build key) is compiled a second time
+  /// on another worker and the artifacts compared; 0: none.
+  double determinism_check = 0.0;
   /// --toolchain NAME=ID: compile NAME's jobs only on workers with this toolchain id, whatever
   /// this host has (toolchain_identity.hpp; a worker logs its ids at start).
   std::map<std::string, std::string> pinned_toolchains;
@@ -172,6 +175,14 @@ struct autotune_result {
   broker_stats broker;
   /// Local compile workers started by --local-fallback (0: none were needed, or no fallback).
   std::size_t fallback_workers = 0;
+  /// The determinism check: the fraction asked for, builds compared on two workers, those whose
+  /// artifacts differed, and those chosen but not compared.
+  struct {
+    double fraction = 0.0;
+    std::uint64_t checked = 0;
+    std::uint64_t mismatched = 0;
+    std::uint64_t skipped = 0;
+  } determinism;
   /// The artifact cache: builds answered from it, and builds sent to the compile workers (none
   /// with --recorded).
   struct {

@@ -170,6 +170,10 @@ nlohmann::json to_json(const autotune_result& result) {
   doc["wall_s"] = result.wall_s;
   doc["broker"] = broker_json(result.broker);
   doc["broker"]["local_fallback_workers"] = result.fallback_workers;
+  doc["determinism"] = {{"fraction", result.determinism.fraction},
+                        {"checked", result.determinism.checked},
+                        {"mismatched", result.determinism.mismatched},
+                        {"skipped", result.determinism.skipped}};
   doc["compile_cache"] = {{"hits", result.compile_cache.hits},
                           {"compiled", result.compile_cache.compiled}};
   doc["pipeline"] = pipeline_json(result.pipeline);

@@ -11,6 +11,7 @@
 #include "engine/autotune/autotune_inputs.hpp"
 #include "engine/autotune/autotune_session.hpp"
 #include "engine/autotune/cached_compile_service.hpp"
+#include "engine/autotune/determinism_check_service.hpp"
 #include "engine/autotune/final_round.hpp"
 #include "engine/autotune/lane_plan.hpp"
 #include "engine/broker/broker.hpp"
@@ -25,18 +26,6 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 /// The broker as the graph's compile service, for one run.
-class broker_compile_service final : public compile_service {
-public:
-  broker_compile_service(broker& b, std::string run_id) : broker_(b), run_id_(std::move(run_id)) {}
-  void submit(messages::compile_request request, reply_fn on_reply) override {
-    broker_.submit(run_id_, std::move(request), std::move(on_reply));
-  }
-
-private:
-  broker& broker_;
-  std::string run_id_;
-};
-
 /// A private folder for the broker's ipc endpoint, removed at the end.
 class private_dir {
 public:
@@ -441,7 +430,8 @@ autotune_result run_autotune(const autotune_options& options,
 
   auto plan = make_lanes(options, inputs, cpus.lanes);
   auto& lanes = plan.lanes;
-  broker_compile_service broker_compiler(compile_broker, session.run_id());
+  determinism_check_service broker_compiler(
+      compile_broker, session.run_id(), options.determinism_check, session.store(), inputs.workers);
   cached_compile_service compiler(broker_compiler, session.store(), session.artifacts(),
                                   !options.no_compile_cache);
   const auto grace =
@@ -510,6 +500,8 @@ autotune_result run_autotune(const autotune_options& options,
   result.broker = broker_stats;
   result.fallback_workers = fallback_count.load();
   result.compile_cache = {compiler.hits(), compiler.misses()};
+  result.determinism = {options.determinism_check, broker_compiler.checked(),
+                        broker_compiler.mismatched(), broker_compiler.skipped()};
   result.lane_kind = inputs.lane_kind;
   result.devices = plan.devices;
   if (inputs.sampling) {

@@ -164,9 +164,12 @@ void broker::count(std::uint64_t broker_stats::*counter) {
   ++(stats_.*counter);
 }
 
-std::uint64_t
-broker::submit(std::string run_id, messages::compile_request request, completion done) {
+std::uint64_t broker::submit(std::string run_id,
+                             messages::compile_request request,
+                             completion done,
+                             std::string avoid_worker) {
   job j;
+  j.avoid_worker = std::move(avoid_worker);
   j.id = next_job_id_++;
   j.run_id = std::move(run_id);
   j.request = std::move(request);
@@ -395,6 +398,9 @@ void broker::bench(const std::string& worker_id, const std::string& why) {
 }
 
 bool broker::fits(const worker& w, const job& j) {
+  if (!j.avoid_worker.empty() && w.worker_id == j.avoid_worker) {
+    return false;
+  }
   const auto& argv = j.request.argv;
   const std::string name =
       argv.empty() ? std::string() : std::filesystem::path(argv[0]).filename().string();
@@ -449,12 +455,15 @@ void broker::dispatch() {
     if (!any_fit && unplaced_reason_.empty()) {
       const auto& argv = it->request.argv;
       const std::string compiler = argv.empty() ? "(no compiler)" : argv[0];
-      unplaced_reason_ = workers_.empty() ? std::string("no compile worker connected")
-                                          : "none of the " + std::to_string(workers_.size()) +
-                                                " connected compile workers has " +
-                                                (it->request.match_toolchain
-                                                     ? "the toolchain " + it->request.toolchain_id
-                                                     : "the compiler " + compiler);
+      unplaced_reason_ =
+          workers_.empty() ? std::string("no compile worker connected")
+          : !it->avoid_worker.empty()
+              ? "no connected worker but " + it->avoid_worker +
+                    ", which built it first, fits a determinism check's second build"
+              : "none of the " + std::to_string(workers_.size()) +
+                    " connected compile workers has " +
+                    (it->request.match_toolchain ? "the toolchain " + it->request.toolchain_id
+                                                 : "the compiler " + compiler);
     }
     if (best == nullptr) {
       ++it;

@@ -95,8 +95,13 @@ public:
   /// Stops the thread; jobs still queued are answered with worker_lost ("engine stopping").
   void stop();
 
-  /// Thread-safe. `done` runs exactly once, on the broker thread.
-  std::uint64_t submit(std::string run_id, messages::compile_request request, completion done);
+  /// Thread-safe. `done` runs exactly once, on the broker thread. `avoid_worker` (a worker_id):
+  /// never give this job to that worker (the determinism check's second build); the job waits
+  /// while no other worker fits it.
+  std::uint64_t submit(std::string run_id,
+                       messages::compile_request request,
+                       completion done,
+                       std::string avoid_worker = {});
 
   /// Runs on the broker thread once per loop turn (the engine uses it to supervise local workers).
   /// Set once, before or after start().
@@ -127,6 +132,7 @@ private:
     messages::compile_request request;
     completion done;
     int attempts = 0;
+    std::string avoid_worker;
   };
   struct worker {
     std::string identity;

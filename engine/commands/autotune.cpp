@@ -112,6 +112,10 @@ public:
         "--local-fallback", local_fallback_s_,
         "Start local compile workers once compiles have waited this many seconds with no "
         "connected worker that fits them (default: never)");
+    cmd->add_option("--determinism-check", options_.determinism_check,
+                    "Compile this fraction of builds (0-1) a second time on another worker and "
+                    "report artifacts that differ")
+        ->check(CLI::Range(0.0, 1.0));
     cmd->add_option("--toolchain", toolchains_,
                     "NAME=ID: compile NAME's jobs only on workers whose toolchain id is ID "
                     "(repeatable; a worker logs its ids when it starts)");

@@ -15,8 +15,21 @@ namespace {
 constexpr const char* schema_sql = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 -- 2 added candidate_sampling and final_rounds, 3 candidate_clocks, 4 candidate_processes, 5
--- compile_cache; an older file gains them when opened (its candidates simply have no row there).
-INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '5');
+-- compile_cache, 6 determinism_checks; an older file gains them when opened (its candidates simply
+-- have no row there).
+INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '6');
+-- The determinism check (--determinism-check): a build compiled twice, on two workers, and the
+-- SHA of each artifact (content_hash); same = 1 when they are byte-identical.
+CREATE TABLE IF NOT EXISTS determinism_checks(
+  run_id TEXT NOT NULL,
+  build_key TEXT NOT NULL,
+  worker_a TEXT NOT NULL,
+  worker_b TEXT NOT NULL,
+  hash_a TEXT NOT NULL,
+  hash_b TEXT NOT NULL,
+  same INTEGER NOT NULL,
+  recorded_at TEXT NOT NULL,
+  PRIMARY KEY (run_id, build_key));
 -- The artifact cache's index (engine/autotune/cached_compile_service.hpp): a build key (sources,
 -- build argv, toolchain identity) to the artifact (<db>.artifacts/<artifact_hash>) and the
 -- compile reply that made it (msgpack, hex; its artifact bytes left out). Shared by every run.
@@ -548,6 +561,24 @@ std::optional<cached_compile> results_store::find_compile(const std::string& bui
   if (!s.step())
     return std::nullopt;
   return cached_compile{std::string(s.column_text_view(0)), std::string(s.column_text_view(1))};
+} catch (const sqlite::sqlite_error& error) {
+  throw to_store_error(error);
+}
+
+void results_store::record_determinism_check(const std::string& run_id,
+                                             const determinism_check& check) try {
+  sqlite::statement s(*db_,
+                      "INSERT OR REPLACE INTO determinism_checks(run_id, build_key, worker_a, "
+                      "worker_b, hash_a, hash_b, same, recorded_at) VALUES (?,?,?,?,?,?,?,?)");
+  s.bind_text(1, run_id)
+      .bind_text(2, check.build_key)
+      .bind_text(3, check.worker_a)
+      .bind_text(4, check.worker_b)
+      .bind_text(5, check.hash_a)
+      .bind_text(6, check.hash_b)
+      .bind_int64(7, check.hash_a == check.hash_b ? 1 : 0)
+      .bind_text(8, now_utc());
+  s.step();
 } catch (const sqlite::sqlite_error& error) {
   throw to_store_error(error);
 }

@@ -73,6 +73,13 @@ struct cached_compile {
   std::string reply_hex;
 };
 
+/// A build compiled on two workers and the content hash of each artifact.
+struct determinism_check {
+  std::string build_key;
+  std::string worker_a, worker_b;
+  std::string hash_a, hash_b;
+};
+
 class results_store {
 public:
   /// Opens or creates the database. Throws store_error naming the file and the fix.
@@ -107,6 +114,9 @@ public:
   /// The artifact cache's entry for a build key, if any (every run of the file shares them).
   std::optional<cached_compile> find_compile(const std::string& build_key) const;
   void remember_compile(const std::string& build_key, const cached_compile& entry);
+
+  /// One determinism check's outcome (engine/autotune/determinism_check_service.hpp).
+  void record_determinism_check(const std::string& run_id, const determinism_check& check);
 
 private:
   /// Runs SQL without results; a failure is a store_error with SQLite's message.

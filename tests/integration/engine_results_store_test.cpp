@@ -98,7 +98,7 @@ TEST(results_store, keeps_a_candidates_clock_evidence_and_none_where_there_was_n
   }
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM candidate_clocks WHERE throttled=1"), 1);
   EXPECT_EQ(rpl::testing::query_texts(db, "SELECT value FROM meta WHERE key='schema_version'")[0],
-            "5");
+            "6");
   const auto rows = results_store(db).candidates("run-a");
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_TRUE(rows[0].clocks.read);
@@ -137,7 +137,7 @@ TEST(results_store, keeps_the_processes_a_candidate_left_behind_and_none_from_ol
   }
   results_store reopened(db);
   EXPECT_EQ(rpl::testing::query_texts(db, "SELECT value FROM meta WHERE key='schema_version'")[0],
-            "5");
+            "6");
   reopened.record("run-a", make_candidate("k3", true));
   const auto rows = reopened.candidates("run-a");
   ASSERT_EQ(rows.size(), 3u);
