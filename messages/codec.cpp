@@ -14,7 +14,7 @@ parse_frames(std::string_view header, std::string_view env_bytes, std::string_vi
                        ", this build speaks " + std::to_string(protocol_version));
   }
   const auto kind = static_cast<unsigned>(frames.env.kind);
-  if (kind < 1 || kind > 8) {
+  if (kind < 1 || kind > 9) {
     throw decode_error("unknown message kind " + std::to_string(kind));
   }
   return frames;
@@ -30,6 +30,7 @@ const char* to_string(message_kind kind) {
   case message_kind::measure_request: return "measure_request";
   case message_kind::measure_result: return "measure_result";
   case message_kind::verdict: return "verdict";
+  case message_kind::artifact_chunk: return "artifact_chunk";
   }
   return "unknown";
 }
@@ -43,6 +44,7 @@ const char* to_string(compile_status status) {
   case compile_status::worker_lost: return "worker_lost";
   case compile_status::internal_error: return "worker_internal_error";
   case compile_status::no_artifact: return "no_artifact";
+  case compile_status::too_large: return "too_large";
   }
   return "unknown";
 }

@@ -29,6 +29,7 @@ enum class message_kind : std::uint8_t {
   measure_request = 6,
   measure_result = 7,
   verdict = 8,
+  artifact_chunk = 9,
 };
 
 /// Outcome of one compile job. `ok` is the only status that carries a usable artifact.
@@ -40,6 +41,7 @@ enum class compile_status : std::uint8_t {
   worker_lost = 4,    ///< the job was re-queued too many times after worker deaths
   internal_error = 5, ///< the worker could not run the job (temp dir, fork, I/O)
   no_artifact = 6,    ///< the compiler exited 0 but did not write {OUT}
+  too_large = 7,      ///< the artifact exceeds the request's max_artifact_bytes
 };
 
 /// Outcome of measuring one candidate on one lane.
@@ -142,7 +144,19 @@ struct compile_request {
   /// engine could not identify the compiler (not installed on its host, nothing pinned): then any
   /// worker that has a compiler of that name will do.
   bool match_toolchain = false;
-  MSGPACK_DEFINE_MAP(sources, argv, toolchain_id, deadline_ms, max_output_bytes, match_toolchain)
+  /// A larger artifact is not sent: the reply is too_large. 0: only the message cap applies.
+  std::uint64_t max_artifact_bytes = 0;
+  /// Send the artifact as ARTIFACT_CHUNKs of at most this many bytes before the reply (which then
+  /// carries none); 0: inside the reply, as one message (older engines).
+  std::uint32_t chunk_bytes = 0;
+  MSGPACK_DEFINE_MAP(sources,
+                     argv,
+                     toolchain_id,
+                     deadline_ms,
+                     max_output_bytes,
+                     match_toolchain,
+                     max_artifact_bytes,
+                     chunk_bytes)
 };
 
 /// Per-kernel resource usage reported by the device compiler (nvcc's ptxas today).
@@ -179,6 +193,10 @@ struct compile_reply {
   std::string worker_id;
   std::string error;                            ///< human-readable reason for any status but ok
   std::vector<kernel_resource_usage> resources; ///< when the compiler reports them (nvcc)
+  /// Chunked (compile_request::chunk_bytes): the artifact's size and how many ARTIFACT_CHUNKs
+  /// carried it, sent before this reply; `artifact` itself is then empty. 0 and 0 otherwise.
+  std::uint64_t artifact_bytes = 0;
+  std::uint32_t artifact_chunks = 0;
   MSGPACK_DEFINE_MAP(status,
                      exit_code,
                      term_signal,
@@ -188,7 +206,18 @@ struct compile_reply {
                      compile_ns,
                      worker_id,
                      error,
-                     resources)
+                     resources,
+                     artifact_bytes,
+                     artifact_chunks)
+};
+
+/// One piece of a compile job's artifact, sent by the worker before its COMPILE_REPLY (same
+/// job_id), in order: `offset` is where `bytes` go.
+struct artifact_chunk {
+  static constexpr message_kind kind = message_kind::artifact_chunk;
+  std::uint64_t offset = 0;
+  std::vector<char> bytes;
+  MSGPACK_DEFINE_MAP(offset, bytes)
 };
 
 struct measure_request {

@@ -78,6 +78,10 @@ struct autotune_options {
   /// --determinism-check: this fraction of builds (chosen by build key) is compiled a second time
   /// on another worker and the artifacts compared; 0: none.
   double determinism_check = 0.0;
+  /// --max-artifact-bytes: a larger build is not sent back (compile status too_large, the
+  /// candidate invalid); artifacts travel in chunks of artifact_chunk_bytes (docs/protocol.md).
+  std::uint64_t max_artifact_bytes = 256ULL << 20;
+  std::uint32_t artifact_chunk_bytes = 1U << 20;
   /// --toolchain NAME=ID: compile NAME's jobs only on workers with this toolchain id, whatever
   /// this host has (toolchain_identity.hpp; a worker logs its ids at start).
   std::map<std::string, std::string> pinned_toolchains;

@@ -237,6 +237,8 @@ messages::compile_request autotune_session::compile_request(const candidate_stat
   request.argv = c.build_argv;
   request.toolchain_id = inputs_.toolchains.at(c.build_argv[0]);
   request.match_toolchain = inputs_.checked_toolchains.count(c.build_argv[0]) > 0;
+  request.max_artifact_bytes = options_.max_artifact_bytes;
+  request.chunk_bytes = options_.artifact_chunk_bytes;
   request.deadline_ms = static_cast<std::uint32_t>(options_.compile_timeout_s * 1000.0);
   return request;
 }

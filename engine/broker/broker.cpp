@@ -271,6 +271,9 @@ void broker::handle_message(std::vector<zmq::message_t>& frames) {
   case messages::message_kind::compile_reply:
     on_reply(identity, w, parsed.env.job_id, parsed.body);
     break;
+  case messages::message_kind::artifact_chunk:
+    on_chunk(identity, w, parsed.env.job_id, parsed.body);
+    break;
   default:
     spdlog::warn("broker: dropped an unexpected {} from {}", messages::to_string(parsed.env.kind),
                  w != nullptr ? w->worker_id : std::string("an unknown peer"));
@@ -361,6 +364,23 @@ void broker::on_reply(const std::string& identity,
   }
   auto j = std::move(*held);
   known->current.erase(held);
+  if (reply.artifact_chunks > 0 && reply.status == messages::compile_status::ok) {
+    // The artifact came before the reply, in chunks: it must be whole.
+    auto bytes = std::move(known->assembling[job_id]);
+    std::string why = known->broken.count(job_id) ? known->broken[job_id] : std::string();
+    if (why.empty() && bytes.size() != reply.artifact_bytes) {
+      why = "its artifact arrived incomplete (" + std::to_string(bytes.size()) + " of " +
+            std::to_string(reply.artifact_bytes) + " bytes)";
+    }
+    if (why.empty()) {
+      reply.artifact = std::move(bytes);
+    } else {
+      reply.status = messages::compile_status::internal_error;
+      reply.error = why;
+    }
+  }
+  known->assembling.erase(job_id);
+  known->broken.erase(job_id);
   if (reply.status == messages::compile_status::internal_error) {
     // The worker could not run the job (its disk, its fork, a reply it could not encode): not the
     // candidate's fault, so another worker tries it while this one sits out its back-off.
@@ -374,7 +394,45 @@ void broker::on_reply(const std::string& identity,
   }
 }
 
+void broker::on_chunk(const std::string& identity,
+                      worker* known,
+                      std::uint64_t job_id,
+                      const std::string& body) {
+  if (known == nullptr) {
+    send_disconnect(identity, "unknown worker; send READY first");
+    count(&broker_stats::unknown_replies);
+    return;
+  }
+  const auto held = std::find_if(known->current.begin(), known->current.end(),
+                                 [&](const job& j) { return j.id == job_id; });
+  if (held == known->current.end() || known->broken.count(job_id)) {
+    return; // a job it no longer holds (its reply will be counted), or already broken
+  }
+  messages::artifact_chunk chunk;
+  try {
+    chunk = messages::decode<messages::artifact_chunk>(body);
+  } catch (const messages::decode_error& error) {
+    known->broken[job_id] = std::string("an unreadable artifact chunk: ") + error.what();
+    return;
+  }
+  auto& bytes = known->assembling[job_id];
+  const auto limit = held->request.max_artifact_bytes;
+  if (chunk.offset != bytes.size()) {
+    known->broken[job_id] = "an artifact chunk at offset " + std::to_string(chunk.offset) +
+                            " where " + std::to_string(bytes.size()) + " was next";
+  } else if (limit > 0 && bytes.size() + chunk.bytes.size() > limit) {
+    known->broken[job_id] =
+        "its artifact chunks exceed max_artifact_bytes " + std::to_string(limit);
+  } else {
+    bytes.insert(bytes.end(), chunk.bytes.begin(), chunk.bytes.end());
+    return;
+  }
+  known->assembling.erase(job_id);
+}
+
 void broker::requeue_all(worker& w, const std::string& why) {
+  w.assembling.clear();
+  w.broken.clear();
   // Backwards, so that requeue's push_front keeps the jobs in the order they were handed out.
   for (auto it = w.current.rbegin(); it != w.current.rend(); ++it) {
     requeue(std::move(*it), why);

@@ -143,6 +143,10 @@ private:
     std::vector<std::string> compilers;            ///< allow-listed names
     std::map<std::string, std::string> toolchains; ///< compiler name -> toolchain id
     std::vector<job> current;                      ///< at most `slots`
+    /// Chunked artifacts being received, by job id; a job whose chunks broke the rules (out of
+    /// order, over its max_artifact_bytes) has its reason in `broken` instead.
+    std::map<std::uint64_t, std::vector<char>> assembling;
+    std::map<std::uint64_t, std::string> broken;
     bool full() const { return current.size() >= slots; }
   };
   /// Failures in a row of one worker (by worker_id, so that a reconnect does not reset them).
@@ -169,6 +173,10 @@ private:
   void send_disconnect(const std::string& identity, const std::string& reason);
   worker* find(const std::string& identity);
   void on_ready(const std::string& identity, worker* known, const std::string& body);
+  void on_chunk(const std::string& identity,
+                worker* known,
+                std::uint64_t job_id,
+                const std::string& body);
   void on_reply(const std::string& identity,
                 worker* known,
                 std::uint64_t job_id,

@@ -112,6 +112,10 @@ public:
         "--local-fallback", local_fallback_s_,
         "Start local compile workers once compiles have waited this many seconds with no "
         "connected worker that fits them (default: never)");
+    cmd->add_option("--max-artifact-bytes", options_.max_artifact_bytes,
+                    "Largest build a worker sends back (default 256 MiB); a larger one makes the "
+                    "candidate invalid (too_large)")
+        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
     cmd->add_option("--determinism-check", options_.determinism_check,
                     "Compile this fraction of builds (0-1) a second time on another worker and "
                     "report artifacts that differ")

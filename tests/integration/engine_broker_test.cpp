@@ -551,5 +551,64 @@ TEST_F(broker_test, a_worker_that_cannot_run_a_job_sits_out_a_back_off_while_ano
   EXPECT_TRUE(flaky.receive(2s).has_value());
 }
 
+TEST_F(broker_test, a_chunked_artifact_is_assembled_and_a_broken_one_goes_to_another_worker) {
+  collected out; // outlives the broker
+  broker b(config_);
+  b.start();
+  fake_worker w(context_, endpoint_, "chunky");
+  w.ready();
+  messages::compile_request request;
+  request.argv = {"g++", "x.cpp", "-o", "{OUT}"};
+  request.chunk_bytes = 3;
+  request.max_artifact_bytes = 8;
+  submit(b, out, request);
+  auto job = w.receive(2s);
+  ASSERT_TRUE(job.has_value());
+  const auto send_chunk = [&](fake_worker& from, std::uint64_t offset, const std::string& bytes,
+                              const messages::parsed_frames& for_job) {
+    messages::artifact_chunk chunk;
+    chunk.offset = offset;
+    chunk.bytes.assign(bytes.begin(), bytes.end());
+    from.send(chunk, for_job.env.job_id, for_job.env.run_id);
+  };
+  const auto send_reply = [&](fake_worker& from, std::uint64_t size, std::uint32_t chunks,
+                              const messages::parsed_frames& for_job) {
+    messages::compile_reply reply;
+    reply.status = messages::compile_status::ok;
+    reply.has_artifact = true;
+    reply.worker_id = for_job.env.run_id.empty() ? "" : "w";
+    reply.artifact_bytes = size;
+    reply.artifact_chunks = chunks;
+    from.send(reply, for_job.env.job_id, for_job.env.run_id);
+  };
+  send_chunk(w, 0, "ELF", *job);
+  send_chunk(w, 3, "bin", *job);
+  send_chunk(w, 6, "!", *job);
+  send_reply(w, 7, 3, *job);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return out.count() == 1; }, 2s));
+  EXPECT_EQ(out.replies[0].status, messages::compile_status::ok);
+  EXPECT_EQ(std::string(out.replies[0].artifact.begin(), out.replies[0].artifact.end()), "ELFbin!");
+
+  // A chunk out of order: the worker could not deliver the build; another worker gets the job.
+  submit(b, out, request);
+  job = w.receive(2s);
+  ASSERT_TRUE(job.has_value());
+  send_chunk(w, 3, "bin", *job);
+  send_reply(w, 3, 1, *job);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.stats().workers_benched == 1; }, 2s));
+  fake_worker other(context_, endpoint_, "other");
+  other.ready();
+  auto again = other.receive(2s);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->env.job_id, job->env.job_id);
+  // Over max_artifact_bytes (8): refused the same way.
+  send_chunk(other, 0, "123", *again);
+  send_chunk(other, 3, "456", *again);
+  send_chunk(other, 6, "789", *again);
+  send_reply(other, 9, 3, *again);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.stats().workers_benched == 2; }, 2s));
+  EXPECT_EQ(out.count(), 1u) << "neither broken build reached the engine";
+}
+
 } // namespace
 } // namespace rpl::engine

@@ -1,6 +1,7 @@
 // The compile worker against a broker played by the test: a real ROUTER socket on ipc:// in a
 // private temp dir, the worker in a thread of this process (docs/protocol.md is the contract).
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -66,6 +67,11 @@ public:
 
   /// Waits up to `timeout` for a message of `kind`; returns nullopt on timeout.
   std::optional<broker_message> expect(message_kind kind, std::chrono::milliseconds timeout) {
+    return expect_any({kind}, timeout);
+  }
+  /// The next message of any of these kinds.
+  std::optional<broker_message> expect_any(std::vector<message_kind> kinds,
+                                           std::chrono::milliseconds timeout) {
     const auto until = steady::now() + timeout;
     for (;;) {
       const auto now = steady::now();
@@ -92,7 +98,7 @@ public:
       seen.push_back(message);
       if (message.env.kind == message_kind::ready)
         worker = message.identity;
-      if (message.env.kind == kind)
+      if (std::find(kinds.begin(), kinds.end(), message.env.kind) != kinds.end())
         return message;
     }
   }
@@ -193,6 +199,51 @@ TEST(workers_compile_worker, ready_describes_the_worker) {
   EXPECT_EQ(body.worker_id, body.host + ":" + std::to_string(body.pid));
   EXPECT_EQ(body.heartbeat_ms, 50u);
   EXPECT_EQ(body.compilers, compile_worker_options{}.allowed_compilers);
+}
+
+TEST(workers_compile_worker, streams_the_artifact_in_bounded_chunks_and_refuses_one_too_large) {
+  fake_broker broker;
+  worker_thread worker(fast_options(broker));
+  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  auto request = gxx_request("int main() { return 0; }\n");
+  request.chunk_bytes = 4096;
+  broker.send(broker.worker, 8, request, "run-c");
+  std::vector<char> assembled;
+  std::uint32_t chunks = 0;
+  for (;;) {
+    const auto next =
+        broker.expect_any({message_kind::artifact_chunk, message_kind::compile_reply}, 30s);
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->env.job_id, 8u);
+    if (next->env.kind == message_kind::compile_reply) {
+      const auto body = decode_reply(*next);
+      EXPECT_EQ(body.status, compile_status::ok) << body.error;
+      EXPECT_TRUE(body.has_artifact);
+      EXPECT_TRUE(body.artifact.empty()) << "the bytes came in the chunks";
+      EXPECT_EQ(body.artifact_bytes, assembled.size());
+      EXPECT_EQ(body.artifact_chunks, chunks);
+      break;
+    }
+    const auto chunk = messages::decode<messages::artifact_chunk>(next->body);
+    EXPECT_EQ(chunk.offset, assembled.size());
+    EXPECT_LE(chunk.bytes.size(), 4096u);
+    assembled.insert(assembled.end(), chunk.bytes.begin(), chunk.bytes.end());
+    ++chunks;
+  }
+  EXPECT_GT(chunks, 1u);
+  ASSERT_GT(assembled.size(), 4u);
+  EXPECT_EQ(std::string(assembled.begin(), assembled.begin() + 4), "\x7f"
+                                                                   "ELF");
+  // Over the engine's limit: nothing is sent but the reason.
+  request.max_artifact_bytes = 1000;
+  broker.send(broker.worker, 9, request, "run-c");
+  const auto refused = broker.expect(message_kind::compile_reply, 30s);
+  ASSERT_TRUE(refused);
+  const auto body = decode_reply(*refused);
+  EXPECT_EQ(body.status, compile_status::too_large);
+  EXPECT_FALSE(body.has_artifact);
+  EXPECT_NE(body.error.find("exceeds the engine's limit of 1000 bytes"), std::string::npos)
+      << body.error;
 }
 
 TEST(workers_compile_worker, compiles_a_tiny_program) {

@@ -112,6 +112,8 @@ struct running_job {
   std::uint32_t deadline_ms = 0;
   std::optional<steady::time_point> deadline;
   child_process child;
+  std::uint64_t max_artifact_bytes = 0; ///< compile_request's; 0: the message cap only
+  std::uint32_t chunk_bytes = 0;        ///< compile_request's; 0: the artifact in the reply
 };
 
 /// The compile job: a private directory with the sources, the allow-listed compiler as a child
@@ -157,8 +159,11 @@ private:
                                  const fs::path& dir,
                                  bool& wants_artifact) const;
   job_reply complete();
-  void judge(running_job& job, messages::compile_reply& body) const;
-  void attach_artifact(const running_job& job, messages::compile_reply& body) const;
+  void
+  judge(running_job& job, messages::compile_reply& body, std::vector<std::string>& chunks) const;
+  void attach_artifact(const running_job& job,
+                       messages::compile_reply& body,
+                       std::vector<std::string>& chunks) const;
   job_reply
   reply(std::uint64_t job_id, const std::string& run_id, messages::compile_reply body) const;
   /// A private, empty job directory: the one the last job left (emptied), else a new one; empty
@@ -284,6 +289,8 @@ std::optional<job_reply> compile_job_handler::launch(const messages::envelope& e
     // deadline_ms == 0 means no deadline; liveness still guards the worker itself.
     if (request.deadline_ms > 0)
       job_->deadline = steady::now() + std::chrono::milliseconds(request.deadline_ms);
+    job_->max_artifact_bytes = request.max_artifact_bytes;
+    job_->chunk_bytes = request.chunk_bytes;
     return std::nullopt;
   } catch (const std::exception& error) {
     job_.reset();
@@ -342,21 +349,30 @@ job_reply compile_job_handler::complete() {
   running_job job = std::move(*job_);
   job_.reset();
   messages::compile_reply body;
+  std::vector<std::string> chunks;
   try {
-    judge(job, body);
+    judge(job, body, chunks);
   } catch (const std::exception& error) {
     body.status = messages::compile_status::internal_error;
     body.error = "worker " + worker_id_ + " could not finish the job: " + error.what();
     body.artifact.clear();
     body.has_artifact = false;
+    body.artifact_bytes = 0;
+    body.artifact_chunks = 0;
+    chunks.clear();
   }
   remove_dir(job.job_id, job.dir);
-  return reply(job.job_id, job.run_id, std::move(body));
+  auto out = reply(job.job_id, job.run_id, std::move(body));
+  for (auto& chunk : chunks)
+    out.before.emplace_back(messages::message_kind::artifact_chunk, std::move(chunk));
+  return out;
 }
 
 /// Fills `body` from the finished compiler: its output and exit, then the status (a compile error
 /// is `failed`, an expected result; a missing {OUT} is `no_artifact`).
-void compile_job_handler::judge(running_job& job, messages::compile_reply& body) const {
+void compile_job_handler::judge(running_job& job,
+                                messages::compile_reply& body,
+                                std::vector<std::string>& chunks) const {
   child_outcome outcome = job.child.finish();
   body.exit_code = outcome.exit_code;
   body.term_signal = outcome.term_signal;
@@ -379,13 +395,41 @@ void compile_job_handler::judge(running_job& job, messages::compile_reply& body)
     body.status = messages::compile_status::no_artifact;
     body.error = job.compiler + " exited 0 but did not write {OUT} (" + job.artifact.string() + ")";
   } else {
-    attach_artifact(job, body);
+    attach_artifact(job, body, chunks);
   }
 }
 
 void compile_job_handler::attach_artifact(const running_job& job,
-                                          messages::compile_reply& body) const {
+                                          messages::compile_reply& body,
+                                          std::vector<std::string>& chunks) const {
   const auto size = fs::file_size(job.artifact);
+  if (job.max_artifact_bytes > 0 && size > job.max_artifact_bytes) {
+    body.status = messages::compile_status::too_large;
+    body.error = "artifact of " + std::to_string(size) + " bytes exceeds the engine's limit of " +
+                 std::to_string(job.max_artifact_bytes) + " bytes (--max-artifact-bytes)";
+    return;
+  }
+  if (job.chunk_bytes > 0) {
+    // Streamed: read and encoded a bounded piece at a time; no message is larger than a chunk.
+    std::ifstream stream(job.artifact, std::ios::binary);
+    messages::artifact_chunk chunk;
+    for (std::uintmax_t offset = 0; offset < size;) {
+      const auto length = std::min<std::uintmax_t>(job.chunk_bytes, size - offset);
+      chunk.offset = offset;
+      chunk.bytes.resize(static_cast<std::size_t>(length));
+      stream.read(chunk.bytes.data(), static_cast<std::streamsize>(length));
+      if (!stream)
+        throw std::runtime_error("cannot read the artifact " + job.artifact.string());
+      chunks.push_back(messages::encode(chunk));
+      offset += length;
+    }
+    body.artifact_bytes = size;
+    body.artifact_chunks = static_cast<std::uint32_t>(chunks.size());
+    body.has_artifact = true;
+    body.status = messages::compile_status::ok;
+    body.resources = job.rules->parse_resource_usage(body.output);
+    return;
+  }
   if (size + body.output.size() + reply_overhead_bytes > options_.max_message_bytes) {
     body.status = messages::compile_status::internal_error;
     body.error = "artifact of " + std::to_string(size) + " bytes exceeds the message limit of " +
@@ -422,7 +466,7 @@ job_reply compile_job_handler::reply(std::uint64_t job_id,
   if (body.status == messages::compile_status::ok) {
     log->info("{}{} in {:.3f} s ({} artifact bytes)", job_tag(job_id),
               messages::to_string(body.status), static_cast<double>(body.compile_ns) / 1e9,
-              body.artifact.size());
+              body.artifact_chunks > 0 ? body.artifact_bytes : body.artifact.size());
   } else {
     // A compile error is an expected result (data for the engine), not a worker problem.
     const auto level = body.status == messages::compile_status::failed ||

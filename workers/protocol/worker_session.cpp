@@ -216,6 +216,8 @@ void worker_session::send_reply(const job_reply& reply) {
         job_tag(reply.job_id), messages::to_string(reply.kind), reply.body.size(),
         options_.max_message_bytes);
   }
+  for (const auto& [kind, body] : reply.before)
+    send(kind, reply.job_id, reply.run_id, body);
   send(reply.kind, reply.job_id, reply.run_id, reply.body);
 }
 
