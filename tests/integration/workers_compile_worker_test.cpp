@@ -5,11 +5,14 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <optional>
 #include <set>
 #include <string>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -244,6 +247,36 @@ TEST(workers_compile_worker, streams_the_artifact_in_bounded_chunks_and_refuses_
   EXPECT_FALSE(body.has_artifact);
   EXPECT_NE(body.error.find("exceeds the engine's limit of 1000 bytes"), std::string::npos)
       << body.error;
+}
+
+TEST(workers_compile_worker, removes_job_folders_that_killed_workers_left_and_keeps_the_others) {
+  fake_broker broker;
+  auto options = fast_options(broker);
+  char pattern[] = "/tmp/rpl-work-root-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::filesystem::path root(pattern);
+  options.work_root = root;
+  // A pid that has exited (a child reaped just now), and one that lives (this process's parent).
+  const pid_t dead = ::fork();
+  if (dead == 0)
+    ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ::waitpid(dead, nullptr, 0);
+  const auto orphan = root / ("rpl-job-" + std::to_string(dead) + "-7-abcdef");
+  const auto alive = root / ("rpl-job-" + std::to_string(::getppid()) + "-7-abcdef");
+  const auto older = root / "rpl-job-7-abcdef"; // no pid: nothing tells whether it is in use
+  for (const auto& dir : {orphan, alive, older}) {
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "partial.o") << "x";
+  }
+  {
+    worker_thread worker(options);
+    ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  }
+  EXPECT_FALSE(std::filesystem::exists(orphan));
+  EXPECT_TRUE(std::filesystem::exists(alive));
+  EXPECT_TRUE(std::filesystem::exists(older));
+  std::filesystem::remove_all(root);
 }
 
 TEST(workers_compile_worker, compiles_a_tiny_program) {

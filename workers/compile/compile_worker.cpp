@@ -7,8 +7,11 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <signal.h>
 #include <stdexcept>
+#include <sys/stat.h>
 #include <system_error>
+#include <unistd.h>
 #include <utility>
 
 #include <stdlib.h>
@@ -135,6 +138,9 @@ public:
   }
   compile_job_handler(const compile_job_handler&) = delete;
   compile_job_handler& operator=(const compile_job_handler&) = delete;
+
+  /// Where job folders are made (--work-dir, else $TMPDIR or /tmp).
+  const fs::path& work_root() const { return options_.work_root; }
 
   void describe(messages::ready& hello) const override {
     hello.compilers = options_.allowed_compilers;
@@ -483,8 +489,9 @@ fs::path compile_job_handler::take_dir(std::uint64_t job_id) {
     return std::exchange(spare_dir_, fs::path());
   }
   // mkdtemp creates the directory with mode 0700: other users cannot read or plant files.
-  std::string pattern =
-      (options_.work_root / ("rpl-job-" + std::to_string(job_id) + "-XXXXXX")).string();
+  std::string pattern = (options_.work_root / ("rpl-job-" + std::to_string(::getpid()) + "-" +
+                                               std::to_string(job_id) + "-XXXXXX"))
+                            .string();
   if (::mkdtemp(pattern.data()) == nullptr) {
     return {};
   }
@@ -519,6 +526,34 @@ void compile_job_handler::remove_dir(std::uint64_t job_id, const fs::path& dir) 
   fs::remove_all(dir, error);
   if (error)
     worker_log()->warn("{}could not remove {}: {}", job_tag(job_id), dir.string(), error.message());
+}
+
+/// Job folders (`rpl-job-PID-JOB-XXXXXX`) that a worker killed with SIGKILL left in the work root:
+/// removed when a worker starts there, if this user owns them and process PID is gone.
+void remove_orphaned_job_dirs(const fs::path& root) {
+  std::error_code error;
+  std::size_t removed = 0;
+  for (fs::directory_iterator entry(root, error), end; !error && entry != end;
+       entry.increment(error)) {
+    const std::string name = entry->path().filename().string();
+    if (name.rfind("rpl-job-", 0) != 0)
+      continue;
+    const auto dash = name.find('-', 8);
+    if (dash == std::string::npos || dash == 8 || name.find_first_not_of("0123456789", 8) != dash)
+      continue; // an older worker's folder (no pid): nothing tells whether it is in use
+    const auto pid = static_cast<pid_t>(std::stol(name.substr(8, dash - 8)));
+    struct stat info {};
+    if (pid == ::getpid() || ::lstat(entry->path().c_str(), &info) != 0 ||
+        info.st_uid != ::getuid() || !S_ISDIR(info.st_mode) ||
+        (::kill(pid, 0) == 0 || errno != ESRCH))
+      continue;
+    std::error_code gone;
+    fs::remove_all(entry->path(), gone);
+    removed += gone ? 0 : 1;
+  }
+  if (removed > 0)
+    worker_log()->info("removed {} job folder(s) in {} left by workers that were killed", removed,
+                       root.string());
 }
 
 worker_session_options session_options(const compile_worker_options& options) {
@@ -560,6 +595,7 @@ int run_compile_worker(const compile_worker_options& options, std::atomic<bool>&
         std::make_unique<compile_job_handler>(options, session.identity().worker_id, toolchains));
     seats.push_back(handlers.back().get());
   }
+  remove_orphaned_job_dirs(handlers.front()->work_root());
   return session.run(seats);
 }
 
