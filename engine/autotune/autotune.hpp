@@ -65,8 +65,9 @@ struct autotune_options {
   std::chrono::milliseconds heartbeat{1000};
   int liveness = 3;
   std::vector<std::string> allowed_compilers; ///< empty: the default allow-list
-  /// default: 2 × (workers + lanes); --strategy model: 2 × lanes, at least 4 (it learns from
-  /// results, so fewer picks are made before their predecessors' results are in)
+  /// default: 2 × (workers + lanes), at least 128 with --listen (remote slots are not known in
+  /// advance); --strategy model: 2 × lanes, at least 4 (it learns from results, so fewer picks are
+  /// made before their predecessors' results are in)
   std::optional<std::size_t> max_in_flight;
   std::filesystem::path worker_executable; ///< default: this executable
   /// --worker-wait: the run fails (exit 1) once compiles have waited this long with no compile

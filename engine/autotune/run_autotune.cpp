@@ -441,9 +441,12 @@ autotune_result run_autotune(const autotune_options& options,
     // The model strategy picks from the results it has: with every candidate of a small budget
     // in flight at once, it would pick them all before the first result (all at random). Its
     // default keeps each lane fed with one candidate compiling ahead, at least 4.
+    // Remote workers' slots are not known in advance: with --listen, enough for 64 of them.
     const std::size_t in_flight =
-        options.strategy == "model" ? std::max<std::size_t>(2 * lanes.size(), 4)
-                                    : 2 * (std::max<std::size_t>(inputs.workers, 1) + lanes.size());
+        options.strategy == "model"
+            ? std::max<std::size_t>(2 * lanes.size(), 4)
+            : std::max<std::size_t>(2 * (std::max<std::size_t>(inputs.workers, 1) + lanes.size()),
+                                    options.listen.empty() ? 0 : 128);
     graph.run(options.max_in_flight.value_or(in_flight), grace);
   }
   std::string winner_note;
