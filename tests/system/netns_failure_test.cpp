@@ -148,7 +148,8 @@ TEST(netns_failure, host_loss_link_cut_and_slow_link_lose_nothing) {
     return workers::child_process::spawn(options);
   };
   // A slow link to host 3, both ways: 150 ms (+-50) of delay with netem where the kernel has it,
-  // else a 512 kbit/s token bucket (tbf), which delays every artifact by its size.
+  // else a 2 Mbit/s token bucket (tbf), which delays every artifact by its size (an 18 KB one
+  // by about 70 ms; slower would starve the 100 ms heartbeats and expire the host instead).
   std::string slowed_by = "netem delay 150ms 50ms";
   auto slow = [&](const std::string& qdisc) {
     return sh("tc qdisc add dev " + net.host_if(3) + " root " + qdisc) == 0 &&
@@ -157,7 +158,7 @@ TEST(netns_failure, host_loss_link_cut_and_slow_link_lose_nothing) {
   };
   if (!slow(slowed_by)) {
     sh("tc qdisc del dev " + net.host_if(3) + " root");
-    slowed_by = "tbf rate 512kbit burst 16kbit latency 2s";
+    slowed_by = "tbf rate 2mbit burst 32kbit latency 1s";
     if (!slow(slowed_by))
       slowed_by.clear();
   }
