@@ -189,8 +189,7 @@ std::size_t worker_count(const autotune_options& options) {
   if (options.compile_workers) {
     workers = *options.compile_workers;
   } else {
-    const auto cores = std::max(1u, std::thread::hardware_concurrency());
-    workers = cores > options.lanes ? cores - options.lanes : 1;
+    workers = default_compile_workers(options.lanes);
   }
   if (workers == 0 && options.listen.empty()) {
     throw config_error("--compile-workers 0 without --listen: nothing would compile; fix: "
@@ -465,6 +464,11 @@ autotune_inputs validate_inputs(const autotune_options& options) {
   check_listen_security(options, in);
   in.fingerprint = fingerprint(options, in);
   return in;
+}
+
+std::size_t default_compile_workers(std::size_t lanes) {
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  return cores > lanes ? cores - lanes : 1;
 }
 
 } // namespace rpl::engine

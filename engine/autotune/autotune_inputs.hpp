@@ -55,6 +55,10 @@ struct autotune_inputs {
   std::shared_ptr<const stages::landscape> landscape;
 };
 
+/// Local compile workers when --compile-workers is not given: one per core beside the lanes, at
+/// least 1. Also what --local-fallback starts.
+std::size_t default_compile_workers(std::size_t lanes);
+
 /// Reads and checks every input of `options`. Throws config_error.
 autotune_inputs validate_inputs(const autotune_options& options);
 

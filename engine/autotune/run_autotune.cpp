@@ -17,7 +17,6 @@
 #include "engine/broker/broker.hpp"
 #include "engine/broker/local_workers.hpp"
 #include "engine/graph/tuning_graph.hpp"
-#include "workers/protocol/host_resources.hpp"
 
 namespace rpl::engine {
 
@@ -392,8 +391,7 @@ autotune_result run_autotune(const autotune_options& options,
     } else if (options.local_fallback_s &&
                compile_broker.waiting_for_workers() >=
                    std::chrono::duration<double>(*options.local_fallback_s)) {
-      const std::size_t cores = workers::usable_cores();
-      const std::size_t count = cores > options.lanes ? cores - options.lanes : 1;
+      const std::size_t count = default_compile_workers(options.lanes);
       spdlog::warn("compiles waited {} s with no fitting worker ({}): --local-fallback starts {} "
                    "local compile worker(s)",
                    *options.local_fallback_s, compile_broker.unplaced_reason(), count);

@@ -170,6 +170,9 @@ std::uint64_t broker::submit(std::string run_id,
                              std::string avoid_worker) {
   job j;
   j.avoid_worker = std::move(avoid_worker);
+  if (!request.argv.empty()) {
+    j.compiler = std::filesystem::path(request.argv[0]).filename().string();
+  }
   j.id = next_job_id_++;
   j.run_id = std::move(run_id);
   j.request = std::move(request);
@@ -459,9 +462,7 @@ bool broker::fits(const worker& w, const job& j) {
   if (!j.avoid_worker.empty() && w.worker_id == j.avoid_worker) {
     return false;
   }
-  const auto& argv = j.request.argv;
-  const std::string name =
-      argv.empty() ? std::string() : std::filesystem::path(argv[0]).filename().string();
+  const std::string& name = j.compiler;
   if (!w.compilers.empty() &&
       std::find(w.compilers.begin(), w.compilers.end(), name) == w.compilers.end()) {
     return false;

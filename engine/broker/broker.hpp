@@ -133,6 +133,7 @@ private:
     completion done;
     int attempts = 0;
     std::string avoid_worker;
+    std::string compiler; ///< argv[0]'s file name, what workers' compilers and toolchains name
   };
   struct worker {
     std::string identity;

@@ -202,4 +202,14 @@ inline std::vector<std::string> remote_sweep_args(const std::filesystem::path& d
           db.string()};
 }
 
+/// `rocm-perf worker compile` connecting to `endpoint` with 100 ms heartbeats (as
+/// remote_sweep_args' engine), then `extra`.
+inline std::vector<std::string> remote_worker_argv(const std::string& endpoint,
+                                                   const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {rocm_perf.string(), "worker",         "compile", "--connect",
+                                   endpoint,           "--heartbeat-ms", "100"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
 } // namespace rpl::testing

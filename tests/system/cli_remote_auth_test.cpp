@@ -32,15 +32,7 @@ std::string generate(const std::filesystem::path& dir) {
 workers::child_process start_worker(const std::string& endpoint,
                                     const std::vector<std::string>& extra) {
   workers::child_options options;
-  options.argv = {rpl::testing::rocm_perf.string(),
-                  "worker",
-                  "compile",
-                  "--connect",
-                  endpoint,
-                  "--heartbeat-ms",
-                  "100",
-                  "--reconnect-ms",
-                  "100"};
+  options.argv = rpl::testing::remote_worker_argv(endpoint, {"--reconnect-ms", "100"});
   options.argv.insert(options.argv.end(), extra.begin(), extra.end());
   options.capture_output = false;
   return workers::child_process::spawn(options);

@@ -31,15 +31,7 @@ std::filesystem::path other_gxx(const std::filesystem::path& dir) {
 
 workers::child_process start_worker(const std::string& endpoint, const std::filesystem::path& bin) {
   workers::child_options options;
-  options.argv = {rpl::testing::rocm_perf.string(),
-                  "worker",
-                  "compile",
-                  "--connect",
-                  endpoint,
-                  "--heartbeat-ms",
-                  "100",
-                  "--slots",
-                  "2"};
+  options.argv = rpl::testing::remote_worker_argv(endpoint, {"--slots", "2"});
   const char* path = std::getenv("PATH");
   options.environment = {{"PATH", bin.string() + ":" + (path != nullptr ? path : "/usr/bin:/bin")}};
   options.max_output_bytes = 1u << 20;

@@ -1,14 +1,13 @@
 #include "workers/compilers/toolchain_identity.hpp"
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 #include <unistd.h>
 
 #include "stages/search/candidate_key.hpp"
 #include "workers/process/child_process.hpp"
+#include "workers/process/find_program.hpp"
 
 namespace rpl::workers {
 
@@ -16,21 +15,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// execvp's lookup: a name with a slash is a path, else the first executable PATH entry.
+/// A path as given, or a bare name looked up in PATH; only an executable regular file counts.
 std::optional<fs::path> find_program(const std::string& name) {
   if (name.empty())
     return std::nullopt;
-  if (name.find('/') != std::string::npos)
-    return ::access(name.c_str(), X_OK) == 0 ? std::optional<fs::path>(name) : std::nullopt;
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
-    std::error_code error;
-    if (fs::is_regular_file(candidate, error) && ::access(candidate.c_str(), X_OK) == 0)
-      return candidate;
-  }
-  return std::nullopt;
+  const auto found =
+      name.find('/') != std::string::npos ? std::optional<fs::path>(name) : find_on_path(name);
+  std::error_code error;
+  if (!found || !fs::is_regular_file(*found, error) || ::access(found->c_str(), X_OK) != 0)
+    return std::nullopt;
+  return found;
 }
 
 } // namespace

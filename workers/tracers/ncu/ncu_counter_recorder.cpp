@@ -1,32 +1,16 @@
 #include "workers/tracers/ncu/ncu_counter_recorder.hpp"
 
 #include <cstdlib>
-#include <sstream>
 #include <unistd.h>
 
 #include "stages/trace/ncu_csv.hpp"
 #include "stages/trace/rocpd_writer.hpp"
+#include "workers/process/find_program.hpp"
 #include "workers/tracers/detail/recorded_child.hpp"
 
 namespace rpl::workers {
 
 namespace {
-
-std::optional<std::filesystem::path> find_on_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr)
-    return std::nullopt;
-  std::stringstream dirs(path);
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    if (dir.empty())
-      continue;
-    const auto candidate = std::filesystem::path(dir) / name;
-    if (::access(candidate.c_str(), X_OK) == 0)
-      return candidate;
-  }
-  return std::nullopt;
-}
 
 std::string join(const std::vector<std::string>& words, char separator) {
   std::string out;

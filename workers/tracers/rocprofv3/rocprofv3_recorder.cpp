@@ -1,35 +1,11 @@
 #include "workers/tracers/rocprofv3/rocprofv3_recorder.hpp"
 
 #include <cstdlib>
-#include <sstream>
-#include <unistd.h>
 
+#include "workers/process/find_program.hpp"
 #include "workers/tracers/detail/recorded_child.hpp"
 
 namespace rpl::workers {
-
-namespace {
-
-std::optional<std::filesystem::path> find_on_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) {
-    return std::nullopt;
-  }
-  std::stringstream dirs(path);
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    if (dir.empty()) {
-      continue;
-    }
-    const auto candidate = std::filesystem::path(dir) / name;
-    if (::access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
-    }
-  }
-  return std::nullopt;
-}
-
-} // namespace
 
 std::optional<std::filesystem::path> find_rocprofv3(const std::filesystem::path& explicit_path) {
   if (!explicit_path.empty()) {

@@ -1,0 +1,25 @@
+#include "workers/process/find_program.hpp"
+
+#include <cstdlib>
+#include <sstream>
+#include <unistd.h>
+
+namespace rpl::workers {
+
+std::optional<std::filesystem::path> find_on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr)
+    return std::nullopt;
+  std::stringstream dirs(path);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (dir.empty())
+      continue;
+    const auto candidate = std::filesystem::path(dir) / name;
+    if (::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+  }
+  return std::nullopt;
+}
+
+} // namespace rpl::workers
