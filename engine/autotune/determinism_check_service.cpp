@@ -36,7 +36,8 @@ bool determinism_check_service::chosen(const std::string& build_key, double frac
 }
 
 void determinism_check_service::submit(messages::compile_request request, reply_fn on_reply) {
-  const auto key = build_key(request);
+  // Off (the default): no build key to hash, the request goes straight to the broker.
+  const auto key = fraction_ > 0.0 ? build_key(request) : std::string();
   if (!chosen(key, fraction_)) {
     broker_.submit(run_id_, std::move(request), std::move(on_reply));
     return;
