@@ -45,6 +45,7 @@ const char* to_string(compile_status status) {
   case compile_status::internal_error: return "worker_internal_error";
   case compile_status::no_artifact: return "no_artifact";
   case compile_status::too_large: return "too_large";
+  case compile_status::toolchain_mismatch: return "toolchain_mismatch";
   }
   return "unknown";
 }

@@ -42,6 +42,9 @@ enum class compile_status : std::uint8_t {
   internal_error = 5, ///< the worker could not run the job (temp dir, fork, I/O)
   no_artifact = 6,    ///< the compiler exited 0 but did not write {OUT}
   too_large = 7,      ///< the artifact exceeds the request's max_artifact_bytes
+  /// argv[0] is a path, and this worker's binary there is not the request's toolchain_id: the
+  /// broker sends the job to another worker (never the candidate's status).
+  toolchain_mismatch = 8,
 };
 
 /// Outcome of measuring one candidate on one lane.

@@ -172,6 +172,7 @@ std::uint64_t broker::submit(std::string run_id,
   j.avoid_worker = std::move(avoid_worker);
   if (!request.argv.empty()) {
     j.compiler = std::filesystem::path(request.argv[0]).filename().string();
+    j.compiler_is_path = request.argv[0].find('/') != std::string::npos;
   }
   j.id = next_job_id_++;
   j.run_id = std::move(run_id);
@@ -384,6 +385,17 @@ void broker::on_reply(const std::string& identity,
   }
   known->assembling.erase(job_id);
   known->broken.erase(job_id);
+  if (reply.status == messages::compile_status::toolchain_mismatch) {
+    // Not a failure of the worker or the candidate: that worker just never gets this compiler's
+    // jobs, and this one goes back to the front of the queue without using up an attempt.
+    if (path_mismatches_.insert(known->worker_id + "\n" + j.request.argv[0]).second) {
+      count(&broker_stats::toolchain_mismatches);
+      spdlog::warn("broker: {}; it gets no more jobs for {}", reply.error, j.request.argv[0]);
+    }
+    --j.attempts;
+    queue_.push_front(std::move(j));
+    return;
+  }
   if (reply.status == messages::compile_status::internal_error) {
     // The worker could not run the job (its disk, its fork, a reply it could not encode): not the
     // candidate's fault, so another worker tries it while this one sits out its back-off.
@@ -469,6 +481,11 @@ bool broker::fits(const worker& w, const job& j) {
   }
   if (w.toolchains.empty()) {
     return !j.request.match_toolchain; // a worker that names no toolchain: unchecked jobs only
+  }
+  if (j.compiler_is_path && j.request.match_toolchain) {
+    // Its PATH's compiler of that name says nothing about the binary at this path: the worker
+    // checks that one itself, and says toolchain_mismatch once if it differs.
+    return path_mismatches_.count(w.worker_id + "\n" + j.request.argv[0]) == 0;
   }
   const auto t = w.toolchains.find(name);
   if (t == w.toolchains.end()) {

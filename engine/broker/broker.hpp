@@ -134,6 +134,9 @@ private:
     int attempts = 0;
     std::string avoid_worker;
     std::string compiler; ///< argv[0]'s file name, what workers' compilers and toolchains name
+    /// argv[0] is a path: workers run that binary, not the one READY named, and check its
+    /// identity themselves (compile_status::toolchain_mismatch).
+    bool compiler_is_path = false;
   };
   struct worker {
     std::string identity;
@@ -211,7 +214,9 @@ private:
   std::string unplaced_reason_;
   std::map<std::string, failure_record> failures_;
   std::set<std::string> mismatches_logged_; // worker_id + compiler
-  std::set<std::string> worker_ids_seen_;   // for broker_stats::workers_seen
+  /// worker_id + argv[0] of a path that the worker has another binary at (its own check).
+  std::set<std::string> path_mismatches_;
+  std::set<std::string> worker_ids_seen_; // for broker_stats::workers_seen
   mutable std::mutex stats_mutex_;
   broker_stats stats_;
 };

@@ -458,7 +458,7 @@ TEST_F(broker_test, a_checked_job_goes_only_to_a_worker_with_the_same_toolchain)
   other.ready(1, {gxx("12.2")});
   ASSERT_TRUE(rpl::testing::wait_until([&] { return b.live_workers() == 1; }, 2s));
   messages::compile_request request;
-  request.argv = {"/usr/bin/g++", "x.cpp", "-o", "{OUT}"};
+  request.argv = {"g++", "x.cpp", "-o", "{OUT}"};
   request.toolchain_id = gxx("13.1").id;
   request.match_toolchain = true;
   submit(b, out, request);
@@ -492,6 +492,47 @@ TEST_F(broker_test, a_checked_job_goes_only_to_a_worker_with_the_same_toolchain)
   EXPECT_TRUE(first.has_value());
   EXPECT_TRUE(second.has_value());
   EXPECT_EQ(b.stats().toolchain_mismatches, 1u) << "logged and counted once per worker";
+}
+
+TEST_F(broker_test,
+       a_compiler_named_by_path_is_the_workers_to_check_and_a_refusal_is_not_a_failure) {
+  // READY describes the g++ on the worker's PATH, not the binary at the job's path: the job goes
+  // to it anyway, its toolchain_mismatch sends the job on (no attempt used, no back-off) and keeps
+  // that path's jobs away from it.
+  auto config = config_;
+  config.max_attempts = 1;
+  collected out;
+  broker b(config);
+  b.start();
+  fake_worker other(context_, endpoint_, "other");
+  other.ready(1, {gxx("12.2")});
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return b.live_workers() == 1; }, 2s));
+  messages::compile_request request;
+  request.argv = {"/opt/gcc-13/bin/g++", "x.cpp", "-o", "{OUT}"};
+  request.toolchain_id = gxx("13.1").id;
+  request.match_toolchain = true;
+  submit(b, out, request);
+  auto job = other.receive(2s);
+  ASSERT_TRUE(job.has_value());
+  other.reply_status(*job, messages::compile_status::toolchain_mismatch);
+  fake_worker same(context_, endpoint_, "same");
+  same.ready(1, {gxx("12.2")});
+  auto again = same.receive(2s);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->env.job_id, job->env.job_id);
+  same.reply_ok(*again);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return out.count() == 1; }, 2s));
+  EXPECT_EQ(out.replies[0].status, messages::compile_status::ok);
+  EXPECT_EQ(out.replies[0].worker_id, "same");
+  EXPECT_EQ(b.stats().toolchain_mismatches, 1u);
+  EXPECT_EQ(b.stats().workers_benched, 0u);
+  // The next job for that path skips "other", though it is idle.
+  submit(b, out, request);
+  EXPECT_FALSE(other.receive(300ms).has_value());
+  auto third = same.receive(2s);
+  ASSERT_TRUE(third.has_value());
+  same.reply_ok(*third);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return out.count() == 2; }, 2s));
 }
 
 TEST_F(broker_test, a_worker_gets_as_many_jobs_at_once_as_it_has_slots) {

@@ -2,6 +2,7 @@
 // loopback: a worker whose g++ is another binary (a wrapper first on its PATH) gets none of the
 // sweep's compiles, which wait until --local-fallback starts local workers; pinned with
 // --toolchain, the same worker does them all. Bad --toolchain and --local-fallback values exit 2.
+#include <algorithm>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -106,6 +107,77 @@ TEST(toolchain_identity, a_pinned_toolchain_sends_every_compile_to_the_worker_th
   EXPECT_EQ(json_of(outcome.output)["broker"]["toolchain_mismatches"].get<int>(), 0);
   ::kill(other.pid(), SIGTERM);
   EXPECT_EQ(other.finish().exit_code, 0);
+}
+
+/// The sweep's arguments with the build template's compiler named by path.
+std::vector<std::string> with_compiler(std::vector<std::string> args, const std::string& gxx) {
+  const auto at = std::find(args.begin(), args.end(), "--build-template");
+  EXPECT_NE(at, args.end());
+  std::string& build = *(at + 1);
+  build = gxx + build.substr(build.find(' '));
+  return args;
+}
+
+TEST(toolchain_identity, a_compiler_named_by_path_is_checked_at_that_path_not_on_path) {
+  // The worker's PATH has another g++ (what READY describes), but the template runs /usr/bin/g++,
+  // which is the engine's: the worker builds everything.
+  temp_dir dir;
+  const auto db = dir / "r.db";
+  const auto endpoint = "tcp://127.0.0.1:" + std::to_string(rpl::testing::free_port());
+  auto args = with_compiler(rpl::testing::remote_sweep_args(db), "/usr/bin/g++");
+  args.insert(args.begin(), rpl::testing::rocm_perf.string());
+  args.insert(args.end(), {"--listen", endpoint, "--json", "--worker-wait", "60"});
+  workers::child_options options;
+  options.argv = args;
+  options.max_output_bytes = 4u << 20;
+  auto engine = workers::child_process::spawn(options);
+  ASSERT_TRUE(engine.launched());
+  auto other = start_worker(endpoint, other_gxx(dir.path()));
+  ASSERT_TRUE(other.launched());
+  const auto outcome = engine.finish();
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM candidates WHERE status='ok'"), 4);
+  EXPECT_EQ(json_of(outcome.output)["broker"]["toolchain_mismatches"].get<int>(), 0);
+  ::kill(other.pid(), SIGTERM);
+  EXPECT_EQ(other.finish().exit_code, 0);
+}
+
+TEST(toolchain_identity, a_worker_with_another_binary_at_the_path_refuses_it_and_gets_no_more) {
+  // The template names the wrapper by path, but the run pins the real g++'s identity: the worker
+  // finds the wrapper there, says so, and the compiles wait until --worker-wait gives up.
+  temp_dir dir;
+  const auto db = dir / "r.db";
+  const auto endpoint = "tcp://127.0.0.1:" + std::to_string(rpl::testing::free_port());
+  const auto bin = other_gxx(dir.path());
+  const auto real = workers::identify_toolchain("/usr/bin/g++");
+  ASSERT_TRUE(real.has_value());
+  auto args = with_compiler(rpl::testing::remote_sweep_args(db), (bin / "g++").string());
+  args.insert(args.begin(), rpl::testing::rocm_perf.string());
+  args.insert(args.end(), {"--listen", endpoint, "--json", "--worker-wait", "3", "--toolchain",
+                           "g++=" + real->id});
+  workers::child_options options;
+  options.argv = args;
+  options.max_output_bytes = 4u << 20;
+  auto engine = workers::child_process::spawn(options);
+  ASSERT_TRUE(engine.launched());
+  auto worker = start_worker(endpoint, "/nonexistent");
+  ASSERT_TRUE(worker.launched());
+  const auto outcome = engine.finish();
+  EXPECT_EQ(outcome.exit_code, 1) << outcome.output;
+  EXPECT_NE(outcome.output.find("has " + (bin / "g++").string() + " as g++ | "), std::string::npos)
+      << outcome.output;
+  EXPECT_NE(outcome.output.find("the run asks for " + real->id), std::string::npos);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM artifacts"), 0);
+  ::kill(worker.pid(), SIGTERM);
+  const auto worker_out = worker.finish();
+  EXPECT_EQ(worker_out.exit_code, 0);
+  // One refusal per slot at most: after the first, the broker sends it none of these jobs.
+  std::size_t refusals = 0;
+  for (auto at = worker_out.output.find("toolchain_mismatch"); at != std::string::npos;
+       at = worker_out.output.find("toolchain_mismatch", at + 1))
+    ++refusals;
+  EXPECT_GE(refusals, 1u);
+  EXPECT_LE(refusals, 2u) << worker_out.output;
 }
 
 TEST(toolchain_identity, bad_pins_and_fallbacks_are_bad_input) {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <signal.h>
@@ -159,6 +160,7 @@ public:
 private:
   void validate_options();
   std::string rejection(const messages::compile_request& request) const;
+  std::string toolchain_mismatch(const messages::compile_request& request);
   std::optional<job_reply> launch(const messages::envelope& envelope,
                                   const messages::compile_request& request);
   child_options compiler_command(const messages::compile_request& request,
@@ -183,6 +185,9 @@ private:
   compile_worker_options options_;
   std::string worker_id_;
   std::vector<messages::toolchain> toolchains_;
+  /// Toolchain ids of the compilers that jobs named by path (argv[0] with a '/'), identified on
+  /// first use; empty where that path holds no executable.
+  std::map<std::string, std::string> ids_by_path_;
   std::optional<running_job> job_;
   fs::path spare_dir_; ///< empty directory for the next job, removed with the handler
 };
@@ -228,7 +233,30 @@ std::optional<job_reply> compile_job_handler::start(const messages::envelope& en
     return reply(envelope.job_id, envelope.run_id,
                  failure(messages::compile_status::rejected, std::move(why)));
   }
+  if (std::string why = toolchain_mismatch(request); !why.empty()) {
+    return reply(envelope.job_id, envelope.run_id,
+                 failure(messages::compile_status::toolchain_mismatch, std::move(why)));
+  }
   return launch(envelope, request);
+}
+
+/// A job that names its compiler by path runs that binary, not the compiler of that name on this
+/// worker's PATH that READY described: the worker checks the path's identity against the
+/// engine's itself. Empty when it matches (or the job asks for no check, or names a bare name).
+std::string compile_job_handler::toolchain_mismatch(const messages::compile_request& request) {
+  const std::string& argv0 = request.argv.front();
+  if (!request.match_toolchain || argv0.find('/') == std::string::npos)
+    return {};
+  auto known = ids_by_path_.find(argv0);
+  if (known == ids_by_path_.end()) {
+    const auto found = identify_toolchain(argv0);
+    known = ids_by_path_.emplace(argv0, found ? found->id : std::string()).first;
+  }
+  if (known->second == request.toolchain_id)
+    return {};
+  return "worker " + worker_id_ + " has " +
+         (known->second.empty() ? "no executable " + argv0 : argv0 + " as " + known->second) +
+         "; the run asks for " + request.toolchain_id;
 }
 
 /// Why the request may not run here (empty argv, a compiler off the allow-list, an unsafe source
