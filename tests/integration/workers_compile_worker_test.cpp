@@ -28,6 +28,10 @@ namespace rpl::workers {
 namespace {
 
 using namespace std::chrono_literals;
+
+/// How long a worker may take to say READY: it identifies every allow-listed compiler first
+/// (`--version` of each; hipcc is a Python script), which takes seconds under ASan on a busy host.
+constexpr auto ready_wait = std::chrono::seconds(30);
 using messages::compile_status;
 using messages::message_kind;
 using steady = std::chrono::steady_clock;
@@ -193,7 +197,7 @@ messages::compile_reply decode_reply(const broker_message& message) {
 TEST(workers_compile_worker, ready_describes_the_worker) {
   fake_broker broker;
   worker_thread worker(fast_options(broker));
-  const auto ready = broker.expect(message_kind::ready, 3s);
+  const auto ready = broker.expect(message_kind::ready, ready_wait);
   ASSERT_TRUE(ready);
   EXPECT_EQ(ready->env.job_id, 0u);
   const auto body = messages::decode<messages::ready>(ready->body);
@@ -207,7 +211,7 @@ TEST(workers_compile_worker, ready_describes_the_worker) {
 TEST(workers_compile_worker, streams_the_artifact_in_bounded_chunks_and_refuses_one_too_large) {
   fake_broker broker;
   worker_thread worker(fast_options(broker));
-  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  ASSERT_TRUE(broker.expect(message_kind::ready, ready_wait));
   auto request = gxx_request("int main() { return 0; }\n");
   request.chunk_bytes = 4096;
   broker.send(broker.worker, 8, request, "run-c");
@@ -271,7 +275,7 @@ TEST(workers_compile_worker, removes_job_folders_that_killed_workers_left_and_ke
   }
   {
     worker_thread worker(options);
-    ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+    ASSERT_TRUE(broker.expect(message_kind::ready, ready_wait));
   }
   EXPECT_FALSE(std::filesystem::exists(orphan));
   EXPECT_TRUE(std::filesystem::exists(alive));
@@ -282,7 +286,7 @@ TEST(workers_compile_worker, removes_job_folders_that_killed_workers_left_and_ke
 TEST(workers_compile_worker, compiles_a_tiny_program) {
   fake_broker broker;
   worker_thread worker(fast_options(broker));
-  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  ASSERT_TRUE(broker.expect(message_kind::ready, ready_wait));
   // A malformed message first: the worker must drop it and carry on.
   broker.send_raw(broker.worker, {"NOTRPL", "x", "y"});
   broker.send(broker.worker, 7, gxx_request("int main() { return 0; }\n"), "run-a");
@@ -304,7 +308,7 @@ TEST(workers_compile_worker, compiles_a_tiny_program) {
 TEST(workers_compile_worker, compile_error_is_failed_with_output) {
   fake_broker broker;
   worker_thread worker(fast_options(broker));
-  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  ASSERT_TRUE(broker.expect(message_kind::ready, ready_wait));
   broker.send(broker.worker, 8, gxx_request("int main( { return 0; }\n"));
   const auto reply = broker.expect(message_kind::compile_reply, 30s);
   ASSERT_TRUE(reply);
@@ -320,7 +324,7 @@ TEST(workers_compile_worker, compile_error_is_failed_with_output) {
 TEST(workers_compile_worker, disallowed_compiler_is_rejected) {
   fake_broker broker;
   worker_thread worker(fast_options(broker));
-  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  ASSERT_TRUE(broker.expect(message_kind::ready, ready_wait));
   messages::compile_request request;
   request.argv = {"sh", "-c", "echo pwned"};
   broker.send(broker.worker, 9, request);
@@ -336,7 +340,7 @@ TEST(workers_compile_worker, disallowed_compiler_is_rejected) {
 TEST(workers_compile_worker, unsafe_source_names_are_rejected) {
   fake_broker broker;
   worker_thread worker(fast_options(broker));
-  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  ASSERT_TRUE(broker.expect(message_kind::ready, ready_wait));
   std::uint64_t job = 20;
   for (const std::string name : {"../evil.cpp", "/etc/evil.cpp", "", "a/../../b.cpp"}) {
     auto request = gxx_request("int main() {}");
@@ -356,7 +360,7 @@ TEST(workers_compile_worker, artifact_is_optional_without_out) {
   auto options = fast_options(broker);
   options.allowed_compilers = {"true"};
   worker_thread worker(options);
-  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  ASSERT_TRUE(broker.expect(message_kind::ready, ready_wait));
 
   messages::compile_request request;
   request.sources = {{"sub/dir/file.txt", "hello"}};
@@ -382,7 +386,7 @@ TEST(workers_compile_worker, missing_compiler_is_an_internal_error) {
   auto options = fast_options(broker);
   options.allowed_compilers = {"rpl-no-such-compiler"};
   worker_thread worker(options);
-  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  ASSERT_TRUE(broker.expect(message_kind::ready, ready_wait));
   messages::compile_request request;
   request.argv = {"rpl-no-such-compiler"};
   broker.send(broker.worker, 32, request);
@@ -398,7 +402,7 @@ TEST(workers_compile_worker, deadline_kills_the_compiler_while_heartbeats_contin
   auto options = fast_options(broker);
   options.allowed_compilers = {"sleep"};
   worker_thread worker(options);
-  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  ASSERT_TRUE(broker.expect(message_kind::ready, ready_wait));
   messages::compile_request request;
   request.argv = {"sleep", "30"};
   request.deadline_ms = 500;
@@ -424,7 +428,7 @@ TEST(workers_compile_worker, second_request_while_busy_is_refused) {
   auto options = fast_options(broker);
   options.allowed_compilers = {"sleep"};
   worker_thread worker(options);
-  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  ASSERT_TRUE(broker.expect(message_kind::ready, ready_wait));
   messages::compile_request request;
   request.argv = {"sleep", "0.3"};
   broker.send(broker.worker, 50, request);
@@ -447,7 +451,7 @@ TEST(workers_compile_worker, ready_names_slots_cores_memory_and_toolchains_and_s
   options.allowed_compilers = {"sleep", "no-such-compiler-here"};
   options.slots = 2;
   worker_thread worker(options);
-  const auto ready = broker.expect(message_kind::ready, 3s);
+  const auto ready = broker.expect(message_kind::ready, ready_wait);
   ASSERT_TRUE(ready);
   const auto hello = messages::decode<messages::ready>(ready->body);
   EXPECT_EQ(hello.slots, 2u);
@@ -483,7 +487,7 @@ TEST(workers_compile_worker, disconnect_makes_it_reconnect_on_a_new_socket) {
   auto options = fast_options(broker);
   options.allowed_compilers = {"sleep"};
   worker_thread worker(options);
-  const auto first = broker.expect(message_kind::ready, 3s);
+  const auto first = broker.expect(message_kind::ready, ready_wait);
   ASSERT_TRUE(first);
   // A job in flight is killed, not answered: the broker re-queues it.
   messages::compile_request request;
@@ -491,7 +495,7 @@ TEST(workers_compile_worker, disconnect_makes_it_reconnect_on_a_new_socket) {
   broker.send(first->identity, 60, request);
   std::this_thread::sleep_for(50ms);
   broker.send(first->identity, 0, messages::disconnect{"test says go away"});
-  const auto second = broker.expect(message_kind::ready, 3s);
+  const auto second = broker.expect(message_kind::ready, ready_wait);
   ASSERT_TRUE(second);
   EXPECT_NE(second->identity, first->identity);
   EXPECT_GE(second->at - first->at, 50ms);
@@ -508,11 +512,11 @@ TEST(workers_compile_worker, silent_broker_is_presumed_dead_and_back_off_doubles
   fake_broker broker;
   broker.heartbeating = false;
   worker_thread worker(fast_options(broker));
-  const auto first = broker.expect(message_kind::ready, 3s);
+  const auto first = broker.expect(message_kind::ready, ready_wait);
   ASSERT_TRUE(first);
-  const auto second = broker.expect(message_kind::ready, 3s);
+  const auto second = broker.expect(message_kind::ready, ready_wait);
   ASSERT_TRUE(second);
-  const auto third = broker.expect(message_kind::ready, 3s);
+  const auto third = broker.expect(message_kind::ready, ready_wait);
   ASSERT_TRUE(third);
   EXPECT_NE(second->identity, first->identity);
   EXPECT_NE(third->identity, second->identity);
@@ -526,7 +530,7 @@ TEST(workers_compile_worker, silent_broker_is_presumed_dead_and_back_off_doubles
 TEST(workers_compile_worker, heartbeats_keep_the_connection) {
   fake_broker broker;
   worker_thread worker(fast_options(broker));
-  const auto first = broker.expect(message_kind::ready, 3s);
+  const auto first = broker.expect(message_kind::ready, ready_wait);
   ASSERT_TRUE(first);
   // Ten liveness windows with the broker heartbeating: no reconnect.
   EXPECT_FALSE(broker.expect(message_kind::ready, 1500ms));
@@ -538,7 +542,7 @@ TEST(workers_compile_worker, stop_sends_disconnect_and_returns_zero) {
   auto options = fast_options(broker);
   options.allowed_compilers = {"sleep"};
   worker_thread worker(options);
-  ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
+  ASSERT_TRUE(broker.expect(message_kind::ready, ready_wait));
   messages::compile_request request;
   request.argv = {"sleep", "30"};
   broker.send(broker.worker, 70, request);

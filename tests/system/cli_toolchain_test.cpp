@@ -32,7 +32,10 @@ std::filesystem::path other_gxx(const std::filesystem::path& dir) {
 
 workers::child_process start_worker(const std::string& endpoint, const std::filesystem::path& bin) {
   workers::child_options options;
-  options.argv = rpl::testing::remote_worker_argv(endpoint, {"--slots", "2"});
+  // Only g++ (what the sweep builds with), so READY comes without identifying every default
+  // compiler.
+  options.argv =
+      rpl::testing::remote_worker_argv(endpoint, {"--slots", "2", "--allow-compiler", "g++"});
   const char* path = std::getenv("PATH");
   options.environment = {{"PATH", bin.string() + ":" + (path != nullptr ? path : "/usr/bin:/bin")}};
   options.max_output_bytes = 1u << 20;
@@ -153,7 +156,7 @@ TEST(toolchain_identity, a_worker_with_another_binary_at_the_path_refuses_it_and
   ASSERT_TRUE(real.has_value());
   auto args = with_compiler(rpl::testing::remote_sweep_args(db), (bin / "g++").string());
   args.insert(args.begin(), rpl::testing::rocm_perf.string());
-  args.insert(args.end(), {"--listen", endpoint, "--json", "--worker-wait", "3", "--toolchain",
+  args.insert(args.end(), {"--listen", endpoint, "--json", "--worker-wait", "5", "--toolchain",
                            "g++=" + real->id});
   workers::child_options options;
   options.argv = args;

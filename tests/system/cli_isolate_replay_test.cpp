@@ -1,0 +1,119 @@
+// `rocm-perf isolate` and `rocm-perf replay` without a GPU: bad input exits 2 with the input, the
+// problem and a fix (a bad regex, an existing --out, a missing or damaged capture, a bad
+// --tolerance); an HSA capture is refused by this CUDA-only replay (exit 1); a program that is not
+// a CUDA program leaves no capture (exit 3). The GPU paths are tests/gpu/capture_replay_test.cpp.
+#include <gtest/gtest.h>
+
+#include "stages/capture/capture_manifest.hpp"
+#include "support/test_support.hpp"
+#include "workers/capture/capture_directory.hpp"
+#include "workers/process/child_process.hpp"
+
+namespace rpl {
+namespace {
+
+namespace sc = stages::capture;
+using rpl::testing::temp_dir;
+
+workers::child_outcome rocm_perf(std::vector<std::string> args) {
+  workers::child_options child;
+  child.argv = {rpl::testing::rocm_perf.string()};
+  child.argv.insert(child.argv.end(), args.begin(), args.end());
+  return workers::run_child(child, std::chrono::seconds(60));
+}
+
+/// A small capture as the CUDA library writes one (no GPU needed to write it).
+void write_capture(const std::filesystem::path& dir, const std::string& backend = "cuda") {
+  sc::dispatch_manifest m;
+  m.backend = backend;
+  m.kernel = "_Z6kernelPf";
+  m.arch = "sm_90";
+  m.device_name = "test";
+  m.params = {{0, 8}};
+  m.granularity = 2u << 20;
+  const std::uint64_t base = 0x7f0000200000;
+  const std::vector<std::uint8_t> bytes(64, 7);
+  workers::capture::write_bytes(dir, m.kernarg_file, &base, sizeof base);
+  workers::capture::write_text(dir, m.code_object_file, "not a cubin");
+  workers::capture::write_bytes(dir, sc::before_file_name(base), bytes.data(), bytes.size());
+  workers::capture::write_text(dir, workers::capture::dispatch_file, sc::to_json(m).dump());
+  workers::capture::write_text(
+      dir, workers::capture::regions_file,
+      sc::regions_to_json({{base, 64, sc::before_file_name(base), ""}}).dump());
+}
+
+TEST(cli_isolate, bad_input_exits_2_with_the_problem_and_a_fix) {
+  temp_dir dir;
+  auto r = rocm_perf({"isolate", "--kernel", "(", "--out", (dir / "c").string(), "--", "true"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--kernel '(' is not a regular expression"), std::string::npos);
+  std::filesystem::create_directories(dir / "taken");
+  r = rocm_perf({"isolate", "--kernel", "k", "--out", (dir / "taken").string(), "--", "true"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("already exists; fix: name a new folder, or pass --force"),
+            std::string::npos);
+  r = rocm_perf({"isolate", "--out", (dir / "c").string(), "--", "true"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--kernel is required"), std::string::npos) << r.output;
+}
+
+TEST(cli_isolate, a_program_that_never_loads_cuda_leaves_no_capture) {
+  temp_dir dir;
+  const auto r =
+      rocm_perf({"isolate", "--kernel", "k", "--out", (dir / "c").string(), "--", "true"});
+  // Without a CUDA build the library is missing (1); with it, `true` never loads CUDA (3).
+  EXPECT_TRUE(r.exit_code == 3 || r.exit_code == 1) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "c" / "dispatch.json"));
+}
+
+TEST(cli_replay, missing_and_damaged_captures_are_bad_input) {
+  temp_dir dir;
+  auto r = rocm_perf({"replay", (dir / "none").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("no such capture folder; fix:"), std::string::npos) << r.output;
+
+  write_capture(dir / "c");
+  // One byte short: the file and both sizes are named.
+  const auto region = dir / "c" / sc::before_file_name(0x7f0000200000);
+  std::filesystem::resize_file(region, 63);
+  r = rocm_perf({"replay", (dir / "c").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(region.string() + ": missing or not 64 bytes"), std::string::npos)
+      << r.output;
+
+  rpl::testing::write_file(dir / "c" / "dispatch.json", "{not json");
+  r = rocm_perf({"replay", (dir / "c").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("dispatch.json: not JSON"), std::string::npos) << r.output;
+
+  write_capture(dir / "d");
+  r = rocm_perf({"replay", (dir / "d").string(), "--tolerance", "abc"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--tolerance 'abc' is not ABS or ABS,REL"), std::string::npos);
+  r = rocm_perf({"replay", (dir / "d").string(), "--iterations", "0"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+TEST(cli_replay, an_hsa_capture_is_not_replayed_by_this_build) {
+  temp_dir dir;
+  write_capture(dir / "h", "hsa");
+  const auto r = rocm_perf({"replay", (dir / "h").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("is a hsa capture; this build replays CUDA captures only"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(cli_replay, a_capture_the_library_refused_says_why) {
+  temp_dir dir;
+  write_capture(dir / "r");
+  workers::capture::write_text(dir / "r", workers::capture::status_file,
+                               R"({"status": "refused", "reason": "managed memory"})");
+  const auto r = rocm_perf({"replay", (dir / "r").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("holds no capture (refused: managed memory)"), std::string::npos)
+      << r.output;
+}
+
+} // namespace
+} // namespace rpl

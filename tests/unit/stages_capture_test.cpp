@@ -1,0 +1,178 @@
+// The capture format (stages/capture): dispatch.json and memory_regions.json round trips, checked
+// against docs/schema/capture-*.schema.json; malformed manifests rejected with the file, the
+// problem and a fix; reservation ranges widened to the granularity and merged; output comparison
+// bit-exact and within a float tolerance.
+#include <cstring>
+
+#include <gtest/gtest.h>
+
+#include "stages/capture/capture_manifest.hpp"
+#include "stages/capture/output_compare.hpp"
+#include "stages/capture/va_ranges.hpp"
+#include "support/json_schema.hpp"
+
+namespace rpl::stages::capture {
+namespace {
+
+constexpr std::uint64_t mib2 = 2u << 20;
+
+dispatch_manifest sample() {
+  dispatch_manifest m;
+  m.backend = "cuda";
+  m.kernel = "_Z12gather_scalePK7segmentif";
+  m.dispatch_index = 3;
+  m.device_name = "NVIDIA H100 80GB HBM3";
+  m.arch = "sm_90";
+  m.grid = {528, 1, 1};
+  m.block = {256, 1, 1};
+  m.params = {{0, 8}, {8, 4}, {12, 4}};
+  m.code_object_file = "code_object.cubin";
+  m.granularity = mib2;
+  m.command = {"pointer_table", "--rounds", "6"};
+  m.pid = 4242;
+  return m;
+}
+
+template <class F> std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const capture_error& error) {
+    return error.what();
+  }
+  return {};
+}
+
+TEST(capture_manifest, a_dispatch_round_trips_and_follows_its_schema) {
+  const auto json = to_json(sample());
+  EXPECT_EQ(rpl::testing::schema_errors(json, "capture-dispatch.schema.json"),
+            std::vector<std::string>{});
+  const auto back = dispatch_from_json(json, "d.json");
+  EXPECT_EQ(back.kernel, sample().kernel);
+  EXPECT_EQ(back.grid, sample().grid);
+  EXPECT_EQ(back.params.size(), 3u);
+  EXPECT_EQ(back.params[2].offset, 12u);
+  EXPECT_EQ(back.granularity, mib2);
+  EXPECT_EQ(back.command, sample().command);
+  EXPECT_EQ(kernarg_bytes(back.params), 16u);
+}
+
+TEST(capture_manifest, regions_round_trip_sorted_and_follow_their_schema) {
+  const std::vector<memory_region> regions = {
+      {0x7f0000400000, 4096, before_file_name(0x7f0000400000), after_file_name(0x7f0000400000)},
+      {0x7f0000200000, 64, before_file_name(0x7f0000200000), ""}};
+  const auto json = regions_to_json(regions);
+  EXPECT_EQ(rpl::testing::schema_errors(json, "capture-regions.schema.json"),
+            std::vector<std::string>{});
+  EXPECT_EQ(json["regions"][0]["base"], "0x7f0000400000");
+  EXPECT_TRUE(json["regions"][1]["after_file"].is_null());
+  const auto back = regions_from_json(json, "r.json");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].base, 0x7f0000200000u); // sorted by address
+  EXPECT_EQ(back[1].after_file, "after/region_0x7f0000400000.bin");
+}
+
+TEST(capture_manifest, malformed_manifests_name_the_file_the_problem_and_a_fix) {
+  auto json = to_json(sample());
+  json["format_version"] = 2;
+  EXPECT_NE(error_of([&] {
+              dispatch_from_json(json, "cap/dispatch.json");
+            }).find("cap/dispatch.json: format_version 2, but this rocm-perf reads version 1"),
+            std::string::npos);
+  json = to_json(sample());
+  json.erase("grid");
+  EXPECT_NE(error_of([&] { dispatch_from_json(json, "d.json"); }).find("missing \"grid\"; fix:"),
+            std::string::npos);
+  json = to_json(sample());
+  json["block"] = {256, 0, 1};
+  EXPECT_NE(error_of([&] { dispatch_from_json(json, "d.json"); }).find("three positive numbers"),
+            std::string::npos);
+  json = to_json(sample());
+  json["kernarg"] = "../../etc/passwd";
+  EXPECT_NE(error_of([&] { dispatch_from_json(json, "d.json"); }).find("not a file name inside"),
+            std::string::npos);
+  json = to_json(sample());
+  json["granularity"] = 3000;
+  EXPECT_NE(error_of([&] { dispatch_from_json(json, "d.json"); }).find("not a power of two"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              dispatch_from_json(nlohmann::json::array(), "d.json");
+            }).find("not a rocm-perf capture"),
+            std::string::npos);
+
+  auto regions = regions_to_json({{0x1000, 0x2000, before_file_name(0x1000), ""},
+                                  {0x2000, 0x100, before_file_name(0x2000), ""}});
+  EXPECT_NE(error_of([&] {
+              regions_from_json(regions, "r.json");
+            }).find("regions 0x1000 and 0x2000 overlap"),
+            std::string::npos);
+  regions = regions_to_json({{0x1000, 16, before_file_name(0x1000), ""}});
+  regions["regions"][0]["base"] = "0xzz";
+  EXPECT_NE(error_of([&] { regions_from_json(regions, "r.json"); }).find("is not an address"),
+            std::string::npos);
+  regions["regions"][0]["base"] = "0x10000000000000000";
+  EXPECT_NE(error_of([&] { regions_from_json(regions, "r.json"); }).find("not an address"),
+            std::string::npos);
+}
+
+TEST(capture_addresses, parse_hex_and_decimal_and_print_hex) {
+  EXPECT_EQ(parse_address("0x7f3A40000000", "x"), 0x7f3a40000000u);
+  EXPECT_EQ(parse_address("4096", "x"), 4096u);
+  EXPECT_EQ(hex_address(0x7f3a40000000), "0x7f3a40000000");
+  EXPECT_EQ(parse_address("0xffffffffffffffff", "x"), UINT64_MAX);
+  EXPECT_FALSE(error_of([] { parse_address("18446744073709551616", "x"); }).empty());
+}
+
+TEST(va_ranges, regions_widen_to_the_granularity_and_merge_where_they_share_one) {
+  // Two small allocations in one 2 MiB granule, one spanning two granules, one far away.
+  const std::vector<memory_region> regions = {{0x7f0000200100, 256, "", ""},
+                                              {0x7f0000300000, 4096, "", ""},
+                                              {0x7f0000500000, 3u << 20, "", ""},
+                                              {0x7f1000000000, 1, "", ""}};
+  // The first two share [0x7f0000200000, +2 MiB); the third widens to [0x7f0000400000, +4 MiB),
+  // which touches it, so the two become one reservation.
+  const auto ranges = reservation_ranges(regions, mib2);
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(ranges[0], (va_range{0x7f0000200000, 3 * mib2}));
+  EXPECT_EQ(ranges[1], (va_range{0x7f1000000000, mib2}));
+  const auto apart = reservation_ranges({{0x200000, 16, "", ""}, {0x800000, 16, "", ""}}, mib2);
+  ASSERT_EQ(apart.size(), 2u);
+  // Adjacent granules merge into one reservation.
+  const auto touching =
+      reservation_ranges({{0x200000, mib2, "", ""}, {0x400000, 16, "", ""}}, mib2);
+  ASSERT_EQ(touching.size(), 1u);
+  EXPECT_EQ(touching[0], (va_range{0x200000, 2 * mib2}));
+  EXPECT_FALSE(error_of([&] { reservation_ranges(regions, 3000); }).empty());
+  EXPECT_FALSE(error_of([&] {
+                 reservation_ranges({{UINT64_MAX - 10, 100, "", ""}}, mib2);
+               }).empty());
+  EXPECT_EQ(shifted(regions, mib2)[0].base, 0x7f0000400100u);
+}
+
+std::vector<std::uint8_t> floats(std::initializer_list<float> values) {
+  std::vector<std::uint8_t> bytes(values.size() * sizeof(float));
+  std::memcpy(bytes.data(), values.begin(), bytes.size());
+  return bytes;
+}
+
+TEST(output_compare, bit_exact_counts_bytes_and_a_tolerance_counts_floats) {
+  const auto expected = floats({1.0f, 2.0f, 3.0f});
+  EXPECT_TRUE(compare_output(expected, expected, std::nullopt).equal());
+  const auto close = floats({1.0f, 2.000001f, 3.0f});
+  const auto exact = compare_output(expected, close, std::nullopt);
+  EXPECT_FALSE(exact.equal());
+  EXPECT_EQ(exact.first_mismatch_offset, 4u);
+  const auto loose = compare_output(expected, close, float_tolerance{0, 1e-5});
+  EXPECT_TRUE(loose.equal());
+  const auto far = compare_output(expected, floats({1.0f, 2.1f, 3.5f}), float_tolerance{0, 1e-5});
+  EXPECT_EQ(far.mismatched, 2u);
+  EXPECT_EQ(far.first_mismatch_offset, 4u);
+  // A size difference is a mismatch of every missing byte.
+  const auto shorter = compare_output(expected, floats({1.0f, 2.0f}), std::nullopt);
+  EXPECT_EQ(shorter.mismatched, 4u);
+  EXPECT_EQ(shorter.first_mismatch_offset, 8u);
+  EXPECT_EQ(describe(std::nullopt), "bit-exact");
+  EXPECT_EQ(describe(float_tolerance{1e-6, 1e-5}), "float32 within abs 1e-06 + rel 1e-05");
+}
+
+} // namespace
+} // namespace rpl::stages::capture
