@@ -101,6 +101,11 @@ nlohmann::json to_json(const dispatch_manifest& m) {
   for (const auto& p : m.params) {
     params.push_back({{"offset", p.offset}, {"size", p.size}});
   }
+  nlohmann::json pools = nlohmann::json::array();
+  for (const auto& p : m.driver_pools) {
+    pools.push_back(
+        {{"base", hex_address(p.base)}, {"size", p.size}, {"hint", hex_address(p.hint)}});
+  }
   return {{"format", "rocm-perf-capture"},
           {"format_version", m.format},
           {"backend", m.backend},
@@ -114,6 +119,7 @@ nlohmann::json to_json(const dispatch_manifest& m) {
           {"kernarg", m.kernarg_file},
           {"code_object", m.code_object_file},
           {"granularity", m.granularity},
+          {"driver_pools", pools},
           {"command", m.command},
           {"pid", m.pid}};
 }
@@ -160,6 +166,13 @@ dispatch_manifest dispatch_from_json(const nlohmann::json& doc, const std::strin
   if (m.granularity == 0 || (m.granularity & (m.granularity - 1)) != 0) {
     fail(where, "granularity " + std::to_string(m.granularity) + " is not a power of two");
   }
+  if (doc.contains("driver_pools")) {
+    for (const auto& p : field<nlohmann::json>(doc, "driver_pools", where)) {
+      m.driver_pools.push_back({parse_address(field<std::string>(p, "base", where), where),
+                                field<std::uint64_t>(p, "size", where),
+                                parse_address(p.value("hint", std::string("0x0")), where)});
+    }
+  }
   m.command = doc.value("command", std::vector<std::string>{});
   m.pid = doc.value("pid", std::int64_t{0});
   return m;
@@ -168,7 +181,8 @@ dispatch_manifest dispatch_from_json(const nlohmann::json& doc, const std::strin
 nlohmann::json regions_to_json(const std::vector<memory_region>& regions) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& r : regions) {
-    nlohmann::json entry = {{"base", hex_address(r.base)}, {"size", r.size}, {"file", r.file}};
+    nlohmann::json entry = {
+        {"base", hex_address(r.base)}, {"size", r.size}, {"file", r.file}, {"order", r.order}};
     entry["after_file"] =
         r.after_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.after_file);
     list.push_back(std::move(entry));
@@ -189,6 +203,7 @@ std::vector<memory_region> regions_from_json(const nlohmann::json& doc, const st
       fail(where, "region " + hex_address(r.base) + " has size " + std::to_string(r.size));
     }
     r.file = file_field(entry, "file", where);
+    r.order = entry.value("order", std::uint64_t{0});
     if (entry.contains("after_file") && !entry.at("after_file").is_null()) {
       r.after_file = file_field(entry, "after_file", where);
     }

@@ -33,6 +33,15 @@ struct kernel_param {
   std::uint32_t size = 0;
 };
 
+/// A virtual-address area the driver reserved for itself (an anonymous PROT_NONE mmap of 2 MiB or
+/// more, not MAP_FIXED) in the captured process, in the order it asked: its allocations are
+/// carved from these, so a replay gives the driver the same areas at the same addresses.
+struct va_pool {
+  std::uint64_t base = 0; ///< where the kernel put it
+  std::uint64_t size = 0;
+  std::uint64_t hint = 0; ///< the address the driver asked for (0: none)
+};
+
 struct dispatch_manifest {
   int format = format_version;
   std::string backend;              ///< "cuda" (captured through CUPTI) or "hsa"
@@ -47,8 +56,9 @@ struct dispatch_manifest {
   std::vector<kernel_param> params;
   std::string kernarg_file = "kernarg.bin";
   std::string code_object_file = "code_object.bin";
-  std::uint64_t granularity = 0;    ///< the device's VA mapping granularity when captured (bytes)
-  std::vector<std::string> command; ///< the captured program's argv
+  std::uint64_t granularity = 0;     ///< the device's VA mapping granularity when captured (bytes)
+  std::vector<va_pool> driver_pools; ///< empty when the capture could not see them
+  std::vector<std::string> command;  ///< the captured program's argv
   std::int64_t pid = 0;
 };
 
@@ -56,8 +66,9 @@ struct dispatch_manifest {
 struct memory_region {
   std::uint64_t base = 0;
   std::uint64_t size = 0;
-  std::string file;       ///< contents before the dispatch, relative to the capture directory
-  std::string after_file; ///< contents after it; empty when the dispatch left the region unchanged
+  std::string file;        ///< contents before the dispatch, relative to the capture directory
+  std::string after_file;  ///< contents after it; empty when the dispatch left the region unchanged
+  std::uint64_t order = 0; ///< when the program allocated it, among its allocations (from 0)
 };
 
 /// "0x7f3a40000000".

@@ -29,6 +29,7 @@ dispatch_manifest sample() {
   m.code_object_file = "code_object.cubin";
   m.granularity = mib2;
   m.command = {"pointer_table", "--rounds", "6"};
+  m.driver_pools = {{0x7f397c000000, 0x204000000, 0}, {0x7f3950001000, 0x1bfff000, 0x7f3950000000}};
   m.pid = 4242;
   return m;
 }
@@ -53,6 +54,10 @@ TEST(capture_manifest, a_dispatch_round_trips_and_follows_its_schema) {
   EXPECT_EQ(back.params[2].offset, 12u);
   EXPECT_EQ(back.granularity, mib2);
   EXPECT_EQ(back.command, sample().command);
+  ASSERT_EQ(back.driver_pools.size(), 2u);
+  EXPECT_EQ(back.driver_pools[1].base, 0x7f3950001000u);
+  EXPECT_EQ(back.driver_pools[1].size, 0x1bfff000u);
+  EXPECT_EQ(back.driver_pools[1].hint, 0x7f3950000000u);
   EXPECT_EQ(kernarg_bytes(back.params), 16u);
 }
 

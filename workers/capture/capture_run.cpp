@@ -33,6 +33,13 @@ capture_run_result run_capture(const capture_run_options& options) {
                        {"RPL_CAPTURE_DIR", std::filesystem::absolute(options.out).string()},
                        {"RPL_CAPTURE_KERNEL", options.kernel_regex},
                        {"RPL_CAPTURE_DISPATCH", std::to_string(options.dispatch)}};
+  // Preloaded as well, so that its mmap sees the driver reserve its address-space pools from the
+  // start (the replay recreates them at the same addresses).
+  const char* preload = std::getenv("LD_PRELOAD");
+  child.environment.emplace_back("LD_PRELOAD",
+                                 options.library.string() + (preload != nullptr && *preload != '\0'
+                                                                 ? std::string(":") + preload
+                                                                 : std::string()));
   // Eager module loading, so that a kernel's module image is seen before its first launch (the
   // library also looks again after the launch); the user's own setting wins.
   if (std::getenv("CUDA_MODULE_LOADING") == nullptr) {

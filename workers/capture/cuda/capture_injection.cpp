@@ -18,6 +18,8 @@
 // Rules as the tracer's: never crash or stop the program; failures print one line prefixed
 // "rocm-perf isolate:" and the program goes on.
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +32,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <vector>
 
@@ -53,6 +57,7 @@ void warn(const std::string& text) {
 struct allocation {
   std::uint64_t size = 0;
   int device = -1;
+  std::uint64_t order = 0; ///< the program's n-th allocation
 };
 
 struct capture_state {
@@ -64,8 +69,10 @@ struct capture_state {
   std::uint64_t matched = 0;  ///< matching launches seen so far
   std::uint64_t launches = 0; ///< all launches seen
   std::uint64_t graph_launches = 0;
-  bool done = false;        ///< captured or refused: nothing more to do
-  bool armed_after = false; ///< the selected launch is running: write the after-state at exit
+  std::uint64_t allocations = 0; ///< device allocations seen, for each one's order
+  std::uint64_t unnamed = 0;     ///< launches whose function the driver would not name
+  bool done = false;             ///< captured or refused: nothing more to do
+  bool armed_after = false;      ///< the selected launch is running: write the after-state at exit
   std::map<std::uint64_t, allocation> device; ///< base -> allocation (cuMemAlloc*, cuMemMap)
   std::map<std::uint64_t, std::uint64_t> managed;
   std::map<std::uint64_t, std::uint64_t> host; ///< pinned / registered host memory
@@ -78,6 +85,15 @@ struct capture_state {
 };
 
 capture_state* g = nullptr;
+
+// The driver's own address-space reservations (mmap of PROT_NONE, no address, 64 MiB or more),
+// recorded by the mmap below when rocm-perf isolate preloads this library (LD_PRELOAD): device
+// allocations are carved from them, so a replay recreates them at the same addresses first.
+// Written from inside mmap, which malloc itself calls: a fixed array, no allocation.
+constexpr std::size_t max_pools = 4096;
+sc::va_pool pools[max_pools];
+std::atomic<std::size_t> pool_count{0};
+
 thread_local bool inside = false; // our own driver calls do not count
 
 std::string env(const char* name) {
@@ -98,7 +114,8 @@ void write_status(const std::string& status, const std::string& reason, nlohmann
                         {"dispatch", g->wanted},
                         {"matching_launches", g->matched},
                         {"launches", g->launches},
-                        {"graph_launches", g->graph_launches}};
+                        {"graph_launches", g->graph_launches},
+                        {"unnamed_launches", g->unnamed}};
   for (auto& [key, value] : extra.items()) {
     doc[key] = value;
   }
@@ -293,6 +310,9 @@ void capture_before(const launch_view& l, const std::string& name) {
     return refuse("cuMemGetAllocationGranularity: " + cu_error(rc));
   }
   m.granularity = granularity;
+  for (std::size_t i = 0; i < std::min(pool_count.load(), max_pools); ++i) {
+    m.driver_pools.push_back(pools[i]);
+  }
   m.code_object_file = "code_object.cubin";
   m.pid = ::getpid();
   {
@@ -309,7 +329,7 @@ void capture_before(const launch_view& l, const std::string& name) {
   }
   g->regions.clear();
   for (const auto& [base, a] : g->device) {
-    g->regions.push_back({base, a.size, sc::before_file_name(base), {}});
+    g->regions.push_back({base, a.size, sc::before_file_name(base), {}, a.order});
   }
   if (!snapshot(g->before)) {
     return;
@@ -332,6 +352,16 @@ void capture_before(const launch_view& l, const std::string& name) {
     }
   } catch (const std::exception& error) {
     return refuse(error.what());
+  }
+  // The process's mappings when captured (diagnostics: where the driver's areas were).
+  {
+    std::ifstream maps("/proc/self/maps");
+    std::ostringstream text;
+    text << maps.rdbuf();
+    try {
+      cap::write_text(g->out, "maps.txt", text.str());
+    } catch (const std::exception&) {
+    }
   }
   g->armed_after = true;
 }
@@ -388,7 +418,22 @@ bool matches(const std::string& name) {
   return std::regex_search(name, g->pattern) || std::regex_search(demangled(name), g->pattern);
 }
 
-void on_launch(const CUpti_CallbackData* cb, const launch_view& l) {
+/// The launch's function as one cuFuncGetName and cuFuncGetParamInfo accept: the CUDA runtime
+/// launches a CUkernel (a library's context-independent handle) cast to CUfunction, which those
+/// refuse; cuKernelGetFunction gives the current context's function for it.
+CUfunction usable_function(CUfunction f) {
+  const char* name = nullptr;
+  if (cuFuncGetName(&name, f) == CUDA_SUCCESS && name != nullptr) {
+    return f;
+  }
+  CUfunction in_context = nullptr;
+  if (cuKernelGetFunction(&in_context, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS) {
+    return in_context;
+  }
+  return nullptr;
+}
+
+void on_launch(const CUpti_CallbackData* cb, launch_view l) {
   if (cb->callbackSite == CUPTI_API_EXIT) {
     if (g->armed_after) {
       if (*static_cast<CUresult*>(cb->functionReturnValue) != CUDA_SUCCESS) {
@@ -400,8 +445,10 @@ void on_launch(const CUpti_CallbackData* cb, const launch_view& l) {
     return;
   }
   ++g->launches;
+  l.f = usable_function(l.f);
   const char* raw = nullptr;
-  if (cuFuncGetName(&raw, l.f) != CUDA_SUCCESS || raw == nullptr) {
+  if (l.f == nullptr || cuFuncGetName(&raw, l.f) != CUDA_SUCCESS || raw == nullptr) {
+    ++g->unnamed;
     return;
   }
   const std::string name = raw;
@@ -444,14 +491,14 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
       if (exit && ok) {
         const auto* p = static_cast<const cuMemAlloc_v2_params*>(cb->functionParams);
         cuCtxGetDevice(&device);
-        g->device[*p->dptr] = {p->bytesize, static_cast<int>(device)};
+        g->device[*p->dptr] = {p->bytesize, static_cast<int>(device), g->allocations++};
       }
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2:
       if (exit && ok) {
         const auto* p = static_cast<const cuMemAllocPitch_v2_params*>(cb->functionParams);
         cuCtxGetDevice(&device);
-        g->device[*p->dptr] = {*p->pPitch * p->Height, static_cast<int>(device)};
+        g->device[*p->dptr] = {*p->pPitch * p->Height, static_cast<int>(device), g->allocations++};
       }
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
@@ -459,7 +506,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
       if (exit && ok) {
         const auto* p = static_cast<const cuMemAllocAsync_params*>(cb->functionParams);
         cuCtxGetDevice(&device);
-        g->device[*p->dptr] = {p->bytesize, static_cast<int>(device)};
+        g->device[*p->dptr] = {p->bytesize, static_cast<int>(device), g->allocations++};
       }
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
@@ -467,14 +514,14 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
       if (exit && ok) {
         const auto* p = static_cast<const cuMemAllocFromPoolAsync_params*>(cb->functionParams);
         cuCtxGetDevice(&device);
-        g->device[*p->dptr] = {p->bytesize, static_cast<int>(device)};
+        g->device[*p->dptr] = {p->bytesize, static_cast<int>(device), g->allocations++};
       }
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemMap:
       if (exit && ok) {
         const auto* p = static_cast<const cuMemMap_params*>(cb->functionParams);
         cuCtxGetDevice(&device);
-        g->device[p->ptr] = {p->size, static_cast<int>(device)};
+        g->device[p->ptr] = {p->size, static_cast<int>(device), g->allocations++};
       }
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
@@ -609,8 +656,9 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
             static_cast<const cuLaunchCooperativeKernelMultiDevice_params*>(cb->functionParams);
         for (unsigned i = 0; i < p->numDevices; ++i) {
           const char* raw = nullptr;
-          if (cuFuncGetName(&raw, p->launchParamsList[i].function) == CUDA_SUCCESS &&
-              raw != nullptr && matches(raw) && g->matched++ == g->wanted) {
+          const CUfunction f = usable_function(p->launchParamsList[i].function);
+          if (f != nullptr && cuFuncGetName(&raw, f) == CUDA_SUCCESS && raw != nullptr &&
+              matches(raw) && g->matched++ == g->wanted) {
             launch_view l;
             l.multi_device = true;
             capture_before(l, raw);
@@ -713,4 +761,24 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   }
   std::atexit(at_exit);
   return 1;
+}
+
+extern "C" __attribute__((visibility("default"))) void*
+mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset) {
+  void* result =
+      reinterpret_cast<void*>(::syscall(SYS_mmap, address, length, prot, flags, fd, offset));
+  if (result != MAP_FAILED && prot == PROT_NONE && fd == -1 && (flags & MAP_FIXED) == 0 &&
+      length >= (std::size_t{2} << 20)) {
+    const std::size_t i = pool_count.fetch_add(1);
+    if (i < max_pools) {
+      pools[i] = {reinterpret_cast<std::uint64_t>(result), length,
+                  reinterpret_cast<std::uint64_t>(address)};
+    }
+  }
+  return result;
+}
+
+extern "C" __attribute__((visibility("default"))) void*
+mmap64(void* address, size_t length, int prot, int flags, int fd, off_t offset) {
+  return mmap(address, length, prot, flags, fd, offset);
 }

@@ -23,14 +23,20 @@
 // Exit: 0 verified (and timed), 1 the replay failed (an address could not be had, a CUDA error),
 // 2 bad input (arguments, a damaged capture, another GPU architecture), 3 verification failed.
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <vector>
 
 #include <cuda.h>
@@ -51,6 +57,10 @@ struct replay_failed : std::runtime_error {
 };
 struct bad_input : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+/// The driver gave a reservation another address than the one asked for.
+struct address_moved : replay_failed {
+  using replay_failed::replay_failed;
 };
 
 void check(CUresult rc, const std::string& what) {
@@ -119,6 +129,122 @@ struct mapping {
   CUmemGenericAllocationHandle handle = 0;
 };
 
+/// Where the driver's own address-space pools go. The CUDA driver reserves large areas of virtual
+/// addresses for itself when it starts (mmap, PROT_NONE, no address) and carves every allocation
+/// from them; it honours an address asked of cuMemAddressReserve only inside those areas, and the
+/// kernel places them anywhere (ASLR). So the capture records them (capture_injection.cpp's mmap)
+/// and this program's mmap, below, puts each of the driver's requests of a recorded size at the
+/// recorded address, held meanwhile by a placeholder so nothing else takes it.
+struct pool_steering {
+  std::vector<sc::va_pool> pools;
+  std::vector<char> used;
+  bool active = false;
+  std::size_t placed = 0;
+  // Placeholders over the union of the recorded pools (they overlap: the driver trims each one
+  // to its alignment and the next may take what it gave back). A fixed array, as mmap may be
+  // called where allocating is not allowed.
+  static constexpr std::size_t max_holds = 512;
+  std::uint64_t hold_lo[max_holds] = {};
+  std::uint64_t hold_hi[max_holds] = {};
+  std::size_t holds = 0;
+};
+pool_steering steering;
+
+/// Gives [lo, hi) back from the placeholders (only what they still cover).
+void release_hold(std::uint64_t lo, std::uint64_t hi) {
+  auto& st = steering;
+  for (std::size_t i = 0; i < st.holds;) {
+    const std::uint64_t a = std::max(lo, st.hold_lo[i]);
+    const std::uint64_t b = std::min(hi, st.hold_hi[i]);
+    if (a >= b) {
+      ++i;
+      continue;
+    }
+    ::syscall(SYS_munmap, a, b - a);
+    const std::uint64_t old_lo = st.hold_lo[i];
+    const std::uint64_t old_hi = st.hold_hi[i];
+    // Keep the pieces left of and right of [a, b).
+    if (old_lo < a && b < old_hi && st.holds < pool_steering::max_holds) {
+      st.hold_hi[i] = a;
+      st.hold_lo[st.holds] = b;
+      st.hold_hi[st.holds] = old_hi;
+      ++st.holds;
+      ++i;
+    } else if (old_lo < a) {
+      st.hold_hi[i] = a;
+      ++i;
+    } else if (b < old_hi) {
+      st.hold_lo[i] = b;
+      ++i;
+    } else {
+      st.hold_lo[i] = st.hold_lo[st.holds - 1];
+      st.hold_hi[i] = st.hold_hi[st.holds - 1];
+      --st.holds;
+    }
+  }
+}
+
+bool hold_pools(const std::vector<sc::va_pool>& pools, std::string& taken) {
+  steering.pools = pools;
+  steering.used.assign(pools.size(), 0);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
+  for (const auto& p : pools) {
+    spans.emplace_back(p.base, p.base + p.size);
+  }
+  std::sort(spans.begin(), spans.end());
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> merged;
+  for (const auto& s : spans) {
+    if (!merged.empty() && s.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, s.second);
+    } else {
+      merged.push_back(s);
+    }
+  }
+  for (const auto& [lo, hi] : merged) {
+    void* at = reinterpret_cast<void*>(
+        ::syscall(SYS_mmap, lo, hi - lo, PROT_NONE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0));
+    if (at != reinterpret_cast<void*>(lo) || steering.holds == pool_steering::max_holds) {
+      if (at != MAP_FAILED && at != reinterpret_cast<void*>(lo)) {
+        ::syscall(SYS_munmap, at, hi - lo);
+      }
+      taken = "[" + sc::hex_address(lo) + ", " + sc::hex_address(hi) + ")";
+      release_hold(0, UINT64_MAX);
+      return false;
+    }
+    steering.hold_lo[steering.holds] = lo;
+    steering.hold_hi[steering.holds] = hi;
+    ++steering.holds;
+  }
+  return true;
+}
+
+void release_unused_pools() {
+  release_hold(0, UINT64_MAX);
+}
+
+/// Starts this program again (a new address-space layout) after `attempt` failed tries.
+[[noreturn]] void exec_again(int attempt) {
+  ::setenv("RPL_REPLAY_ATTEMPT", std::to_string(attempt + 1).c_str(), 1);
+  std::vector<char> self(4096);
+  const auto n = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  std::string arg;
+  while (std::getline(cmdline, arg, '\0')) {
+    args.push_back(arg);
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) {
+    argv.push_back(a.data());
+  }
+  argv.push_back(nullptr);
+  if (n > 0) {
+    ::execv(std::string(self.data(), static_cast<std::size_t>(n)).c_str(), argv.data());
+  }
+  throw replay_failed("could not start the replay again: " + std::string(std::strerror(errno)));
+}
+
 mapping map_range(std::uint64_t want,
                   std::size_t size,
                   const CUmemAllocationProp& prop,
@@ -130,7 +256,38 @@ mapping map_range(std::uint64_t want,
         "cuMemAddressReserve at " + sc::hex_address(want));
   if (want != 0 && m.base != want) {
     cuMemAddressFree(m.base, size);
-    throw replay_failed("could not reserve [" + sc::hex_address(want) + ", +" +
+    if (std::getenv("RPL_REPLAY_DEBUG") != nullptr) {
+      // What the address space looks like around the wanted range, and what smaller or farther
+      // requests get.
+      std::ifstream maps("/proc/self/maps");
+      std::string line;
+      std::fprintf(stderr, "debug: wanted %s +%zu, got %s; pools placed %zu of %zu\n",
+                   sc::hex_address(want).c_str(), size, sc::hex_address(m.base).c_str(),
+                   steering.placed, steering.pools.size());
+      while (std::getline(maps, line)) {
+        const auto start = std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+        if (start + (1ull << 30) > want && start < want + (1ull << 30)) {
+          std::fprintf(stderr, "debug: map %s\n", line.c_str());
+        }
+      }
+      for (const std::uint64_t probe : std::initializer_list<std::uint64_t>{
+               want, want + (2ull << 20), want + (1ull << 30), want + (1ull << 40),
+               0x7e0000000000ull, 0x200000000000ull}) {
+        for (const std::size_t bytes : std::initializer_list<std::size_t>{alignment, size}) {
+          CUdeviceptr got = 0;
+          for (const std::size_t align : std::initializer_list<std::size_t>{0, alignment}) {
+            const auto rc = cuMemAddressReserve(&got, bytes, align, probe, 0);
+            std::fprintf(stderr, "debug: reserve %s +%zu align %zu -> %s (rc %d)\n",
+                         sc::hex_address(probe).c_str(), bytes, align, sc::hex_address(got).c_str(),
+                         static_cast<int>(rc));
+            if (rc == CUDA_SUCCESS) {
+              cuMemAddressFree(got, bytes);
+            }
+          }
+        }
+      }
+    }
+    throw address_moved("could not reserve [" + sc::hex_address(want) + ", +" +
                         std::to_string(size) + ") at its original address: the driver returned " +
                         sc::hex_address(m.base) +
                         " (the range is taken in this process); nothing was replayed");
@@ -167,6 +324,22 @@ int run(const options& o) {
     throw bad_input(o.dir + ": a " + c.dispatch.backend +
                     " capture; this program replays CUDA captures (fix: replay it on its backend)");
   }
+  // The driver's pools where the captured process had them (steer_pools), held until then.
+  const int attempt = [] {
+    const char* text = std::getenv("RPL_REPLAY_ATTEMPT");
+    return text != nullptr ? std::atoi(text) : 0;
+  }();
+  std::string taken;
+  if (!hold_pools(c.dispatch.driver_pools, taken)) {
+    if (attempt < 4) {
+      exec_again(attempt);
+    }
+    throw replay_failed(
+        "the driver's address range " + taken +
+        " is taken in this process before CUDA starts (a library or the heap), in " +
+        std::to_string(attempt + 1) + " tries; nothing was replayed");
+  }
+  steering.active = true;
   check(cuInit(0), "cuInit");
   CUdevice device = 0;
   check(cuDeviceGet(&device, 0), "cuDeviceGet(0)");
@@ -194,12 +367,79 @@ int run(const options& o) {
   check(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
         "cuMemGetAllocationGranularity");
   granularity = std::max<std::size_t>(granularity, c.dispatch.granularity);
-  // 1. The original addresses, reserved before anything else can take them.
+  // 1. The original addresses, inside the driver's pools where it has them.
+  // The virtual memory API first (cuMemAddressReserve honours an address only where its own
+  // reservations live); else the allocations themselves, walked to their addresses (cuMemAlloc
+  // from the same pools, with fillers below each until it returns the recorded address).
   const auto ranges = sc::reservation_ranges(c.regions, granularity);
   std::vector<mapping> originals;
-  for (const auto& r : ranges) {
-    originals.push_back(map_range(r.base, r.size, prop, device, granularity));
+  std::string placement = "virtual memory reservation";
+  std::string vmm_failure;
+  std::vector<CUdeviceptr> fillers;
+  std::vector<CUdeviceptr> walked;
+  try {
+    for (const auto& r : ranges) {
+      originals.push_back(map_range(r.base, r.size, prop, device, granularity));
+    }
+  } catch (const address_moved& error) {
+    vmm_failure = error.what();
+    for (const auto& m : originals) {
+      cuMemUnmap(m.base, m.size);
+      cuMemRelease(m.handle);
+      cuMemAddressFree(m.base, m.size);
+    }
+    originals.clear();
+    placement = "allocation walk";
+    // In the program's allocation order; what lands elsewhere stays allocated (a filler) so the
+    // allocator moves on, as the program's own freed and internal allocations made it; an
+    // allocation that lands on another unplaced region of the same size takes that one.
+    std::vector<std::size_t> order(c.regions.size());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      order[i] = i;
+    }
+    std::sort(order.begin(), order.end(),
+              [&](auto x, auto y) { return c.regions[x].order < c.regions[y].order; });
+    std::vector<char> placed(c.regions.size(), 0);
+    std::uint64_t filler_bytes = 0;
+    const std::uint64_t filler_limit = 64ull << 30;
+    for (const auto i : order) {
+      const auto& r = c.regions[i];
+      while (placed[i] == 0) {
+        CUdeviceptr p = 0;
+        check(cuMemAlloc(&p, r.size),
+              "cuMemAlloc(" + std::to_string(r.size) + ") walking to " + sc::hex_address(r.base));
+        std::size_t hit = c.regions.size();
+        for (std::size_t j = 0; j < c.regions.size(); ++j) {
+          if (placed[j] == 0 && c.regions[j].base == p && c.regions[j].size == r.size) {
+            hit = j;
+          }
+        }
+        if (hit < c.regions.size()) {
+          placed[hit] = 1;
+          check(cuMemsetD8(p, 0, r.size), "clearing " + sc::hex_address(p));
+          continue;
+        }
+        fillers.push_back(p);
+        filler_bytes += r.size;
+        if (filler_bytes > filler_limit || fillers.size() > 200000) {
+          for (const auto f : fillers) {
+            cuMemFree(f);
+          }
+          throw replay_failed(vmm_failure + "; and cuMemAlloc, walked with " +
+                              std::to_string(fillers.size()) + " fillers (" +
+                              std::to_string(filler_bytes >> 20) + " MiB), never returned " +
+                              sc::hex_address(r.base) + " (" + std::to_string(r.size) +
+                              " bytes); nothing was replayed");
+        }
+      }
+    }
+    for (const auto f : fillers) {
+      cuMemFree(f);
+    }
   }
+  // The recorded areas the driver has not asked for go back (it keeps asking for recorded
+  // ones, which still land where they were).
+  release_unused_pools();
   // Where each region's bytes live in this replay (relocated: another mapping of its range).
   std::vector<CUdeviceptr> where(c.regions.size());
   std::vector<mapping> moved;
@@ -293,21 +533,25 @@ int run(const options& o) {
                             {"first_offset", result.first_mismatch_offset}});
     }
   }
-  nlohmann::json out = {{"kernel", d.kernel},
-                        {"capture", o.dir},
-                        {"device", {{"name", device_name}, {"arch", arch}}},
-                        {"addresses", o.relocate ? "relocated" : "original"},
-                        {"granularity", granularity},
-                        {"regions", c.regions.size()},
-                        {"reserved_ranges", ranges.size()},
-                        {"translated_parameters", translated},
-                        {"verification",
-                         {{"mode", sc::describe(o.tolerance)},
-                          {"passed", mismatches.empty()},
-                          {"regions_compared", c.regions.size()},
-                          {"regions_written", written.size()},
-                          {"mismatched_regions", mismatches}}},
-                        {"timing", nullptr}};
+  nlohmann::json out = {
+      {"kernel", d.kernel},
+      {"capture", o.dir},
+      {"device", {{"name", device_name}, {"arch", arch}}},
+      {"addresses", o.relocate ? "relocated" : "original"},
+      {"granularity", granularity},
+      {"regions", c.regions.size()},
+      {"reserved_ranges", ranges.size()},
+      {"translated_parameters", translated},
+      {"driver_pools", {{"recorded", c.dispatch.driver_pools.size()}, {"placed", steering.placed}}},
+      {"placement", placement},
+      {"filler_allocations", fillers.size()},
+      {"verification",
+       {{"mode", sc::describe(o.tolerance)},
+        {"passed", mismatches.empty()},
+        {"regions_compared", c.regions.size()},
+        {"regions_written", written.size()},
+        {"mismatched_regions", mismatches}}},
+      {"timing", nullptr}};
   if (!mismatches.empty()) {
     emit(o, out);
     return 3;
@@ -378,4 +622,32 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rpl-replay-cuda: %s\n", error.what());
     return 1;
   }
+}
+
+extern "C" void* mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset) {
+  if (steering.active && prot == PROT_NONE && fd == -1 && (flags & MAP_FIXED) == 0) {
+    for (std::size_t i = 0; i < steering.pools.size(); ++i) {
+      if (steering.used[i] != 0 || steering.pools[i].size != length ||
+          steering.pools[i].hint != reinterpret_cast<std::uint64_t>(address)) {
+        continue;
+      }
+      steering.used[i] = 1;
+      release_hold(steering.pools[i].base, steering.pools[i].base + length);
+      void* at = reinterpret_cast<void*>(::syscall(SYS_mmap, steering.pools[i].base, length, prot,
+                                                   flags | MAP_FIXED_NOREPLACE, fd, offset));
+      if (at == reinterpret_cast<void*>(steering.pools[i].base)) {
+        ++steering.placed;
+        return at;
+      }
+      if (at != MAP_FAILED) {
+        ::syscall(SYS_munmap, at, length);
+      }
+      break;
+    }
+  }
+  return reinterpret_cast<void*>(::syscall(SYS_mmap, address, length, prot, flags, fd, offset));
+}
+
+extern "C" void* mmap64(void* address, size_t length, int prot, int flags, int fd, off_t offset) {
+  return mmap(address, length, prot, flags, fd, offset);
 }
