@@ -93,6 +93,9 @@ struct autotune_options {
   // What a lane measures (issue 9). Without --launch and with backend timing: whole processes.
   /// Kernel lane: the launch file; the build template then makes a code object (nvcc -cubin).
   std::filesystem::path launch;
+  /// Replay lane: a capture folder (`rocm-perf isolate`); each candidate is timed on that dispatch,
+  /// replayed with the candidate's code object ({BIN}, nvcc -cubin) in place of the captured one.
+  std::filesystem::path replay;
   std::string backend = "timing"; ///< timing | cuda | rocm | auto (application lanes)
   std::string kernel_regex;       ///< application lanes: kernels timed; empty: every user kernel
   std::uint32_t warmup_dispatches = 1; ///< application lanes: per process and kernel name

@@ -10,12 +10,14 @@
 
 #include "stages/search/candidate_key.hpp"
 #include "stages/search/model_strategy.hpp"
+#include "workers/capture/capture_directory.hpp"
 #include "workers/compile/compile_worker.hpp"
 #include "workers/compilers/compiler_rules.hpp"
 #include "workers/compilers/toolchain_identity.hpp"
 #include "workers/devices/nvidia_gpu.hpp"
 #include "workers/lanes/recorded/landscape_file.hpp"
 #include "workers/process/child_process.hpp"
+#include "workers/replay/replay_run.hpp"
 #include "workers/tracers/cuda/cupti_recorder.hpp"
 #include "workers/tracers/rocprofv3/rocprofv3_recorder.hpp"
 
@@ -227,6 +229,10 @@ std::string fingerprint(const autotune_options& options, const autotune_inputs& 
     fp << in.lane_kind << ' ' << options.kernel_regex << ' ' << options.warmup_dispatches << ' '
        << (in.sampling ? std::to_string(in.sampling->max_noise) : "fixed") << '\n';
   }
+  if (!options.replay.empty()) {
+    fp << "replay " << stages::content_hash(read_file(options.replay / "dispatch.json", "--replay"))
+       << '\n';
+  }
   if (!options.launch.empty()) {
     fp << stages::content_hash(read_file(options.launch, "--launch")) << '\n';
     // Only when off, so runs made before the screen existed keep their fingerprint.
@@ -296,7 +302,29 @@ void choose_lanes(const autotune_options& options, autotune_inputs& in) {
                        "lane, --backend times an application's kernels from its trace; fix: drop "
                        "one of them");
   }
-  if (!options.launch.empty()) {
+  if (!options.replay.empty()) {
+    if (!options.launch.empty() || (b != "timing" && b != "auto")) {
+      throw config_error("--replay with " +
+                         std::string(!options.launch.empty() ? "--launch" : "--backend " + b) +
+                         ": --replay times each candidate on a captured dispatch; fix: drop one "
+                         "of them");
+    }
+    try {
+      const auto capture = workers::capture::load_capture(options.replay);
+      if (capture.dispatch.backend != "cuda") {
+        throw config_error("--replay " + options.replay.string() + ": a " +
+                           capture.dispatch.backend +
+                           " capture; only CUDA captures are replayed (fix: capture on CUDA)");
+      }
+    } catch (const stages::capture::capture_error& error) {
+      throw config_error(std::string("--replay: ") + error.what());
+    }
+    if (!workers::replay::find_cuda_replay_program()) {
+      throw config_error("--replay: rpl-replay-cuda was not found beside rocm-perf (or "
+                         "RPL_REPLAY_CUDA); fix: build with CUDA (RPL_BUILD_CUDA=ON)");
+    }
+    in.lane_kind = "replay";
+  } else if (!options.launch.empty()) {
     in.lane_kind = "kernel";
     try {
       in.launch = stages::load_launch_spec(options.launch);
@@ -331,8 +359,10 @@ void choose_lanes(const autotune_options& options, autotune_inputs& in) {
       in.devices.push_back(d);
     }
   }
-  if (in.lane_kind == "kernel" || in.lane_kind == "cuda") {
-    const auto why = in.lane_kind == "kernel" ? "--launch" : "--backend cuda";
+  if (in.lane_kind == "kernel" || in.lane_kind == "cuda" || in.lane_kind == "replay") {
+    const auto why = in.lane_kind == "kernel"   ? "--launch"
+                     : in.lane_kind == "replay" ? "--replay"
+                                                : "--backend cuda";
     in.devices = select_devices(options.devices, why);
     check_one_model(in.devices, options.devices);
     if (in.lane_kind == "cuda" && !workers::find_cupti_tracer({})) {

@@ -7,8 +7,10 @@
 #include "workers/lanes/clocks/clock_watch_lane.hpp"
 #include "workers/lanes/kernel/kernel_lane.hpp"
 #include "workers/lanes/recorded/recorded_lane.hpp"
+#include "workers/lanes/replay/replay_lane.hpp"
 #include "workers/lanes/timing/timing_lane.hpp"
 #include "workers/lanes/trace/trace_lane.hpp"
+#include "workers/replay/replay_run.hpp"
 #include "workers/tracers/cuda/cupti_recorder.hpp"
 #include "workers/tracers/rocprofv3/rocprofv3_recorder.hpp"
 
@@ -99,7 +101,7 @@ lane_plan make_lanes(const autotune_options& options,
   }
   // Clock evidence for NVIDIA GPUs, read through NVML where the driver has it.
   std::shared_ptr<workers::gpu_clock_probe> clocks;
-  if (inputs.lane_kind == "kernel" || inputs.lane_kind == "cuda") {
+  if (inputs.lane_kind == "kernel" || inputs.lane_kind == "cuda" || inputs.lane_kind == "replay") {
     std::string why_not;
     clocks = workers::open_nvml_probe(why_not);
     if (!clocks) {
@@ -113,6 +115,17 @@ lane_plan make_lanes(const autotune_options& options,
     workers::lane_backend_ptr lane;
     if (inputs.lane_kind == "kernel") {
       lane = kernel_lane_for(options, inputs, device);
+    } else if (inputs.lane_kind == "replay") {
+      workers::replay_lane_options r;
+      r.name = "gpu" + std::to_string(device.index);
+      r.capture = options.replay;
+      r.program = *workers::replay::find_cuda_replay_program();
+      r.device = device.index;
+      r.device_model = device.name;
+      r.device_uuid = device.uuid;
+      // One process per measurement (the capture restored each time): batches of --runs.
+      lane = with_sampling(std::make_unique<workers::replay_lane>(std::move(r)), inputs,
+                           std::max<std::uint32_t>(1, options.runs));
     } else {
       lane = with_sampling(
           trace_lane_for(options, inputs, device.index, "gpu" + std::to_string(device.index)),

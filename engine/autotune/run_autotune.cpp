@@ -456,7 +456,9 @@ autotune_result run_autotune(const autotune_options& options,
     settings.max_finalists = options.finalists;
     settings.rounds = options.final_rounds;
     // A kernel lane's round is a few launches; an application's or a process's round is one run.
-    settings.runs_per_round = inputs.lane_kind == "kernel" ? std::max(options.runs, 5u) : 1;
+    settings.runs_per_round = inputs.lane_kind == "kernel" || inputs.lane_kind == "replay"
+                                  ? std::max(options.runs, 5u)
+                                  : 1;
     settings.noise_target = inputs.sampling ? inputs.sampling->max_noise : 0.01;
     const auto stored = options.resume && session.counts().completed == 0
                             ? session.store().final_round(session.run_id())

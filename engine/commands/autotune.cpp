@@ -142,6 +142,10 @@ public:
     cmd->add_option("--launch", options_.launch,
                     "Kernel lane: launch file (docs/launch-file.md); the build template makes a "
                     "code object (nvcc -cubin)");
+    cmd->add_option("--replay", options_.replay,
+                    "Replay lane: time each candidate on a captured dispatch (rocm-perf isolate "
+                    "--out DIR), verified against its output; the run template is `{BIN} "
+                    "[KERNEL_SYMBOL]` and the build template makes a code object (nvcc -cubin)");
     cmd->add_flag("--no-static-screen", no_static_screen_,
                   "Kernel lane: send every built candidate to the lane, even one the static screen "
                   "finds the device would refuse (registers, shared memory, block size)");

@@ -33,41 +33,7 @@
     }                                                                                              \
   } while (0)
 
-struct segment {
-  const float* in;
-  float* out;
-  int n;
-  float scale;
-};
-
-constexpr int segments = 4;
-constexpr int terms = 48; // polynomial terms per element: enough work to be compute-bound
-
-__host__ __device__ float value_of(float x, float scale) {
-  float acc = 0.0f;
-  float p = 1.0f;
-  for (int k = 0; k < terms; ++k) {
-    acc = fmaf(p, 1.0f / (k + 1), acc);
-    p = p * x * 0.999f;
-  }
-  return acc * scale;
-}
-
-__global__ void fill_segment(float* in, int n, int seed) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    in[i] = 0.25f + 0.5f * static_cast<float>((i * 2654435761u + seed) % 1000u) / 1000.0f;
-  }
-}
-
-// Every pointer it follows comes from `table`, which lives in device memory.
-__global__ void gather_scale(const segment* table, int count, float round) {
-  for (int s = 0; s < count; ++s) {
-    const segment seg = table[s];
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < seg.n; i += gridDim.x * blockDim.x) {
-      seg.out[i] = value_of(seg.in[i], seg.scale) + round;
-    }
-  }
-}
+#include "pointer_table_kernel.cuh"
 
 int main(int argc, char** argv) {
   int rounds = 10;

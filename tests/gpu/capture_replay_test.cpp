@@ -126,5 +126,35 @@ TEST_F(capture_replay, managed_memory_is_refused_and_a_missing_kernel_is_not_fou
       << beyond.output;
 }
 
+TEST_F(capture_replay, autotune_times_each_candidate_on_the_captured_dispatch) {
+  const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
+  std::error_code ec;
+  if (!fs::exists(nvcc, ec))
+    GTEST_SKIP() << "no " << nvcc << " to build the candidates";
+  temp_dir dir;
+  const auto out = dir / "capture";
+  const auto captured =
+      rocm_perf({"isolate", "--kernel", "gather_scale", "--dispatch", "2", "--out", out.string(),
+                 "--", app_.string(), "--rounds", "4", "--elements", "1048576"});
+  ASSERT_EQ(captured.exit_code, 0) << captured.output;
+  const auto examples = rpl::testing::source_dir / "examples" / "cuda";
+  const auto db = dir / "r.db";
+  const auto tuned = rocm_perf(
+      {"autotune", "--space", (examples / "pointer_table.space.json").string(), "--source",
+       (examples / "pointer_table_kernel.cu").string(), "--source",
+       (examples / "pointer_table_kernel.cuh").string(), "--build-template",
+       nvcc.string() +
+           " -arch=sm_90 -cubin -DGATHER_UNROLL={GATHER_UNROLL} pointer_table_kernel.cu -o {OUT}",
+       "--cmd-template", "{BIN}", "--replay", out.string(), "--runs", "5", "--db", db.string(),
+       "--json"});
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
+  // Every unroll factor computes the same bits, so all five are verified and measured.
+  EXPECT_EQ(rpl::testing::query_int(db, "SELECT COUNT(*) FROM candidates WHERE status='ok'"), 5)
+      << tuned.output;
+  const auto doc = json_of(tuned.output);
+  ASSERT_TRUE(doc.is_object()) << tuned.output;
+  EXPECT_FALSE(doc["winner"].is_null()) << tuned.output;
+}
+
 } // namespace
 } // namespace rpl

@@ -115,5 +115,29 @@ TEST(cli_replay, a_capture_the_library_refused_says_why) {
       << r.output;
 }
 
+TEST(cli_autotune_replay, a_missing_capture_or_a_second_lane_is_bad_input) {
+  temp_dir dir;
+  auto args = rpl::testing::remote_sweep_args(dir / "r.db");
+  args.insert(args.end(), {"--replay", (dir / "none").string()});
+  auto r = rocm_perf(args);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--replay: " + (dir / "none").string() + ": no such capture folder"),
+            std::string::npos)
+      << r.output;
+  write_capture(dir / "c");
+  args = rpl::testing::remote_sweep_args(dir / "r.db");
+  args.insert(args.end(), {"--replay", (dir / "c").string(), "--backend", "cuda"});
+  r = rocm_perf(args);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--replay with --backend cuda"), std::string::npos) << r.output;
+  write_capture(dir / "h", "hsa");
+  args = rpl::testing::remote_sweep_args(dir / "r.db");
+  args.insert(args.end(), {"--replay", (dir / "h").string()});
+  r = rocm_perf(args);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("a hsa capture; only CUDA captures are replayed"), std::string::npos)
+      << r.output;
+}
+
 } // namespace
 } // namespace rpl

@@ -56,6 +56,19 @@ replay_run_result run_replay(const replay_run_options& options) {
   if (options.relocate) {
     child.argv.push_back("--relocate");
   }
+  auto add = [&](const char* flag, const std::string& value) {
+    if (!value.empty()) {
+      child.argv.insert(child.argv.end(), {flag, value});
+    }
+  };
+  add("--code-object", options.code_object.string());
+  add("--kernel", options.kernel);
+  add("--grid", options.grid);
+  add("--block", options.block);
+  add("--shared", options.shared ? std::to_string(*options.shared) : std::string());
+  for (const auto& [name, value] : options.environment) {
+    child.environment.emplace_back(name, value);
+  }
   const auto outcome = run_child(child, options.timeout);
   replay_run_result result;
   result.exit_code =

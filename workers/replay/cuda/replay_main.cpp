@@ -24,6 +24,7 @@
 // 2 bad input (arguments, a damaged capture, another GPU architecture), 3 verification failed.
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -79,7 +80,31 @@ struct options {
   std::optional<sc::float_tolerance> tolerance;
   bool relocate = false;
   std::string json_out; ///< where the JSON goes (else stdout)
+  /// A tuning candidate in place of the captured kernel: its code object and symbol (same
+  /// parameter list), and optionally its geometry.
+  std::string code_object;
+  std::string kernel;
+  std::optional<std::array<std::uint32_t, 3>> grid;
+  std::optional<std::array<std::uint32_t, 3>> block;
+  std::optional<std::uint32_t> shared;
 };
+
+std::array<std::uint32_t, 3> dims(const std::string& text) {
+  std::array<std::uint32_t, 3> d{1, 1, 1};
+  std::size_t at = 0;
+  for (int i = 0; i < 3 && at <= text.size(); ++i) {
+    const auto comma = text.find(',', at);
+    d[i] = static_cast<std::uint32_t>(std::stoul(text.substr(at, comma - at)));
+    if (d[i] == 0) {
+      throw bad_input("a dimension of '" + text + "' is 0");
+    }
+    if (comma == std::string::npos) {
+      break;
+    }
+    at = comma + 1;
+  }
+  return d;
+}
 
 options parse(int argc, char** argv) {
   options o;
@@ -105,6 +130,16 @@ options parse(int argc, char** argv) {
       o.tolerance->rel = std::stod(number(i, "--tolerance-rel"));
     } else if (a == "--json-out") {
       o.json_out = number(i, "--json-out");
+    } else if (a == "--code-object") {
+      o.code_object = number(i, "--code-object");
+    } else if (a == "--kernel") {
+      o.kernel = number(i, "--kernel");
+    } else if (a == "--grid") {
+      o.grid = dims(number(i, "--grid"));
+    } else if (a == "--block") {
+      o.block = dims(number(i, "--block"));
+    } else if (a == "--shared") {
+      o.shared = static_cast<std::uint32_t>(std::stoul(number(i, "--shared")));
     } else if (a == "--relocate") {
       o.relocate = true;
     } else if (o.dir.empty() && !a.empty() && a[0] != '-') {
@@ -319,6 +354,22 @@ int run(const options& o) {
     c = cap::load_capture(o.dir);
   } catch (const sc::capture_error& error) {
     throw bad_input(error.what());
+  }
+  if (!o.code_object.empty()) {
+    const auto path = std::filesystem::absolute(o.code_object);
+    c.code_object = cap::read_bytes(path.parent_path(), path.filename().string());
+  }
+  if (!o.kernel.empty()) {
+    c.dispatch.kernel = o.kernel;
+  }
+  if (o.grid) {
+    c.dispatch.grid = *o.grid;
+  }
+  if (o.block) {
+    c.dispatch.block = *o.block;
+  }
+  if (o.shared) {
+    c.dispatch.dynamic_shared_bytes = *o.shared;
   }
   if (c.dispatch.backend != "cuda") {
     throw bad_input(o.dir + ": a " + c.dispatch.backend +
