@@ -2,12 +2,17 @@
 // our CUPTI tracer, or an earlier `profile --out`), built exactly as profile builds it.
 
 #include <cstdio>
+#include <cstdlib>
+
+#include <cxxabi.h>
 
 #include "engine/commands/command.hpp"
 #include "engine/commands/profile_output.hpp"
 #include "stages/analysis/profile_report_builder.hpp"
 #include "stages/trace/counter_passes.hpp"
 #include "stages/trace/rocpd_schema.hpp"
+#include "workers/capture/capture_directory.hpp"
+#include "workers/replay/replay_run.hpp"
 
 namespace rpl::engine::commands {
 
@@ -17,7 +22,76 @@ struct analyze_options {
   std::vector<std::filesystem::path> inputs;
   bool per_run = false; ///< each input (file or folder) is one run, for stability across runs
   report_options report;
+  std::filesystem::path replay; ///< a capture of one of the traced kernels, timed in isolation
+  int replay_iterations = 20;
 };
+
+std::string demangle(const std::string& name) {
+  int status = 0;
+  char* text = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  std::string out = status == 0 && text != nullptr ? text : name;
+  std::free(text);
+  return out;
+}
+
+/// --replay: the captured dispatch timed in isolation (rpl-replay-cuda), next to the same kernel's
+/// in-application median from the databases. Printed after the report (on stderr with --json, so
+/// stdout stays the report). 0 compared; 1 the replay failed; 2 a bad capture or a kernel the
+/// trace does not hold; 3 the replay did not reproduce the captured output.
+int compare_with_replay(const analyze_options& options, const stages::profile_report& report) {
+  FILE* to = options.report.json ? stderr : stdout;
+  workers::capture::capture_directory capture;
+  try {
+    capture = workers::capture::load_capture(options.replay);
+  } catch (const stages::capture::capture_error& error) {
+    std::fprintf(stderr, "rocm-perf analyze: error: --replay: %s\n", error.what());
+    return exit_code::bad_input;
+  }
+  const std::string wanted = demangle(capture.dispatch.kernel);
+  const stages::kernel_report* in_app = nullptr;
+  for (const auto& k : report.kernels) {
+    if (k.runtime.name == wanted || k.runtime.name == capture.dispatch.kernel) {
+      in_app = &k;
+    }
+  }
+  if (in_app == nullptr) {
+    std::fprintf(stderr,
+                 "rocm-perf analyze: error: --replay: the databases hold no kernel %s (the "
+                 "capture's); fix: capture a kernel of this trace\n",
+                 wanted.c_str());
+    return exit_code::bad_input;
+  }
+  const auto program = workers::replay::find_cuda_replay_program();
+  if (!program) {
+    std::fprintf(stderr, "rocm-perf analyze: error: --replay: rpl-replay-cuda was not found beside "
+                         "rocm-perf; fix: build with CUDA (RPL_BUILD_CUDA=ON)\n");
+    return exit_code::run_failed;
+  }
+  workers::replay::replay_run_options run;
+  run.program = *program;
+  run.capture = options.replay;
+  run.iterations = options.replay_iterations;
+  const auto result = workers::replay::run_replay(run);
+  if (result.exit_code != 0 || !result.document.is_object() ||
+      !result.document["timing"].is_object()) {
+    std::fprintf(stderr, "rocm-perf analyze: --replay: the replay %s: %s\n",
+                 result.exit_code == 3 ? "did not reproduce the captured output" : "failed",
+                 result.message.c_str());
+    return result.exit_code == 3 ? exit_code::no_result : exit_code::run_failed;
+  }
+  const auto& t = result.document["timing"];
+  const double isolated = t.value("median_ns", 0.0);
+  const double app = in_app->runtime.median_ns;
+  std::fprintf(to,
+               "\nisolated replay of %s (%s, verified %s): median %.3f us over %d launches (cv "
+               "%.2f %%)\nin the application: median %.3f us over %zu dispatches (cv %.2f %%); "
+               "replay / application = %.4f\n",
+               wanted.c_str(), options.replay.string().c_str(),
+               result.document["verification"].value("mode", std::string()).c_str(), isolated / 1e3,
+               t.value("iterations", 0), 100.0 * t.value("cv", 0.0), app / 1e3,
+               in_app->runtime.count, 100.0 * in_app->runtime.cv, app > 0 ? isolated / app : 0.0);
+  return exit_code::done;
+}
 
 /// 0 done, 2 bad input (no, unreadable or empty databases; profile.json not writable).
 int analyze(const analyze_options& options) {
@@ -50,7 +124,12 @@ int analyze(const analyze_options& options) {
     stages::report_context context;
     context.backend = "rocpd"; // no command: the databases were recorded elsewhere
     context.arch = options.report.arch;
-    return emit_report(stages::build_profile_report(runs, context), options.report, &analysis);
+    const auto report = stages::build_profile_report(runs, context);
+    const int emitted = emit_report(report, options.report, &analysis);
+    if (emitted != exit_code::done || options.replay.empty()) {
+      return emitted;
+    }
+    return compare_with_replay(options, report);
   } catch (const stages::report_error& error) {
     std::fprintf(stderr, "rocm-perf analyze: error: %s\n", error.what());
     return exit_code::bad_input;
@@ -69,6 +148,12 @@ public:
     cmd_->add_flag("--per-run", options_.per_run,
                    "Each argument is one run (for stability across runs)");
     cmd_->add_flag("--json", options_.report.json, "Print strict JSON");
+    cmd_->add_option("--replay", options_.replay,
+                     "A captured dispatch of one of the traced kernels (rocm-perf isolate --out "
+                     "DIR): also time it in isolation, next to its in-application time");
+    cmd_->add_option("--replay-iterations", options_.replay_iterations,
+                     "Timed launches of the --replay (default 20)")
+        ->check(CLI::Range(1, 1000000));
     cmd_->add_flag("--quiet", options_.report.quiet, "Print only the runtime in ms");
     cmd_->add_option("--out", options_.report.out,
                      "Write profile.json, analysis.json, dag.json and roofline.json here");

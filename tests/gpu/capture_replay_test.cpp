@@ -126,6 +126,28 @@ TEST_F(capture_replay, managed_memory_is_refused_and_a_missing_kernel_is_not_fou
       << beyond.output;
 }
 
+TEST_F(capture_replay, analyze_times_the_captured_dispatch_next_to_its_in_app_time) {
+  temp_dir dir;
+  const std::vector<std::string> app = {app_.string(), "--rounds", "8", "--elements", "1048576"};
+  std::vector<std::string> profile = {"profile", "--backend",          "cuda",
+                                      "--out",   (dir / "p").string(), "--"};
+  profile.insert(profile.end(), app.begin(), app.end());
+  const auto profiled = rocm_perf(profile);
+  ASSERT_EQ(profiled.exit_code, 0) << profiled.output;
+  std::vector<std::string> isolate = {"isolate", "--kernel", "gather_scale",       "--dispatch",
+                                      "4",       "--out",    (dir / "c").string(), "--"};
+  isolate.insert(isolate.end(), app.begin(), app.end());
+  ASSERT_EQ(rocm_perf(isolate).exit_code, 0);
+  const auto analyzed = rocm_perf({"analyze", (dir / "p" / "traces").string(), "--replay",
+                                   (dir / "c").string(), "--replay-iterations", "10"});
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.output;
+  EXPECT_NE(analyzed.output.find("isolated replay of gather_scale(segment const*, int, float)"),
+            std::string::npos)
+      << analyzed.output;
+  EXPECT_NE(analyzed.output.find("in the application: median"), std::string::npos);
+  EXPECT_NE(analyzed.output.find("over 8 dispatches"), std::string::npos) << analyzed.output;
+}
+
 TEST_F(capture_replay, autotune_times_each_candidate_on_the_captured_dispatch) {
   const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
   std::error_code ec;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "stages/capture/capture_manifest.hpp"
+#include "support/rocpd_fixtures.hpp"
 #include "support/test_support.hpp"
 #include "workers/capture/capture_directory.hpp"
 #include "workers/process/child_process.hpp"
@@ -113,6 +114,22 @@ TEST(cli_replay, a_capture_the_library_refused_says_why) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("holds no capture (refused: managed memory)"), std::string::npos)
       << r.output;
+}
+
+TEST(cli_analyze_replay, a_capture_of_a_kernel_the_trace_lacks_is_bad_input) {
+  temp_dir dir;
+  rpl::testing::write_process_trace(dir / "t" / "1_results.db", 1, {"gemm_kernel"}, 20, 7);
+  write_capture(dir / "c"); // kernel(float*)
+  auto r = rocm_perf({"analyze", (dir / "t").string(), "--replay", (dir / "c").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--replay: the databases hold no kernel kernel(float*)"),
+            std::string::npos)
+      << r.output;
+  // The report itself was printed first.
+  EXPECT_NE(r.output.find("gemm_kernel"), std::string::npos);
+  r = rocm_perf({"analyze", (dir / "t").string(), "--replay", (dir / "none").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("no such capture folder"), std::string::npos) << r.output;
 }
 
 TEST(cli_autotune_replay, a_missing_capture_or_a_second_lane_is_bad_input) {
