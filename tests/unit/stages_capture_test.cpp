@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "stages/capture/aql_dispatch.hpp"
 #include "stages/capture/capture_manifest.hpp"
 #include "stages/capture/output_compare.hpp"
 #include "stages/capture/va_ranges.hpp"
@@ -177,6 +178,83 @@ TEST(output_compare, bit_exact_counts_bytes_and_a_tolerance_counts_floats) {
   EXPECT_EQ(shorter.first_mismatch_offset, 8u);
   EXPECT_EQ(describe(std::nullopt), "bit-exact");
   EXPECT_EQ(describe(float_tolerance{1e-6, 1e-5}), "float32 within abs 1e-06 + rel 1e-05");
+}
+
+} // namespace
+} // namespace rpl::stages::capture
+
+namespace rpl::stages::capture {
+namespace {
+
+/// A kernel dispatch as a ROCm queue holds one: 3 dimensions, 256x1x1 workgroups over
+/// 1000x4x1 work-items (a partial last workgroup), 4 KiB of LDS, a kernel object and kernarg
+/// address of the kind the loader and the kernarg pool give.
+aql_dispatch recorded_packet() {
+  aql_dispatch d;
+  d.header = aql_kernel_dispatch_type | (1u << 8) | (2u << 9) |
+             (2u << 11); // barrier, acquire/release system
+  d.setup = 3;
+  d.workgroup = {256, 1, 1};
+  d.grid = {1000, 4, 1};
+  d.private_segment_size = 0;
+  d.group_segment_size = 4096 + 1024;
+  d.kernel_object = 0x7f3a10a4c0c0;
+  d.kernarg_address = 0x7f3a14000000;
+  d.completion_signal = 0x7f3a1c002280;
+  return d;
+}
+
+TEST(aql_dispatch, a_packet_round_trips_through_its_64_bytes) {
+  const auto bytes = encode_aql_dispatch(recorded_packet());
+  ASSERT_TRUE(is_kernel_dispatch(bytes));
+  // The layout of the HSA specification: grid_size_x at byte 12, kernel_object at 32.
+  std::uint32_t grid_x = 0;
+  std::memcpy(&grid_x, bytes.data() + 12, 4);
+  EXPECT_EQ(grid_x, 1000u);
+  const auto back = decode_aql_dispatch(bytes);
+  EXPECT_EQ(back.dimensions(), 3);
+  EXPECT_EQ(back.workgroup, (std::array<std::uint16_t, 3>{256, 1, 1}));
+  EXPECT_EQ(back.kernel_object, 0x7f3a10a4c0c0u);
+  EXPECT_EQ(back.kernarg_address, 0x7f3a14000000u);
+  EXPECT_EQ(back.completion_signal, 0x7f3a1c002280u);
+  EXPECT_EQ(back.workgroups(), (std::array<std::uint32_t, 3>{4, 4, 1}));
+}
+
+TEST(aql_dispatch, other_packets_and_broken_ones_are_refused) {
+  auto bytes = encode_aql_dispatch(recorded_packet());
+  bytes[0] = 3; // HSA_PACKET_TYPE_BARRIER_AND
+  EXPECT_FALSE(is_kernel_dispatch(bytes));
+  EXPECT_NE(error_of([&] { decode_aql_dispatch(bytes); }).find("type 3 is not a kernel dispatch"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { decode_aql_dispatch(std::span(bytes).first(32)); }).find("of 32 bytes"),
+            std::string::npos);
+  auto zero = recorded_packet();
+  zero.workgroup[1] = 0;
+  EXPECT_NE(error_of([&] { decode_aql_dispatch(encode_aql_dispatch(zero)); }).find("dimension 1"),
+            std::string::npos);
+}
+
+TEST(aql_dispatch, the_manifest_takes_geometry_dynamic_lds_and_every_argument) {
+  kernel_metadata k;
+  k.name = "_Z4axpyfPKfPfi";
+  k.group_segment_fixed_size = 4096;
+  k.kernarg_segment_size = 280;
+  k.args = {{"", "", 0, 4, "by_value", ""},
+            {"", "", 8, 8, "global_buffer", "global"},
+            {"", "", 16, 8, "global_buffer", "global"},
+            {"", "", 24, 4, "by_value", ""},
+            {"", "", 32, 4, "hidden_block_count_x", ""}};
+  const auto m = hsa_manifest(recorded_packet(), k, "gfx942");
+  EXPECT_EQ(m.backend, "hsa");
+  EXPECT_EQ(m.grid, (std::array<std::uint32_t, 3>{4, 4, 1}));
+  EXPECT_EQ(m.block, (std::array<std::uint32_t, 3>{256, 1, 1}));
+  EXPECT_EQ(m.dynamic_shared_bytes, 1024u);
+  ASSERT_EQ(m.params.size(), 5u);
+  EXPECT_EQ(m.params[4].offset, 32u);
+  EXPECT_EQ(m.code_object_file, "kernel.hsaco");
+  k.group_segment_fixed_size = 8192;
+  EXPECT_NE(error_of([&] { hsa_manifest(recorded_packet(), k, "gfx942"); }).find("less than"),
+            std::string::npos);
 }
 
 } // namespace
