@@ -1,4 +1,5 @@
-// `rocm-perf isolate --kernel REGEX [--dispatch N] --out DIR [--timeout S] [--force] [--json]
+// `rocm-perf isolate --kernel REGEX [--dispatch N] --out DIR [--backend cuda|hsa] [--timeout S]
+// [--force] [--json]
 // -- APP [ARGS...]`: runs APP once under the capture library and keeps one dispatch of a kernel
 // whose name (mangled or demangled) matches REGEX, the N-th from 0, with its parameters, geometry,
 // code object and every live device allocation at its original address, before and after
@@ -33,6 +34,10 @@ public:
         ->required();
     cmd_->add_option("--timeout", timeout_s_, "Stop the program after this many seconds")
         ->check(CLI::PositiveNumber);
+    cmd_->add_option("--backend", backend_,
+                     "cuda (CUPTI capture library) or hsa (HSA tools library; never run on an AMD "
+                     "GPU)")
+        ->check(CLI::IsMember({"cuda", "hsa"}));
     cmd_->add_flag("--force", force_, "Replace an existing --out folder");
     cmd_->add_flag("--json", json_, "Print the capture status as JSON");
     cmd_->add_option("command", command_, "After --: the program and its arguments")->required();
@@ -67,12 +72,20 @@ public:
         return run_failed;
       }
     }
-    const auto library = cap::find_cuda_capture_library();
+    const auto library =
+        backend_ == "hsa" ? cap::find_hsa_capture_library() : cap::find_cuda_capture_library();
     if (!library) {
       std::fprintf(
-          stderr, "rocm-perf isolate: error: the CUDA capture library (librpl_cuda_capture.so) "
-                  "is not in lib/ beside this rocm-perf's bin/ and RPL_CUDA_CAPTURE is unset; "
-                  "fix: build with the CUDA backend (nvcc and CUPTI present, RPL_BUILD_CUDA=ON)\n");
+          stderr, "%s",
+          backend_ == "hsa"
+              ? "rocm-perf isolate: error: the HSA capture library (librpl_hsa_capture.so) "
+                "is not in hip/ or lib/ beside this rocm-perf's bin/ and RPL_HSA_CAPTURE "
+                "is unset; fix: build where the HSA headers are (libhsa-runtime-dev, or "
+                "ROCm in /opt/rocm)\n"
+              : "rocm-perf isolate: error: the CUDA capture library "
+                "(librpl_cuda_capture.so) is not in lib/ beside this rocm-perf's bin/ and "
+                "RPL_CUDA_CAPTURE is unset; fix: build with the CUDA backend (nvcc and "
+                "CUPTI present, RPL_BUILD_CUDA=ON)\n");
       return run_failed;
     }
     std::filesystem::create_directories(out_, ec);
@@ -82,6 +95,7 @@ public:
     options.dispatch = dispatch_;
     options.out = out_;
     options.library = *library;
+    options.backend = backend_;
     options.timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s_ * 1000));
     const auto result = cap::run_capture(options);
     if (!result.program_output.empty()) {
@@ -132,6 +146,7 @@ public:
 private:
   CLI::App* cmd_ = nullptr;
   std::string kernel_;
+  std::string backend_ = "cuda";
   std::uint64_t dispatch_ = 0;
   std::filesystem::path out_;
   double timeout_s_ = 0;

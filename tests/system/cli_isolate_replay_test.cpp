@@ -67,6 +67,25 @@ TEST(cli_isolate, a_program_that_never_loads_cuda_leaves_no_capture) {
   EXPECT_FALSE(std::filesystem::exists(dir / "c" / "dispatch.json"));
 }
 
+TEST(cli_isolate, the_hsa_backend_names_its_library_and_a_program_without_hsa_leaves_nothing) {
+  temp_dir dir;
+  const auto r = rocm_perf({"isolate", "--backend", "hsa", "--kernel", "k", "--out",
+                            (dir / "c").string(), "--", "true"});
+  // Built with the HSA headers: `true` never loads the HSA runtime (3); without them: no library
+  // (1).
+  if (r.exit_code == 1) {
+    EXPECT_NE(r.output.find("the HSA capture library (librpl_hsa_capture.so) is not in"),
+              std::string::npos)
+        << r.output;
+  } else {
+    EXPECT_EQ(r.exit_code, 3) << r.output;
+    EXPECT_NE(r.output.find("is this a HIP or HSA program?"), std::string::npos) << r.output;
+  }
+  const auto bad = rocm_perf({"isolate", "--backend", "opencl", "--kernel", "k", "--out",
+                              (dir / "d").string(), "--", "true"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+}
+
 TEST(cli_replay, missing_and_damaged_captures_are_bad_input) {
   temp_dir dir;
   auto r = rocm_perf({"replay", (dir / "none").string()});

@@ -17,6 +17,8 @@ namespace rpl::workers::capture {
 
 /// The CUDA capture library: RPL_CUDA_CAPTURE, else lib/ beside bin/ of this executable.
 std::optional<std::filesystem::path> find_cuda_capture_library();
+/// The HSA capture library (an HSA tools library): RPL_HSA_CAPTURE, else hip/ or lib/ beside bin/.
+std::optional<std::filesystem::path> find_hsa_capture_library();
 
 struct capture_run_options {
   std::vector<std::string> command;
@@ -24,6 +26,7 @@ struct capture_run_options {
   std::uint64_t dispatch = 0;
   std::filesystem::path out;
   std::filesystem::path library;
+  std::string backend = "cuda";         ///< "cuda" (CUDA_INJECTION64_PATH) or "hsa" (HSA_TOOLS_LIB)
   std::chrono::milliseconds timeout{0}; ///< 0: none
 };
 
