@@ -58,19 +58,21 @@ public:
       std::fprintf(stderr, "rocm-perf replay: error: %s\n", error.what());
       return bad_input;
     }
-    if (capture.dispatch.backend != "cuda") {
-      std::fprintf(stderr,
-                   "rocm-perf replay: error: %s is a %s capture; this build replays CUDA captures "
-                   "only (the HSA replay needs ROCm 7's virtual memory API)\n",
-                   dir_.string().c_str(), capture.dispatch.backend.c_str());
-      return run_failed;
+    const bool hsa = capture.dispatch.backend == "hsa";
+    if (hsa && relocate_) {
+      std::fprintf(stderr, "rocm-perf replay: error: --relocate is for CUDA captures only; fix: "
+                           "drop it\n");
+      return bad_input;
     }
-    const auto program = rp::find_cuda_replay_program();
+    const auto program = hsa ? rp::find_hsa_replay_program() : rp::find_cuda_replay_program();
     if (!program) {
-      std::fprintf(
-          stderr,
-          "rocm-perf replay: error: rpl-replay-cuda is not beside this rocm-perf and "
-          "RPL_REPLAY_CUDA is unset; fix: build with the CUDA backend (RPL_BUILD_CUDA=ON)\n");
+      std::fprintf(stderr, "%s",
+                   hsa ? "rocm-perf replay: error: this is an HSA capture and rpl-replay-hsa was "
+                         "not built (it needs HSA headers with the virtual-memory API, ROCm 6.0 or "
+                         "later, and their runtime; RPL_REPLAY_HSA names one built elsewhere)\n"
+                       : "rocm-perf replay: error: rpl-replay-cuda is not beside this rocm-perf "
+                         "and RPL_REPLAY_CUDA is unset; fix: build with the CUDA backend "
+                         "(RPL_BUILD_CUDA=ON)\n");
       return run_failed;
     }
     options.program = *program;

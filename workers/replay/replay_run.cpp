@@ -25,6 +25,20 @@ std::optional<std::filesystem::path> find_cuda_replay_program() {
   return std::nullopt;
 }
 
+std::optional<std::filesystem::path> find_hsa_replay_program() {
+  if (const char* env = std::getenv("RPL_REPLAY_HSA"); env != nullptr && *env != '\0') {
+    return std::filesystem::path(env);
+  }
+  std::error_code ec;
+  const auto root = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().parent_path();
+  for (const auto& candidate : {root / "hip" / "rpl-replay-hsa", root / "bin" / "rpl-replay-hsa"}) {
+    if (std::filesystem::exists(candidate, ec)) {
+      return candidate;
+    }
+  }
+  return std::nullopt;
+}
+
 namespace {
 std::uint64_t next_id() {
   static std::atomic<std::uint64_t> id{0};

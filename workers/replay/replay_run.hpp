@@ -14,6 +14,8 @@ namespace rpl::workers::replay {
 
 /// rpl-replay-cuda: RPL_REPLAY_CUDA, else beside this executable.
 std::optional<std::filesystem::path> find_cuda_replay_program();
+/// rpl-replay-hsa: RPL_REPLAY_HSA, else in hip/ or bin/ beside this executable's folder.
+std::optional<std::filesystem::path> find_hsa_replay_program();
 
 struct replay_run_options {
   std::filesystem::path program;
