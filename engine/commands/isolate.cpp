@@ -25,7 +25,10 @@ public:
   void add_to(CLI::App& app) override {
     cmd_ = app.add_subcommand(
         "isolate",
-        "Capture one kernel dispatch of a CUDA program, memory at its original addresses");
+        "Capture one kernel dispatch of a CUDA (or HSA) program, memory at its original addresses");
+    cmd_->footer("Exit: 0 captured; 1 the run failed (no capture library, the program died before "
+                 "the dispatch); 2 bad input; 3 no such dispatch, or the capture was refused (the "
+                 "reason is printed).");
     cmd_->add_option("--kernel", kernel_, "Regular expression (ECMAScript) for the kernel's name")
         ->required();
     cmd_->add_option("--dispatch", dispatch_,

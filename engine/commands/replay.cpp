@@ -24,6 +24,10 @@ public:
   void add_to(CLI::App& app) override {
     cmd_ = app.add_subcommand(
         "replay", "Replay a captured dispatch at its original addresses: verify, then time");
+    cmd_->footer(
+        "Exit: 0 verified and timed; 1 the replay failed (an address taken, a GPU error, no "
+        "replay program); 2 bad input (a damaged capture, another architecture); 3 the "
+        "output differs from the capture.");
     cmd_->add_option("dir", dir_, "The folder rocm-perf isolate --out wrote")->required();
     cmd_->add_option("--iterations", iterations_, "Timed launches (default 20)")
         ->check(CLI::Range(1, 1000000));
