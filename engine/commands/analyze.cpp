@@ -2,14 +2,12 @@
 // our CUPTI tracer, or an earlier `profile --out`), built exactly as profile builds it.
 
 #include <cstdio>
-#include <cstdlib>
-
-#include <cxxabi.h>
 
 #include "engine/commands/command.hpp"
 #include "engine/commands/profile_output.hpp"
 #include "stages/analysis/profile_report_builder.hpp"
 #include "stages/trace/counter_passes.hpp"
+#include "stages/trace/cupti_mapping.hpp"
 #include "stages/trace/rocpd_schema.hpp"
 #include "workers/capture/capture_directory.hpp"
 #include "workers/replay/replay_run.hpp"
@@ -26,14 +24,6 @@ struct analyze_options {
   int replay_iterations = 20;
 };
 
-std::string demangle(const std::string& name) {
-  int status = 0;
-  char* text = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
-  std::string out = status == 0 && text != nullptr ? text : name;
-  std::free(text);
-  return out;
-}
-
 /// --replay: the captured dispatch timed in isolation (rpl-replay-cuda), next to the same kernel's
 /// in-application median from the databases. Printed after the report (on stderr with --json, so
 /// stdout stays the report). 0 compared; 1 the replay failed; 2 a bad capture or a kernel the
@@ -47,7 +37,7 @@ int compare_with_replay(const analyze_options& options, const stages::profile_re
     std::fprintf(stderr, "rocm-perf analyze: error: --replay: %s\n", error.what());
     return exit_code::bad_input;
   }
-  const std::string wanted = demangle(capture.dispatch.kernel);
+  const std::string wanted = stages::cupti::demangle(capture.dispatch.kernel);
   const stages::kernel_report* in_app = nullptr;
   for (const auto& k : report.kernels) {
     if (k.runtime.name == wanted || k.runtime.name == capture.dispatch.kernel) {

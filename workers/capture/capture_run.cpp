@@ -3,41 +3,21 @@
 #include <cstdlib>
 #include <fstream>
 
-#include <string.h>
-
 #include "workers/capture/capture_directory.hpp"
 #include "workers/process/child_process.hpp"
+#include "workers/process/exit_description.hpp"
+#include "workers/process/find_program.hpp"
 
 namespace rpl::workers::capture {
 
 std::optional<std::filesystem::path> find_cuda_capture_library() {
-  if (const char* env = std::getenv("RPL_CUDA_CAPTURE"); env != nullptr && *env != '\0') {
-    return std::filesystem::path(env);
-  }
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  for (const auto& candidate : {exe.parent_path().parent_path() / "lib" / "librpl_cuda_capture.so",
-                                exe.parent_path() / "librpl_cuda_capture.so"}) {
-    if (std::filesystem::exists(candidate, ec)) {
-      return candidate;
-    }
-  }
-  return std::nullopt;
+  return find_installed("RPL_CUDA_CAPTURE",
+                        {"../lib/librpl_cuda_capture.so", "librpl_cuda_capture.so"});
 }
 
 std::optional<std::filesystem::path> find_hsa_capture_library() {
-  if (const char* env = std::getenv("RPL_HSA_CAPTURE"); env != nullptr && *env != '\0') {
-    return std::filesystem::path(env);
-  }
-  std::error_code ec;
-  const auto root = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().parent_path();
-  for (const auto& candidate :
-       {root / "hip" / "librpl_hsa_capture.so", root / "lib" / "librpl_hsa_capture.so"}) {
-    if (std::filesystem::exists(candidate, ec)) {
-      return candidate;
-    }
-  }
-  return std::nullopt;
+  return find_installed("RPL_HSA_CAPTURE",
+                        {"../hip/librpl_hsa_capture.so", "../lib/librpl_hsa_capture.so"});
 }
 
 capture_run_result run_capture(const capture_run_options& options) {
@@ -71,16 +51,8 @@ capture_run_result run_capture(const capture_run_options& options) {
   capture_run_result result;
   result.program_output = outcome.output;
   result.program_ok = outcome.succeeded();
-  if (!outcome.launched) {
-    result.program_end = outcome.launch_error;
-  } else if (outcome.timed_out) {
-    result.program_end = "timed out";
-  } else if (outcome.term_signal != 0) {
-    const char* name = sigabbrev_np(outcome.term_signal);
-    result.program_end = std::string("was killed by SIG") + (name != nullptr ? name : "?");
-  } else {
-    result.program_end = "exited with status " + std::to_string(outcome.exit_code);
-  }
+  result.program_end = describe_exit(
+      outcome, options.timeout.count() > 0 ? std::optional(options.timeout) : std::nullopt);
   std::ifstream in(options.out / status_file);
   if (!in) {
     result.status = "no_status";

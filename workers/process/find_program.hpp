@@ -4,6 +4,7 @@
 /// compilers (workers/compilers/toolchain_identity.hpp).
 
 #include <filesystem>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -11,5 +12,11 @@ namespace rpl::workers {
 
 /// nullopt when PATH is unset or holds no executable of that name.
 std::optional<std::filesystem::path> find_on_path(const std::string& name);
+
+/// A file installed with this program (a library, a helper program): the path in the environment
+/// variable `env` when set (as given, unchecked), else the first of `candidates` (relative to the
+/// folder of this executable, e.g. "../lib/librpl_cupti_tracer.so") that exists.
+std::optional<std::filesystem::path> find_installed(const char* env,
+                                                    std::initializer_list<const char*> candidates);
 
 } // namespace rpl::workers

@@ -7,36 +7,16 @@
 #include <unistd.h>
 
 #include "workers/process/child_process.hpp"
+#include "workers/process/find_program.hpp"
 
 namespace rpl::workers::replay {
 
 std::optional<std::filesystem::path> find_cuda_replay_program() {
-  if (const char* env = std::getenv("RPL_REPLAY_CUDA"); env != nullptr && *env != '\0') {
-    return std::filesystem::path(env);
-  }
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  for (const auto& candidate : {exe.parent_path() / "rpl-replay-cuda",
-                                exe.parent_path().parent_path() / "bin" / "rpl-replay-cuda"}) {
-    if (std::filesystem::exists(candidate, ec)) {
-      return candidate;
-    }
-  }
-  return std::nullopt;
+  return find_installed("RPL_REPLAY_CUDA", {"rpl-replay-cuda", "../bin/rpl-replay-cuda"});
 }
 
 std::optional<std::filesystem::path> find_hsa_replay_program() {
-  if (const char* env = std::getenv("RPL_REPLAY_HSA"); env != nullptr && *env != '\0') {
-    return std::filesystem::path(env);
-  }
-  std::error_code ec;
-  const auto root = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().parent_path();
-  for (const auto& candidate : {root / "hip" / "rpl-replay-hsa", root / "bin" / "rpl-replay-hsa"}) {
-    if (std::filesystem::exists(candidate, ec)) {
-      return candidate;
-    }
-  }
-  return std::nullopt;
+  return find_installed("RPL_REPLAY_HSA", {"../hip/rpl-replay-hsa", "../bin/rpl-replay-hsa"});
 }
 
 namespace {

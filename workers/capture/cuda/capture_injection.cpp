@@ -39,9 +39,9 @@
 
 #include <cuda.h>
 #include <cupti.h>
-#include <cxxabi.h>
 
 #include "stages/capture/capture_manifest.hpp"
+#include "stages/trace/cupti_mapping.hpp"
 #include "workers/capture/capture_directory.hpp"
 
 namespace {
@@ -131,14 +131,6 @@ void refuse(const std::string& reason) {
   g->armed_after = false;
   warn("refused to capture: " + reason);
   write_status("refused", reason);
-}
-
-std::string demangled(const std::string& name) {
-  int status = 0;
-  char* text = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
-  std::string out = status == 0 && text != nullptr ? text : name;
-  std::free(text);
-  return out;
 }
 
 /// Which range of `ranges` holds `address`, or end().
@@ -415,7 +407,8 @@ void capture_after() {
 }
 
 bool matches(const std::string& name) {
-  return std::regex_search(name, g->pattern) || std::regex_search(demangled(name), g->pattern);
+  return std::regex_search(name, g->pattern) ||
+         std::regex_search(rpl::stages::cupti::demangle(name), g->pattern);
 }
 
 /// The launch's function as one cuFuncGetName and cuFuncGetParamInfo accept: the CUDA runtime

@@ -7,6 +7,7 @@
 
 #include <time.h>
 
+#include "workers/process/find_program.hpp"
 #include "workers/tracers/detail/recorded_child.hpp"
 
 namespace rpl::workers {
@@ -73,19 +74,9 @@ std::optional<std::filesystem::path> find_cupti_tracer(const std::filesystem::pa
   if (!explicit_path.empty()) {
     return explicit_path;
   }
-  if (const char* env = std::getenv("RPL_CUPTI_TRACER"); env != nullptr && *env != '\0') {
-    return std::filesystem::path(env);
-  }
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  for (const auto& candidate : {exe.parent_path().parent_path() / "lib" / "librpl_cupti_tracer.so",
-                                exe.parent_path() / "librpl_cupti_tracer.so",
-                                exe.parent_path() / "lib" / "librpl_cupti_tracer.so"}) {
-    if (std::filesystem::exists(candidate, ec)) {
-      return candidate;
-    }
-  }
-  return std::nullopt;
+  return find_installed(
+      "RPL_CUPTI_TRACER",
+      {"../lib/librpl_cupti_tracer.so", "librpl_cupti_tracer.so", "lib/librpl_cupti_tracer.so"});
 }
 
 cupti_recorder::cupti_recorder(cupti_recorder_options options) : options_(std::move(options)) {}
