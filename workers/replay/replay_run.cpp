@@ -57,9 +57,6 @@ replay_run_result run_replay(const replay_run_options& options) {
   };
   add("--code-object", options.code_object.string());
   add("--kernel", options.kernel);
-  add("--grid", options.grid);
-  add("--block", options.block);
-  add("--shared", options.shared ? std::to_string(*options.shared) : std::string());
   for (const auto& [name, value] : options.environment) {
     child.environment.emplace_back(name, value);
   }

@@ -26,13 +26,10 @@ struct replay_run_options {
   std::optional<double> tolerance_rel;
   bool relocate = false;
   std::chrono::milliseconds timeout{600000};
-  /// A tuning candidate in place of the captured kernel (same parameter list): its code object,
-  /// its symbol, its geometry ("X,Y,Z"); empty: the capture's.
+  /// A tuning candidate in place of the captured kernel (same parameter list): its code object
+  /// and its symbol; empty: the capture's.
   std::filesystem::path code_object;
   std::string kernel;
-  std::string grid;
-  std::string block;
-  std::optional<std::uint32_t> shared;
   /// Extra environment (CUDA_VISIBLE_DEVICES for a lane's device).
   std::vector<std::pair<std::string, std::string>> environment;
 };

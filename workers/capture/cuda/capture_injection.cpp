@@ -190,12 +190,23 @@ struct launch_view {
   unsigned block[3] = {1, 1, 1};
   unsigned shared = 0;
   CUstream stream = nullptr;
-  void** params = nullptr;
-  void** extra = nullptr;
+  void** params = nullptr; ///< null when the launch passes them through `extra` (refused)
   unsigned attributes = 0;
   std::string attribute_ids;
   bool multi_device = false;
 };
+
+/// The launch of cuLaunchKernel's or cuLaunchCooperativeKernel's parameters (the same fields).
+template <class Params> launch_view view_of(const Params* p) {
+  launch_view l;
+  l.f = p->f;
+  l.grid[0] = p->gridDimX, l.grid[1] = p->gridDimY, l.grid[2] = p->gridDimZ;
+  l.block[0] = p->blockDimX, l.block[1] = p->blockDimY, l.block[2] = p->blockDimZ;
+  l.shared = p->sharedMemBytes;
+  l.stream = p->hStream;
+  l.params = p->kernelParams;
+  return l;
+}
 
 /// Copies each live allocation to the host; false (and refuses) on a driver error.
 bool snapshot(std::vector<std::vector<std::uint8_t>>& out) {
@@ -454,6 +465,13 @@ void on_launch(const CUpti_CallbackData* cb, launch_view l) {
   capture_before(l, name);
 }
 
+/// A device allocation the program just made, on the current context's device, in its order.
+void track_device_allocation(CUdeviceptr base, std::uint64_t size) {
+  CUdevice device = -1;
+  cuCtxGetDevice(&device);
+  g->device[base] = {size, static_cast<int>(device), g->allocations++};
+}
+
 void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
   if (inside || g == nullptr) {
     return;
@@ -478,43 +496,37 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     const bool exit = cb->callbackSite == CUPTI_API_EXIT;
     const bool ok = !exit || *static_cast<CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS;
-    CUdevice device = -1;
     switch (id) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
       if (exit && ok) {
         const auto* p = static_cast<const cuMemAlloc_v2_params*>(cb->functionParams);
-        cuCtxGetDevice(&device);
-        g->device[*p->dptr] = {p->bytesize, static_cast<int>(device), g->allocations++};
+        track_device_allocation(*p->dptr, p->bytesize);
       }
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2:
       if (exit && ok) {
         const auto* p = static_cast<const cuMemAllocPitch_v2_params*>(cb->functionParams);
-        cuCtxGetDevice(&device);
-        g->device[*p->dptr] = {*p->pPitch * p->Height, static_cast<int>(device), g->allocations++};
+        track_device_allocation(*p->dptr, *p->pPitch * p->Height);
       }
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
       if (exit && ok) {
         const auto* p = static_cast<const cuMemAllocAsync_params*>(cb->functionParams);
-        cuCtxGetDevice(&device);
-        g->device[*p->dptr] = {p->bytesize, static_cast<int>(device), g->allocations++};
+        track_device_allocation(*p->dptr, p->bytesize);
       }
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
       if (exit && ok) {
         const auto* p = static_cast<const cuMemAllocFromPoolAsync_params*>(cb->functionParams);
-        cuCtxGetDevice(&device);
-        g->device[*p->dptr] = {p->bytesize, static_cast<int>(device), g->allocations++};
+        track_device_allocation(*p->dptr, p->bytesize);
       }
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemMap:
       if (exit && ok) {
         const auto* p = static_cast<const cuMemMap_params*>(cb->functionParams);
-        cuCtxGetDevice(&device);
-        g->device[p->ptr] = {p->size, static_cast<int>(device), g->allocations++};
+        track_device_allocation(p->ptr, p->size);
       }
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
@@ -590,28 +602,12 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
-      const auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
-      launch_view l;
-      l.f = p->f;
-      l.grid[0] = p->gridDimX, l.grid[1] = p->gridDimY, l.grid[2] = p->gridDimZ;
-      l.block[0] = p->blockDimX, l.block[1] = p->blockDimY, l.block[2] = p->blockDimZ;
-      l.shared = p->sharedMemBytes;
-      l.stream = p->hStream;
-      l.params = p->kernelParams;
-      l.extra = p->extra;
-      on_launch(cb, l);
+      on_launch(cb, view_of(static_cast<const cuLaunchKernel_params*>(cb->functionParams)));
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
-      const auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams);
-      launch_view l;
-      l.f = p->f;
-      l.grid[0] = p->gridDimX, l.grid[1] = p->gridDimY, l.grid[2] = p->gridDimZ;
-      l.block[0] = p->blockDimX, l.block[1] = p->blockDimY, l.block[2] = p->blockDimZ;
-      l.shared = p->sharedMemBytes;
-      l.stream = p->hStream;
-      l.params = p->kernelParams;
+      auto l = view_of(static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams));
       l.attributes = 1; // cooperative: grid-wide sync needs the same co-residency on replay
       l.attribute_ids = "cooperative";
       on_launch(cb, l);
@@ -628,7 +624,6 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
       l.shared = c->sharedMemBytes;
       l.stream = c->hStream;
       l.params = p->kernelParams;
-      l.extra = p->extra;
       for (unsigned i = 0; i < c->numAttrs; ++i) {
         // A priority changes nothing a replay must reproduce; every other attribute might.
         if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PRIORITY) {

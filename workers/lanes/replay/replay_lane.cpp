@@ -25,14 +25,6 @@ messages::measure_result replay_lane::measure(const messages::measure_request& r
   if (request.argv.size() > 1) {
     run.kernel = request.argv[1];
   }
-  if (request.launch) {
-    const auto& l = *request.launch;
-    run.grid =
-        std::to_string(l.grid.x) + "," + std::to_string(l.grid.y) + "," + std::to_string(l.grid.z);
-    run.block = std::to_string(l.block.x) + "," + std::to_string(l.block.y) + "," +
-                std::to_string(l.block.z);
-    run.shared = l.shared_bytes;
-  }
   run.iterations = static_cast<int>(std::max<std::uint32_t>(1, request.runs));
   run.warmup = static_cast<int>(request.warmup);
   run.timeout = std::chrono::milliseconds(std::max<std::uint64_t>(

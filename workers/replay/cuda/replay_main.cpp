@@ -24,7 +24,6 @@
 // 2 bad input (arguments, a damaged capture, another GPU architecture), 3 verification failed.
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -81,30 +80,10 @@ struct options {
   bool relocate = false;
   std::string json_out; ///< where the JSON goes (else stdout)
   /// A tuning candidate in place of the captured kernel: its code object and symbol (same
-  /// parameter list), and optionally its geometry.
+  /// parameter list); the capture's geometry.
   std::string code_object;
   std::string kernel;
-  std::optional<std::array<std::uint32_t, 3>> grid;
-  std::optional<std::array<std::uint32_t, 3>> block;
-  std::optional<std::uint32_t> shared;
 };
-
-std::array<std::uint32_t, 3> dims(const std::string& text) {
-  std::array<std::uint32_t, 3> d{1, 1, 1};
-  std::size_t at = 0;
-  for (int i = 0; i < 3 && at <= text.size(); ++i) {
-    const auto comma = text.find(',', at);
-    d[i] = static_cast<std::uint32_t>(std::stoul(text.substr(at, comma - at)));
-    if (d[i] == 0) {
-      throw bad_input("a dimension of '" + text + "' is 0");
-    }
-    if (comma == std::string::npos) {
-      break;
-    }
-    at = comma + 1;
-  }
-  return d;
-}
 
 options parse(int argc, char** argv) {
   options o;
@@ -134,12 +113,6 @@ options parse(int argc, char** argv) {
       o.code_object = number(i, "--code-object");
     } else if (a == "--kernel") {
       o.kernel = number(i, "--kernel");
-    } else if (a == "--grid") {
-      o.grid = dims(number(i, "--grid"));
-    } else if (a == "--block") {
-      o.block = dims(number(i, "--block"));
-    } else if (a == "--shared") {
-      o.shared = static_cast<std::uint32_t>(std::stoul(number(i, "--shared")));
     } else if (a == "--relocate") {
       o.relocate = true;
     } else if (o.dir.empty() && !a.empty() && a[0] != '-') {
@@ -361,15 +334,6 @@ int run(const options& o) {
   }
   if (!o.kernel.empty()) {
     c.dispatch.kernel = o.kernel;
-  }
-  if (o.grid) {
-    c.dispatch.grid = *o.grid;
-  }
-  if (o.block) {
-    c.dispatch.block = *o.block;
-  }
-  if (o.shared) {
-    c.dispatch.dynamic_shared_bytes = *o.shared;
   }
   if (c.dispatch.backend != "cuda") {
     throw bad_input(o.dir + ": a " + c.dispatch.backend +
