@@ -42,22 +42,17 @@
 #include <cuda.h>
 #include <nlohmann/json.hpp>
 
-#include "stages/capture/output_compare.hpp"
 #include "stages/capture/va_ranges.hpp"
-#include "stages/statistics/statistics.hpp"
 #include "workers/capture/capture_directory.hpp"
+#include "workers/replay/replay_report.hpp"
 
 namespace {
 
 namespace sc = rpl::stages::capture;
 namespace cap = rpl::workers::capture;
 
-struct replay_failed : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-struct bad_input : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using rpl::workers::replay::bad_input;
+using rpl::workers::replay::replay_failed;
 /// The driver gave a reservation another address than the one asked for.
 struct address_moved : replay_failed {
   using replay_failed::replay_failed;
@@ -72,13 +67,8 @@ void check(CUresult rc, const std::string& what) {
   }
 }
 
-struct options {
-  std::string dir;
-  int iterations = 20;
-  int warmup = 3;
-  std::optional<sc::float_tolerance> tolerance;
+struct options : rpl::workers::replay::replay_arguments {
   bool relocate = false;
-  std::string json_out; ///< where the JSON goes (else stdout)
   /// A tuning candidate in place of the captured kernel: its code object and symbol (same
   /// parameter list); the capture's geometry.
   std::string code_object;
@@ -87,46 +77,20 @@ struct options {
 
 options parse(int argc, char** argv) {
   options o;
-  auto number = [&](int& i, const char* flag) -> std::string {
-    if (i + 1 >= argc) {
-      throw bad_input(std::string(flag) + " needs a value");
-    }
-    return argv[++i];
-  };
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--iterations") {
-      o.iterations = std::stoi(number(i, "--iterations"));
-    } else if (a == "--warmup") {
-      o.warmup = std::stoi(number(i, "--warmup"));
-    } else if (a == "--tolerance-abs") {
-      if (!o.tolerance)
-        o.tolerance = sc::float_tolerance{};
-      o.tolerance->abs = std::stod(number(i, "--tolerance-abs"));
-    } else if (a == "--tolerance-rel") {
-      if (!o.tolerance)
-        o.tolerance = sc::float_tolerance{};
-      o.tolerance->rel = std::stod(number(i, "--tolerance-rel"));
-    } else if (a == "--json-out") {
-      o.json_out = number(i, "--json-out");
-    } else if (a == "--code-object") {
-      o.code_object = number(i, "--code-object");
-    } else if (a == "--kernel") {
-      o.kernel = number(i, "--kernel");
-    } else if (a == "--relocate") {
-      o.relocate = true;
-    } else if (o.dir.empty() && !a.empty() && a[0] != '-') {
-      o.dir = a;
-    } else {
-      throw bad_input("unknown argument '" + a + "'");
-    }
-  }
-  if (o.dir.empty()) {
-    throw bad_input("no capture folder given");
-  }
-  if (o.iterations < 1 || o.warmup < 0) {
-    throw bad_input("--iterations must be at least 1 and --warmup at least 0");
-  }
+  static_cast<rpl::workers::replay::replay_arguments&>(o) =
+      rpl::workers::replay::parse_replay_arguments(
+          argc, argv, [&](const std::string& flag, const std::function<std::string()>& value) {
+            if (flag == "--code-object") {
+              o.code_object = value();
+            } else if (flag == "--kernel") {
+              o.kernel = value();
+            } else if (flag == "--relocate") {
+              o.relocate = true;
+            } else {
+              return false;
+            }
+            return true;
+          });
   return o;
 }
 
@@ -309,16 +273,6 @@ mapping map_range(std::uint64_t want,
   check(cuMemSetAccess(m.base, size, &access, 1), "cuMemSetAccess at " + sc::hex_address(m.base));
   check(cuMemsetD8(m.base, 0, size), "clearing " + sc::hex_address(m.base));
   return m;
-}
-
-void emit(const options& o, const nlohmann::json& doc) {
-  const std::string text = doc.dump(2) + "\n";
-  if (o.json_out.empty()) {
-    std::fputs(text.c_str(), stdout);
-    return;
-  }
-  cap::write_text(std::filesystem::path(o.json_out).parent_path(),
-                  std::filesystem::path(o.json_out).filename().string(), text);
 }
 
 int run(const options& o) {
@@ -528,26 +482,15 @@ int run(const options& o) {
   // 3. One launch, verified.
   launch(stream);
   check(cuStreamSynchronize(stream), "the replayed dispatch");
-  nlohmann::json mismatches = nlohmann::json::array();
-  std::vector<std::size_t> written;
-  for (std::size_t i = 0; i < c.regions.size(); ++i) {
-    const auto& r = c.regions[i];
-    std::vector<std::uint8_t> now(r.size);
-    check(cuMemcpyDtoH(now.data(), where[i], r.size), "reading region " + sc::hex_address(r.base));
-    const auto expected =
-        r.after_file.empty() ? before[i] : cap::read_bytes(c.dir, r.after_file, r.size);
-    if (!r.after_file.empty()) {
-      written.push_back(i);
-    }
-    const auto result = sc::compare_output(expected, now, o.tolerance);
-    if (!result.equal()) {
-      mismatches.push_back({{"base", sc::hex_address(r.base)},
-                            {"size", r.size},
-                            {"written_by_capture", !r.after_file.empty()},
-                            {"mismatched", result.mismatched},
-                            {"first_offset", result.first_mismatch_offset}});
-    }
-  }
+  const auto verified = rpl::workers::replay::check_regions(
+      c, before,
+      [&](std::size_t i) {
+        std::vector<std::uint8_t> now(c.regions[i].size);
+        check(cuMemcpyDtoH(now.data(), where[i], now.size()),
+              "reading region " + sc::hex_address(c.regions[i].base));
+        return now;
+      },
+      o.tolerance);
   nlohmann::json out = {
       {"kernel", d.kernel},
       {"capture", o.dir},
@@ -561,19 +504,15 @@ int run(const options& o) {
       {"placement", placement},
       {"filler_allocations", fillers.size()},
       {"verification",
-       {{"mode", sc::describe(o.tolerance)},
-        {"passed", mismatches.empty()},
-        {"regions_compared", c.regions.size()},
-        {"regions_written", written.size()},
-        {"mismatched_regions", mismatches}}},
+       rpl::workers::replay::verification_json(verified, c.regions.size(), o.tolerance)},
       {"timing", nullptr}};
-  if (!mismatches.empty()) {
-    emit(o, out);
+  if (!verified.passed()) {
+    rpl::workers::replay::emit(o, out);
     return 3;
   }
   // 4. Timing, with the written regions restored before each launch (outside the events).
   std::vector<std::pair<CUdeviceptr, std::size_t>> pristine;
-  for (const auto i : written) {
+  for (const auto i : verified.written) {
     CUdeviceptr copy = 0;
     check(cuMemAlloc(&copy, c.regions[i].size), "cuMemAlloc for a pristine copy");
     check(cuMemcpyHtoD(copy, before[i].data(), before[i].size()), "pristine copy");
@@ -603,40 +542,16 @@ int run(const options& o) {
     check(cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
     samples.push_back(static_cast<std::int64_t>(static_cast<double>(ms) * 1e6 + 0.5));
   }
-  const auto stats = rpl::stages::summarize(samples);
-  out["timing"] = {{"warmup", o.warmup},
-                   {"iterations", o.iterations},
-                   {"restored_regions", pristine.size()},
-                   {"median_ns", stats.median},
-                   {"mean_ns", stats.mean},
-                   {"stddev_ns", stats.stddev},
-                   {"cv", stats.cv},
-                   {"min_ns", stats.min},
-                   {"max_ns", stats.max},
-                   {"stability", rpl::stages::to_string(stats.stability)},
-                   {"samples_ns", samples}};
-  emit(o, out);
+  out["timing"] = rpl::workers::replay::timing_json(samples, o, pristine.size());
+  rpl::workers::replay::emit(o, out);
   return 0;
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(parse(argc, argv));
-  } catch (const bad_input& error) {
-    std::fprintf(stderr, "rpl-replay-cuda: %s\n", error.what());
-    return 2;
-  } catch (const std::invalid_argument& error) {
-    std::fprintf(stderr, "rpl-replay-cuda: a number was expected (%s)\n", error.what());
-    return 2;
-  } catch (const sc::capture_error& error) {
-    std::fprintf(stderr, "rpl-replay-cuda: %s\n", error.what());
-    return 2;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "rpl-replay-cuda: %s\n", error.what());
-    return 1;
-  }
+  return rpl::workers::replay::replay_main("rpl-replay-cuda",
+                                           [&] { return run(parse(argc, argv)); });
 }
 
 extern "C" void* mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset) {

@@ -31,22 +31,18 @@
 #include <nlohmann/json.hpp>
 
 #include "stages/capture/aql_dispatch.hpp"
-#include "stages/capture/output_compare.hpp"
 #include "stages/capture/va_ranges.hpp"
-#include "stages/statistics/statistics.hpp"
 #include "workers/capture/capture_directory.hpp"
+#include "workers/replay/replay_report.hpp"
 
 namespace {
 
 namespace sc = rpl::stages::capture;
 namespace cap = rpl::workers::capture;
 
-struct replay_failed : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-struct bad_input : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+namespace rp = rpl::workers::replay;
+using rp::bad_input;
+using rp::replay_failed;
 
 void check(hsa_status_t status, const std::string& what) {
   if (status != HSA_STATUS_SUCCESS && status != HSA_STATUS_INFO_BREAK) {
@@ -56,48 +52,16 @@ void check(hsa_status_t status, const std::string& what) {
   }
 }
 
-struct options {
-  std::string dir;
-  int iterations = 20;
-  int warmup = 3;
-  std::optional<sc::float_tolerance> tolerance;
-  std::string json_out;
-};
+using options = rp::replay_arguments;
 
 options parse(int argc, char** argv) {
-  options o;
-  auto value = [&](int& i, const char* flag) -> std::string {
-    if (i + 1 >= argc) {
-      throw bad_input(std::string(flag) + " needs a value");
-    }
-    return argv[++i];
-  };
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--iterations") {
-      o.iterations = std::stoi(value(i, "--iterations"));
-    } else if (a == "--warmup") {
-      o.warmup = std::stoi(value(i, "--warmup"));
-    } else if (a == "--tolerance-abs") {
-      o.tolerance = o.tolerance.value_or(sc::float_tolerance{});
-      o.tolerance->abs = std::stod(value(i, "--tolerance-abs"));
-    } else if (a == "--tolerance-rel") {
-      o.tolerance = o.tolerance.value_or(sc::float_tolerance{});
-      o.tolerance->rel = std::stod(value(i, "--tolerance-rel"));
-    } else if (a == "--json-out") {
-      o.json_out = value(i, "--json-out");
-    } else if (a == "--relocate") {
-      throw bad_input("--relocate is not implemented for HSA captures");
-    } else if (o.dir.empty() && !a.empty() && a[0] != '-') {
-      o.dir = a;
-    } else {
-      throw bad_input("unknown argument '" + a + "'");
-    }
-  }
-  if (o.dir.empty() || o.iterations < 1 || o.warmup < 0) {
-    throw bad_input("usage: rpl-replay-hsa DIR [--iterations N>=1] [--warmup W>=0]");
-  }
-  return o;
+  return rp::parse_replay_arguments(
+      argc, argv, [](const std::string& flag, const std::function<std::string()>&) -> bool {
+        if (flag == "--relocate") {
+          throw bad_input("--relocate is not implemented for HSA captures");
+        }
+        return false;
+      });
 }
 
 struct device {
@@ -173,16 +137,6 @@ device find_device(const std::string& arch) {
     throw replay_failed("the " + arch + " GPU has no coarse-grained pool or no kernarg pool");
   }
   return s.d;
-}
-
-void emit(const options& o, const nlohmann::json& doc) {
-  const std::string text = doc.dump(2) + "\n";
-  if (o.json_out.empty()) {
-    std::fputs(text.c_str(), stdout);
-    return;
-  }
-  const std::filesystem::path path(o.json_out);
-  cap::write_text(path.parent_path(), path.filename().string(), text);
 }
 
 int run(const options& o) {
@@ -290,52 +244,36 @@ int run(const options& o) {
   };
   // 3. Verify.
   dispatch();
-  nlohmann::json mismatches = nlohmann::json::array();
-  std::vector<std::size_t> written;
-  for (std::size_t i = 0; i < c.regions.size(); ++i) {
-    const auto& r = c.regions[i];
-    std::vector<std::uint8_t> now(r.size);
-    check(hsa_memory_copy(now.data(), reinterpret_cast<void*>(r.base), r.size),
-          "reading region " + sc::hex_address(r.base));
-    const auto expected =
-        r.after_file.empty() ? before[i] : cap::read_bytes(c.dir, r.after_file, r.size);
-    if (!r.after_file.empty()) {
-      written.push_back(i);
-    }
-    const auto result = sc::compare_output(expected, now, o.tolerance);
-    if (!result.equal()) {
-      mismatches.push_back({{"base", sc::hex_address(r.base)},
-                            {"size", r.size},
-                            {"written_by_capture", !r.after_file.empty()},
-                            {"mismatched", result.mismatched},
-                            {"first_offset", result.first_mismatch_offset}});
-    }
-  }
+  const auto verified = rp::check_regions(
+      c, before,
+      [&](std::size_t i) {
+        std::vector<std::uint8_t> now(c.regions[i].size);
+        check(hsa_memory_copy(now.data(), reinterpret_cast<void*>(c.regions[i].base), now.size()),
+              "reading region " + sc::hex_address(c.regions[i].base));
+        return now;
+      },
+      o.tolerance);
   char device_name[64] = {0};
   hsa_agent_get_info(d.gpu, HSA_AGENT_INFO_NAME, device_name);
-  nlohmann::json out = {{"kernel", c.dispatch.kernel},
-                        {"capture", o.dir},
-                        {"device", {{"name", device_name}, {"arch", c.dispatch.arch}}},
-                        {"addresses", "original"},
-                        {"placement", "hsa virtual memory reservation"},
-                        {"granularity", granule},
-                        {"regions", c.regions.size()},
-                        {"reserved_ranges", ranges.size()},
-                        {"verification",
-                         {{"mode", sc::describe(o.tolerance)},
-                          {"passed", mismatches.empty()},
-                          {"regions_compared", c.regions.size()},
-                          {"regions_written", written.size()},
-                          {"mismatched_regions", mismatches}}},
-                        {"timing", nullptr}};
-  if (!mismatches.empty()) {
-    emit(o, out);
+  nlohmann::json out = {
+      {"kernel", c.dispatch.kernel},
+      {"capture", o.dir},
+      {"device", {{"name", device_name}, {"arch", c.dispatch.arch}}},
+      {"addresses", "original"},
+      {"placement", "hsa virtual memory reservation"},
+      {"granularity", granule},
+      {"regions", c.regions.size()},
+      {"reserved_ranges", ranges.size()},
+      {"verification", rp::verification_json(verified, c.regions.size(), o.tolerance)},
+      {"timing", nullptr}};
+  if (!verified.passed()) {
+    rp::emit(o, out);
     return 3;
   }
   // 4. Time, the written regions restored before each dispatch (outside its timestamps).
   std::vector<std::int64_t> samples;
   for (int i = 0; i < o.warmup + o.iterations; ++i) {
-    for (const auto w : written) {
+    for (const auto w : verified.written) {
       check(hsa_memory_copy(reinterpret_cast<void*>(c.regions[w].base), before[w].data(),
                             before[w].size()),
             "restoring inputs");
@@ -345,38 +283,13 @@ int run(const options& o) {
       samples.push_back(ns);
     }
   }
-  const auto stats = rpl::stages::summarize(samples);
-  out["timing"] = {{"warmup", o.warmup},
-                   {"iterations", o.iterations},
-                   {"restored_regions", written.size()},
-                   {"median_ns", stats.median},
-                   {"mean_ns", stats.mean},
-                   {"stddev_ns", stats.stddev},
-                   {"cv", stats.cv},
-                   {"min_ns", stats.min},
-                   {"max_ns", stats.max},
-                   {"stability", rpl::stages::to_string(stats.stability)},
-                   {"samples_ns", samples}};
-  emit(o, out);
+  out["timing"] = rp::timing_json(samples, o, verified.written.size());
+  rp::emit(o, out);
   return 0;
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(parse(argc, argv));
-  } catch (const bad_input& error) {
-    std::fprintf(stderr, "rpl-replay-hsa: %s\n", error.what());
-    return 2;
-  } catch (const std::invalid_argument& error) {
-    std::fprintf(stderr, "rpl-replay-hsa: a number was expected (%s)\n", error.what());
-    return 2;
-  } catch (const sc::capture_error& error) {
-    std::fprintf(stderr, "rpl-replay-hsa: %s\n", error.what());
-    return 2;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "rpl-replay-hsa: %s\n", error.what());
-    return 1;
-  }
+  return rp::replay_main("rpl-replay-hsa", [&] { return run(parse(argc, argv)); });
 }
