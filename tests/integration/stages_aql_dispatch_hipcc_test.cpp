@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "stages/capture/aql_dispatch.hpp"
+#include "support/hip_code_object.hpp"
 #include "support/test_support.hpp"
 #include "workers/process/child_process.hpp"
 #include "workers/process/find_program.hpp"
@@ -33,18 +34,8 @@ __global__ void gather_scale(const segment* table, int count, float round) {
   }
 }
 )hip");
-  workers::child_options compile;
-  compile.argv = {hipcc->string(),
-                  "--offload-arch=gfx90a",
-                  "--cuda-device-only",
-                  "--no-gpu-bundle-output",
-                  "-c",
-                  "k.hip",
-                  "-o",
-                  "k.hsaco"};
-  compile.cwd = dir.path();
-  compile.max_output_bytes = 1 << 20;
-  const auto built = workers::run_child(compile, std::chrono::minutes(5));
+  const auto built =
+      rpl::testing::compile_hsaco(dir.path(), std::chrono::minutes(5), hipcc->string());
   ASSERT_TRUE(built.succeeded()) << built.output;
   const auto objects = read_code_objects(dir / "k.hsaco");
   ASSERT_EQ(objects.size(), 1u);

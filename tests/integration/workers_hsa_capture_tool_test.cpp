@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include "stages/capture/aql_dispatch.hpp"
+#include "support/hip_code_object.hpp"
 #include "support/test_support.hpp"
 #include "workers/process/child_process.hpp"
 #include "workers/process/find_program.hpp"
@@ -156,18 +157,8 @@ __global__ void twice(const float* in, float* out, int n) {
   if (i < n) out[i] = 2.0f * in[i];
 }
 )hip");
-  workers::child_options compile;
-  compile.argv = {hipcc->string(),
-                  "--offload-arch=gfx90a",
-                  "--cuda-device-only",
-                  "--no-gpu-bundle-output",
-                  "-c",
-                  "k.hip",
-                  "-o",
-                  "k.hsaco"};
-  compile.cwd = dir.path();
-  compile.max_output_bytes = 1 << 20;
-  ASSERT_TRUE(workers::run_child(compile, std::chrono::minutes(5)).succeeded());
+  ASSERT_TRUE(rpl::testing::compile_hsaco(dir.path(), std::chrono::minutes(5), hipcc->string())
+                  .succeeded());
   const auto image = rpl::testing::read_text(dir / "k.hsaco");
   kernel_symbol = "_Z5twicePKfPfi.kd";
 

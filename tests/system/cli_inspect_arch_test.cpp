@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/hip_code_object.hpp"
 #include "support/test_support.hpp"
 #include "workers/process/child_process.hpp"
 
@@ -27,17 +28,7 @@ __global__ void scale(float* x, float a, int n) {
   if (i < n) x[i] *= a;
 }
 )");
-  workers::child_options compile;
-  compile.argv = {"hipcc",
-                  "--offload-arch=gfx90a",
-                  "--cuda-device-only",
-                  "--no-gpu-bundle-output",
-                  "-c",
-                  "k.hip",
-                  "-o",
-                  "k.hsaco"};
-  compile.cwd = dir.path();
-  const auto built = workers::run_child(compile, 2min);
+  const auto built = rpl::testing::compile_hsaco(dir.path(), 2min);
   ASSERT_TRUE(std::filesystem::exists(dir / "k.hsaco")) << built.output;
 
   const auto nvidia = run_rocm_perf({"inspect", "--arch", "sm_90", (dir / "k.hsaco").string()});

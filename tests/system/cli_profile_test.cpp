@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "stages/sqlite/sqlite_statement.hpp"
+#include "support/hip_code_object.hpp"
 #include "support/json_schema.hpp"
 #include "support/rocpd_fixtures.hpp"
 #include "support/test_support.hpp"
@@ -365,17 +366,7 @@ __global__ void tile(const float* in, float* out) {
   out[threadIdx.x] = buffer[(threadIdx.x * 7) % 4096];
 }
 )");
-  workers::child_options compile;
-  compile.argv = {"hipcc",
-                  "--offload-arch=gfx90a",
-                  "--cuda-device-only",
-                  "--no-gpu-bundle-output",
-                  "-c",
-                  "k.hip",
-                  "-o",
-                  "k.hsaco"};
-  compile.cwd = dir.path();
-  const auto built = workers::run_child(compile, 2min);
+  const auto built = rpl::testing::compile_hsaco(dir.path(), 2min);
   ASSERT_TRUE(std::filesystem::exists(dir / "k.hsaco")) << built.output;
 
   const auto out =
