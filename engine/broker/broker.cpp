@@ -388,7 +388,7 @@ void broker::on_reply(const std::string& identity,
   if (reply.status == messages::compile_status::toolchain_mismatch) {
     // Not a failure of the worker or the candidate: that worker just never gets this compiler's
     // jobs, and this one goes back to the front of the queue without using up an attempt.
-    if (path_mismatches_.insert(known->worker_id + "\n" + j.request.argv[0]).second) {
+    if (path_mismatches_[known->worker_id].insert(j.request.argv[0]).second) {
       count(&broker_stats::toolchain_mismatches);
       spdlog::warn("broker: {}; it gets no more jobs for {}", reply.error, j.request.argv[0]);
     }
@@ -485,7 +485,9 @@ bool broker::fits(const worker& w, const job& j) {
   if (j.compiler_is_path && j.request.match_toolchain) {
     // Its PATH's compiler of that name says nothing about the binary at this path: the worker
     // checks that one itself, and says toolchain_mismatch once if it differs.
-    return path_mismatches_.count(w.worker_id + "\n" + j.request.argv[0]) == 0;
+    // Looked up without building a key: this runs for every queued job and worker at each turn.
+    const auto refused = path_mismatches_.find(w.worker_id);
+    return refused == path_mismatches_.end() || refused->second.count(j.request.argv[0]) == 0;
   }
   const auto t = w.toolchains.find(name);
   if (t == w.toolchains.end()) {

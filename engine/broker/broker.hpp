@@ -214,8 +214,8 @@ private:
   std::string unplaced_reason_;
   std::map<std::string, failure_record> failures_;
   std::set<std::string> mismatches_logged_; // worker_id + compiler
-  /// worker_id + argv[0] of a path that the worker has another binary at (its own check).
-  std::set<std::string> path_mismatches_;
+  /// By worker_id: the argv[0] paths where that worker has another binary (its own check).
+  std::map<std::string, std::set<std::string, std::less<>>, std::less<>> path_mismatches_;
   std::set<std::string> worker_ids_seen_; // for broker_stats::workers_seen
   mutable std::mutex stats_mutex_;
   broker_stats stats_;
