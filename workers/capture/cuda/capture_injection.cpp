@@ -32,9 +32,11 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include <cuda.h>
@@ -71,8 +73,9 @@ struct capture_state {
   std::uint64_t graph_launches = 0;
   std::uint64_t allocations = 0; ///< device allocations seen, for each one's order
   std::uint64_t unnamed = 0;     ///< launches whose function the driver would not name
-  bool done = false;             ///< captured or refused: nothing more to do
-  bool armed_after = false;      ///< the selected launch is running: write the after-state at exit
+  std::map<std::string, bool, std::less<>> matches_by_name; ///< kernel name -> matches the regex
+  bool done = false;        ///< captured or refused: nothing more to do
+  bool armed_after = false; ///< the selected launch is running: write the after-state at exit
   std::map<std::uint64_t, allocation> device; ///< base -> allocation (cuMemAlloc*, cuMemMap)
   std::map<std::uint64_t, std::uint64_t> managed;
   std::map<std::uint64_t, std::uint64_t> host; ///< pinned / registered host memory
@@ -417,24 +420,34 @@ void capture_after() {
   g->before.clear();
 }
 
-bool matches(const std::string& name) {
-  return std::regex_search(name, g->pattern) ||
-         std::regex_search(rpl::stages::cupti::demangle(name), g->pattern);
+/// Whether the kernel's mangled or demangled name matches; decided once per name, since every
+/// launch of the program comes through here.
+bool matches(const char* name) {
+  const auto known = g->matches_by_name.find(std::string_view(name));
+  if (known != g->matches_by_name.end()) {
+    return known->second;
+  }
+  const bool match = std::regex_search(name, g->pattern) ||
+                     std::regex_search(rpl::stages::cupti::demangle(name), g->pattern);
+  g->matches_by_name.emplace(name, match);
+  return match;
 }
 
-/// The launch's function as one cuFuncGetName and cuFuncGetParamInfo accept: the CUDA runtime
-/// launches a CUkernel (a library's context-independent handle) cast to CUfunction, which those
-/// refuse; cuKernelGetFunction gives the current context's function for it.
-CUfunction usable_function(CUfunction f) {
+/// The launch's function as one cuFuncGetName and cuFuncGetParamInfo accept, and its name: the
+/// CUDA runtime launches a CUkernel (a library's context-independent handle) cast to CUfunction,
+/// which those refuse; cuKernelGetFunction gives the current context's function for it. A null
+/// function when the driver names neither.
+std::pair<CUfunction, const char*> named_function(CUfunction f) {
   const char* name = nullptr;
   if (cuFuncGetName(&name, f) == CUDA_SUCCESS && name != nullptr) {
-    return f;
+    return {f, name};
   }
   CUfunction in_context = nullptr;
-  if (cuKernelGetFunction(&in_context, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS) {
-    return in_context;
+  if (cuKernelGetFunction(&in_context, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS &&
+      cuFuncGetName(&name, in_context) == CUDA_SUCCESS && name != nullptr) {
+    return {in_context, name};
   }
-  return nullptr;
+  return {nullptr, nullptr};
 }
 
 void on_launch(const CUpti_CallbackData* cb, launch_view l) {
@@ -449,19 +462,15 @@ void on_launch(const CUpti_CallbackData* cb, launch_view l) {
     return;
   }
   ++g->launches;
-  l.f = usable_function(l.f);
-  const char* raw = nullptr;
-  if (l.f == nullptr || cuFuncGetName(&raw, l.f) != CUDA_SUCCESS || raw == nullptr) {
+  const auto [function, name] = named_function(l.f);
+  if (function == nullptr) {
     ++g->unnamed;
     return;
   }
-  const std::string name = raw;
-  if (!matches(name)) {
+  if (!matches(name) || g->matched++ != g->wanted) {
     return;
   }
-  if (g->matched++ != g->wanted) {
-    return;
-  }
+  l.f = function;
   capture_before(l, name);
 }
 
@@ -643,13 +652,11 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
         const auto* p =
             static_cast<const cuLaunchCooperativeKernelMultiDevice_params*>(cb->functionParams);
         for (unsigned i = 0; i < p->numDevices; ++i) {
-          const char* raw = nullptr;
-          const CUfunction f = usable_function(p->launchParamsList[i].function);
-          if (f != nullptr && cuFuncGetName(&raw, f) == CUDA_SUCCESS && raw != nullptr &&
-              matches(raw) && g->matched++ == g->wanted) {
+          const auto [function, name] = named_function(p->launchParamsList[i].function);
+          if (function != nullptr && matches(name) && g->matched++ == g->wanted) {
             launch_view l;
             l.multi_device = true;
-            capture_before(l, raw);
+            capture_before(l, name);
           }
         }
       }
