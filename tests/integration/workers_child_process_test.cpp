@@ -115,6 +115,14 @@ TEST(workers_child_process, no_capture_discards_output) {
   EXPECT_TRUE(outcome.output.empty());
 }
 
+TEST(workers_child_process, stdout_alone_when_stderr_is_not_captured) {
+  child_options options = command({"sh", "-c", "echo err >&2; echo out; echo err2 >&2"});
+  options.capture_stderr = false;
+  const child_outcome outcome = run_child(options, 10s);
+  ASSERT_TRUE(outcome.succeeded()) << outcome.launch_error;
+  EXPECT_EQ(outcome.output, "out\n");
+}
+
 TEST(workers_child_process, truncates_but_keeps_draining) {
   // 1 MiB is far more than a pipe holds: the child only finishes if we keep reading.
   child_options options =

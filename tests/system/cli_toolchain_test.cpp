@@ -183,6 +183,20 @@ TEST(toolchain_identity, a_worker_with_another_binary_at_the_path_refuses_it_and
   EXPECT_LE(refusals, 2u) << worker_out.output;
 }
 
+TEST(toolchain_identity, the_version_is_what_the_compiler_prints_not_a_helpers_error) {
+  // Debian's hipcc runs rocm_agent_enumerator, which prints a traceback on stderr on a host
+  // without an AMD GPU: a compile host and the GPU host must still get one identity.
+  temp_dir dir;
+  const auto compiler = dir.path() / "hipcc";
+  rpl::testing::write_file(compiler, "#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
+                                     "echo 'HIP version: 5.2.21153-0'\necho 'clang 15' \n");
+  ::chmod(compiler.c_str(), 0755);
+  const auto t = workers::identify_toolchain(compiler.string());
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->version, "HIP version: 5.2.21153-0");
+  EXPECT_NE(t->id.find("HIP version: 5.2.21153-0"), std::string::npos) << t->id;
+}
+
 TEST(toolchain_identity, bad_pins_and_fallbacks_are_bad_input) {
   temp_dir dir;
   auto args = rpl::testing::remote_sweep_args(dir / "r.db");

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <unistd.h>
 
@@ -53,6 +54,9 @@ std::optional<messages::toolchain> identify_toolchain(const std::string& name,
   child_options options;
   options.argv = {found->string(), "--version"};
   options.max_output_bytes = 4096;
+  // stdout only: Debian's hipcc runs rocm_agent_enumerator, whose traceback on a host without an
+  // AMD GPU would otherwise be the "version" and split one compiler into two identities.
+  options.capture_stderr = false;
   options.reap_descendants = false;
   const auto outcome = run_child(options, timeout);
   if (outcome.launched && outcome.exit_code == 0)
@@ -62,9 +66,15 @@ std::optional<messages::toolchain> identify_toolchain(const std::string& name,
 }
 
 std::vector<messages::toolchain> identify_toolchains(const std::vector<std::string>& names) {
-  std::vector<messages::toolchain> found;
+  // All at once: each is mostly waiting for a `--version` process (hipcc's runs perl, clang and
+  // python), and a worker sends READY only when the last one is known.
+  std::vector<std::future<std::optional<messages::toolchain>>> pending;
+  pending.reserve(names.size());
   for (const auto& name : names)
-    if (auto t = identify_toolchain(name))
+    pending.push_back(std::async(std::launch::async, [&name] { return identify_toolchain(name); }));
+  std::vector<messages::toolchain> found;
+  for (auto& each : pending)
+    if (auto t = each.get())
       found.push_back(std::move(*t));
   return found;
 }

@@ -82,7 +82,7 @@ struct exec_plan {
   /// `run_token`: the child's RPL_RUN_TOKEN value, empty when descendants are not tracked.
   exec_plan(const child_options& options, const std::string& run_token)
       : cwd(options.cwd.string()), capture_output(options.capture_output),
-        kill_on_parent_death(options.kill_on_parent_death) {
+        capture_stderr(options.capture_stderr), kill_on_parent_death(options.kill_on_parent_death) {
     args.reserve(options.argv.size() + 1);
     for (const std::string& word : options.argv) {
       args.push_back(const_cast<char*>(word.c_str()));
@@ -107,6 +107,7 @@ struct exec_plan {
   std::vector<std::string> env_entries;
   std::vector<char*> envp; ///< empty: inherit the parent's environment
   bool capture_output;
+  bool capture_stderr;
   bool kill_on_parent_death;
 };
 
@@ -172,8 +173,9 @@ struct spawn_fds {
   if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) != 0)
     child_fail(report, stage_chdir);
   const int out = plan.capture_output ? fds.output[1] : fds.dev_null;
+  const int err = plan.capture_stderr ? out : fds.dev_null;
   if (::dup2(fds.dev_null, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0 ||
-      ::dup2(out, STDERR_FILENO) < 0) {
+      ::dup2(err, STDERR_FILENO) < 0) {
     child_fail(report, stage_redirect);
   }
 #ifdef SYS_close_range

@@ -27,6 +27,9 @@ struct child_options {
   std::vector<std::string> argv; ///< argv[0] is looked up in PATH (execvp)
   std::filesystem::path cwd;     ///< empty = inherit the parent's working directory
   bool capture_output = true;    ///< stdout+stderr merged into one pipe, else both to /dev/null
+  /// With capture_output: false sends stderr to /dev/null and captures stdout alone (a version
+  /// line that a helper's error message printed first must not become part of it).
+  bool capture_stderr = true;
   std::size_t max_output_bytes = 65536; ///< keep the first part; the rest is read and dropped
   /// Deliver SIGKILL to the child when the thread that spawned it exits (PR_SET_PDEATHSIG), so a
   /// worker killed with SIGKILL does not leave its compiler running. Only for spawning threads that
