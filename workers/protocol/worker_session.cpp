@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <iterator>
 #include <stdexcept>
+#include <sys/resource.h>
 #include <thread>
 #include <utility>
 
@@ -119,7 +120,14 @@ int worker_session::run(const std::vector<job_handler*>& handlers) {
          messages::encode(messages::disconnect{"worker stopping"}));
     close_socket();
   }
-  log->info("{} worker {} stopped", options_.service, identity_.worker_id);
+  // The worker's own cost (its compilers' CPU is theirs): what a host gives up to run one.
+  struct rusage self {};
+  ::getrusage(RUSAGE_SELF, &self);
+  const auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  log->info("{} worker {} stopped after {} job(s); its own CPU {:.3f} s (user + system, its "
+            "children not counted)",
+            options_.service, identity_.worker_id, jobs_started_,
+            seconds(self.ru_utime) + seconds(self.ru_stime));
   return 0;
 }
 
@@ -345,6 +353,7 @@ void worker_session::start_job(const messages::envelope& envelope, const std::st
   auto idle = std::find_if(handlers_.begin(), handlers_.end(),
                            [](const job_handler* h) { return !h->busy(); });
   auto* handler = idle != handlers_.end() ? *idle : handlers_.front();
+  ++jobs_started_;
   if (auto reply = handler->start(envelope, body))
     send_reply(*reply);
 }

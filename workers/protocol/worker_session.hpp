@@ -86,6 +86,7 @@ private:
   steady::time_point last_heard_{};
   bool served_ = false; ///< a broker has answered since run() began (for `once`)
   bool engine_gone_ = false;
+  std::uint64_t jobs_started_ = 0; ///< job requests handed to a handler, for the closing line
   steady::time_point last_sent_{};
   std::chrono::milliseconds backoff_{};
   std::optional<std::chrono::milliseconds> reconnect_delay_;
