@@ -1,5 +1,7 @@
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -29,11 +31,18 @@ using clock_type = std::chrono::steady_clock;
 class private_dir {
 public:
   private_dir() {
-    char pattern[] = "/tmp/rocm-perf-XXXXXX";
-    if (mkdtemp(pattern) == nullptr) {
-      throw config_error(std::string("cannot create a temporary folder under /tmp for the broker "
-                                     "socket: ") +
-                         std::strerror(errno) + "; fix: make /tmp writable, or set TMPDIR");
+    // $TMPDIR where it leaves room for the socket's name (a Unix socket path is at most 107
+    // bytes), /tmp otherwise.
+    std::string root = "/tmp";
+    if (const char* tmpdir = std::getenv("TMPDIR");
+        tmpdir != nullptr && *tmpdir == '/' && std::strlen(tmpdir) <= 64) {
+      root = tmpdir;
+    }
+    std::string pattern = root + "/rocm-perf-XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) {
+      throw config_error("cannot create a temporary folder under " + root +
+                         " for the broker socket: " + std::strerror(errno) + "; fix: make " + root +
+                         " writable, or set TMPDIR to a writable folder");
     }
     path_ = pattern;
   }
