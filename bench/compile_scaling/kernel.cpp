@@ -1,8 +1,16 @@
 // A compile-bound GPU kernel for bench/compile_scaling.sh: template recursion and a fully unrolled
 // loop make each device-only compile take about a second; VARIANT (from the space) makes every
-// configuration a distinct build. Compiled as HIP (hipcc -x hip) or CUDA (nvcc -x cu).
+// configuration a distinct build. Compiled as HIP (hipcc -x hip), CUDA (nvcc -x cu) or C++ (g++).
 #if defined(__HIPCC__)
 #include <hip/hip_runtime.h>
+#elif !defined(__CUDACC__)
+// A host compiler (the bench's g++ mode): stand-ins for what the GPU languages provide.
+#define __global__
+#define __device__
+struct rpl_dim3 {
+  unsigned x;
+};
+static rpl_dim3 blockIdx, blockDim, threadIdx;
 #endif
 
 #ifndef VARIANT
