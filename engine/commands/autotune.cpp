@@ -214,7 +214,7 @@ public:
         std::fprintf(stderr,
                      "rocm-perf autotune: error: --toolchain '%s' is not NAME=ID; fix: copy the "
                      "id a worker logs at start, e.g. --toolchain 'g++=g++ | g++ (Debian "
-                     "12.2.0-14) 12.2.0 | 0123...'\n",
+                     "12.2.0-14) 12.2.0; Copyright ... | 0123...'\n",
                      pin.c_str());
         return bad_input;
       }

@@ -193,8 +193,36 @@ TEST(toolchain_identity, the_version_is_what_the_compiler_prints_not_a_helpers_e
   ::chmod(compiler.c_str(), 0755);
   const auto t = workers::identify_toolchain(compiler.string());
   ASSERT_TRUE(t.has_value());
-  EXPECT_EQ(t->version, "HIP version: 5.2.21153-0");
-  EXPECT_NE(t->id.find("HIP version: 5.2.21153-0"), std::string::npos) << t->id;
+  EXPECT_EQ(t->version, "HIP version: 5.2.21153-0; clang 15");
+  EXPECT_NE(t->id.find("HIP version: 5.2.21153-0; clang 15"), std::string::npos) << t->id;
+}
+
+TEST(toolchain_identity, the_clang_a_wrapper_names_is_part_of_it_and_its_install_folder_is_not) {
+  // One hipcc wrapper (the same bytes, so the same hash) in three folders, each running "its"
+  // clang: two the same clang installed in different folders, one another clang release.
+  temp_dir dir;
+  auto install = [&](const std::string& folder, const std::string& clang) {
+    const auto bin = dir.path() / folder;
+    std::filesystem::create_directories(bin);
+    rpl::testing::write_file(bin / "hipcc", "#!/bin/sh\necho 'HIP version: 5.2.21153-0'\n"
+                                            "cat \"$(dirname \"$0\")/clang-version\"\n"
+                                            "echo \"InstalledDir: $(dirname \"$0\")\"\n");
+    ::chmod((bin / "hipcc").c_str(), 0755);
+    rpl::testing::write_file(bin / "clang-version", clang + "\nTarget: x86_64-pc-linux-gnu\n");
+    return workers::identify_toolchain((bin / "hipcc").string());
+  };
+  const auto a = install("a", "Debian clang version 15.0.6");
+  const auto b = install("b", "Debian clang version 15.0.6");
+  const auto c = install("c", "Debian clang version 15.0.7");
+  ASSERT_TRUE(a && b && c);
+  EXPECT_EQ(a->hash, c->hash);
+  EXPECT_EQ(a->version,
+            "HIP version: 5.2.21153-0; Debian clang version 15.0.6; Target: x86_64-pc-linux-gnu");
+  EXPECT_EQ(a->id, b->id) << "the install folder must not split one toolchain";
+  EXPECT_NE(a->id, c->id) << "another clang behind the same wrapper is another toolchain";
+  EXPECT_EQ(workers::version_banner("  g++ 12 \n\nInstalledDir: /x\r\nCopyright\n"),
+            "g++ 12; Copyright");
+  EXPECT_EQ(workers::version_banner(""), "");
 }
 
 TEST(toolchain_identity, bad_pins_and_fallbacks_are_bad_input) {

@@ -1,5 +1,6 @@
 #include "workers/compilers/toolchain_identity.hpp"
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -28,6 +29,24 @@ std::optional<fs::path> find_program(const std::string& name) {
 }
 
 } // namespace
+
+std::string version_banner(std::string_view output) {
+  std::string banner;
+  while (!output.empty()) {
+    const auto end = output.find('\n');
+    std::string_view line = output.substr(0, end);
+    output = end == std::string_view::npos ? std::string_view() : output.substr(end + 1);
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back())))
+      line.remove_suffix(1);
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front())))
+      line.remove_prefix(1);
+    // clang's install folder differs between hosts that run the very same clang.
+    if (line.empty() || line.rfind("InstalledDir:", 0) == 0)
+      continue;
+    banner += (banner.empty() ? "" : "; ") + std::string(line);
+  }
+  return banner;
+}
 
 std::string
 toolchain_id_of(const std::string& name, const std::string& version, const std::string& hash) {
@@ -63,7 +82,7 @@ std::optional<messages::toolchain> identify_toolchain(const std::string& name,
   options.reap_descendants = false;
   const auto outcome = run_child(options, timeout);
   if (outcome.launched && outcome.exit_code == 0)
-    t.version = outcome.output.substr(0, outcome.output.find('\n'));
+    t.version = version_banner(outcome.output);
   t.id = toolchain_id_of(t.name, t.version, t.hash);
   return t;
 }
