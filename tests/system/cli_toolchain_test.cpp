@@ -85,8 +85,13 @@ TEST(toolchain_identity, a_worker_with_another_compiler_gets_no_job_and_local_fa
   ::kill(other.pid(), SIGTERM);
   const auto worker_out = other.finish();
   EXPECT_EQ(worker_out.exit_code, 0);
-  // It announced its toolchain: the wrapper, resolved, with its hash.
+  // It announced its toolchain: the wrapper, resolved, with its hash, and the pin that selects it.
   EXPECT_NE(worker_out.output.find("toolchain g++: " + (dir.path() / "other-bin" / "g++").string()),
+            std::string::npos)
+      << worker_out.output;
+  const auto wrapper = workers::identify_toolchain((dir.path() / "other-bin" / "g++").string());
+  ASSERT_TRUE(wrapper.has_value());
+  EXPECT_NE(worker_out.output.find("pin it with --toolchain 'g++=" + wrapper->id + "'"),
             std::string::npos)
       << worker_out.output;
 }

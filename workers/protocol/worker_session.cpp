@@ -83,8 +83,8 @@ int worker_session::run(const std::vector<job_handler*>& handlers) {
             options_.service, identity_.worker_id, options_.endpoint, join(hello.compilers),
             handlers_.size(), options_.heartbeat.count(), options_.liveness);
   for (const auto& t : hello.toolchains)
-    log->info("toolchain {}: {} ({}), hash {}", t.name, t.path,
-              t.version.empty() ? "no --version" : t.version, t.hash);
+    log->info("toolchain {}: {} ({}), hash {}; pin it with --toolchain '{}={}'", t.name, t.path,
+              t.version.empty() ? "no --version" : t.version, t.hash, t.name, t.id);
   open_socket();
   while (!stop_.load()) {
     poll_once();
