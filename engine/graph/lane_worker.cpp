@@ -6,6 +6,18 @@
 
 namespace rpl::engine {
 
+namespace {
+
+messages::measure_result abandoned_result(const std::string& lane) {
+  messages::measure_result abandoned;
+  abandoned.status = messages::measure_status::not_run;
+  abandoned.reason = "abandoned: the run is stopping";
+  abandoned.lane = lane;
+  return abandoned;
+}
+
+} // namespace
+
 lane_worker::lane_worker(workers::lane_backend_ptr backend, int cpu)
     : state_(std::make_shared<state>()) {
   state_->backend = std::move(backend);
@@ -46,6 +58,11 @@ messages::measure_result lane_worker::measure_now(const messages::measure_reques
     bool ready = false;
     messages::measure_result result;
   };
+  {
+    std::lock_guard lock(state_->mutex);
+    if (state_->abandoned)
+      return abandoned_result(state_->backend->name());
+  }
   auto answer = std::make_shared<slot>();
   auto probe = std::make_shared<candidate_state>();
   push(probe, request, [answer, s = state_](const candidate_ptr& c) {
@@ -58,13 +75,8 @@ messages::measure_result lane_worker::measure_now(const messages::measure_reques
   });
   std::unique_lock lock(state_->mutex);
   state_->settled.wait(lock, [&] { return answer->ready || state_->abandoned; });
-  if (!answer->ready) {
-    messages::measure_result abandoned;
-    abandoned.status = messages::measure_status::not_run;
-    abandoned.reason = "abandoned: the run is stopping";
-    abandoned.lane = state_->backend->name();
-    return abandoned;
-  }
+  if (!answer->ready)
+    return abandoned_result(state_->backend->name());
   return answer->result;
 }
 
@@ -110,10 +122,16 @@ void lane_worker::loop(const std::shared_ptr<state>& s) {
   }
   while (true) {
     item next;
+    std::deque<item> dropped; // destroyed after the lock is released
     {
       std::unique_lock lock(s->mutex);
       s->ready.wait(lock, [&] { return s->stopping || !s->queue.empty(); });
       if (s->queue.empty() || s->abandoned) {
+        // What is still queued goes with the thread: a measure_now callback holds this state, a
+        // cycle that would keep it and the lane allocated for ever.
+        dropped.swap(s->queue);
+        s->outstanding -= dropped.size();
+        lock.unlock();
         return;
       }
       next = std::move(s->queue.front());

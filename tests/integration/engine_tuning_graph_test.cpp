@@ -2,6 +2,7 @@
 // process. A whole candidate goes through the graph and the test asserts what was stored.
 
 #include <algorithm>
+#include <atomic>
 #include <future>
 #include <map>
 #include <mutex>
@@ -374,6 +375,8 @@ TEST(engine_tuning_graph, a_measurement_longer_than_the_grace_period_is_abandone
   fake_compile_service compiler;
   auto lane = make_fake_lane("fake0", medians_for(2));
   lane->sleep_for(std::chrono::seconds(2));
+  const auto lane_gone = std::make_shared<std::atomic<bool>>(false);
+  lane->on_destroy(lane_gone);
   std::vector<std::unique_ptr<lane_worker>> lanes;
   lanes.push_back(std::make_unique<lane_worker>(std::move(lane), -1));
   {
@@ -392,11 +395,17 @@ TEST(engine_tuning_graph, a_measurement_longer_than_the_grace_period_is_abandone
   const auto destroying = std::chrono::steady_clock::now();
   lanes.clear();
   EXPECT_LT(std::chrono::steady_clock::now() - destroying, std::chrono::milliseconds(500));
+  // Its thread ends with the measurement (see abandon_releases_a_caller_waiting_for_a_measurement).
+  EXPECT_TRUE(
+      rpl::testing::wait_until([&] { return lane_gone->load(); }, std::chrono::seconds(30)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
 }
 
 TEST(engine_lane_worker, abandon_releases_a_caller_waiting_for_a_measurement) {
   auto lane = make_fake_lane("fake0", {{"k0", 1e6}});
   lane->sleep_for(std::chrono::seconds(2));
+  const auto lane_gone = std::make_shared<std::atomic<bool>>(false);
+  lane->on_destroy(lane_gone);
   auto worker = std::make_unique<lane_worker>(std::move(lane), -1);
   messages::measure_request request;
   request.candidate_key = "k0";
@@ -409,7 +418,14 @@ TEST(engine_lane_worker, abandon_releases_a_caller_waiting_for_a_measurement) {
   EXPECT_EQ(measured.status, messages::measure_status::not_run);
   EXPECT_NE(measured.reason.find("abandoned"), std::string::npos) << measured.reason;
   EXPECT_EQ(worker->measure_now(request).status, messages::measure_status::not_run);
+  const auto destroying = std::chrono::steady_clock::now();
   worker.reset(); // does not wait for the measurement still running
+  EXPECT_LT(std::chrono::steady_clock::now() - destroying, std::chrono::milliseconds(500));
+  // The detached thread ends with its measurement and frees the lane; wait for that, so that
+  // LeakSanitizer does not find it still allocated when the test program exits.
+  EXPECT_TRUE(
+      rpl::testing::wait_until([&] { return lane_gone->load(); }, std::chrono::seconds(30)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100)); // the thread's own exit
 }
 
 /// Records what the strategy is told: the observations of live and resumed results.

@@ -4,10 +4,12 @@
 /// It records every request, so a test can assert what reached the lane and how often.
 /// Thread-safe: the engine calls measure() on lane threads while the test reads the record.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -23,6 +25,18 @@ public:
   using script = std::function<messages::measure_result(const messages::measure_request&)>;
 
   explicit fake_lane(std::string name = "fake0") : name_(std::move(name)) {}
+  ~fake_lane() override {
+    if (destroyed_)
+      destroyed_->store(true);
+  }
+
+  /// Sets `flag` when this lane is destroyed: a test that leaves a measurement running (the lane
+  /// owned by a detached thread) waits for it before the process ends, so nothing is still
+  /// allocated when LeakSanitizer looks at exit.
+  fake_lane& on_destroy(std::shared_ptr<std::atomic<bool>> flag) {
+    destroyed_ = std::move(flag);
+    return *this;
+  }
 
   /// `candidate_key` succeeds with exactly these samples (whatever request.runs says).
   fake_lane& succeed(const std::string& candidate_key, std::vector<std::int64_t> samples_ns) {
@@ -115,6 +129,7 @@ public:
 
 private:
   std::string name_;
+  std::shared_ptr<std::atomic<bool>> destroyed_;
   mutable std::mutex mutex_;
   std::map<std::string, messages::measure_result> by_key_;
   script otherwise_;
