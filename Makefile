@@ -11,6 +11,9 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE      ?= cmake
 CTEST      ?= ctest
 export CCACHE_DIR ?= $(HOME)/.cache/ccache
+# The test programs use a precompiled header (tests/CMakeLists.txt); ccache caches such units only
+# with these sloppiness settings (its manual, "Precompiled headers").
+export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
 
 ROCM_PERF := $(BUILD_DIR)/bin/rocm-perf
 FORMAT_DIRS := $(wildcard messages stages workers engine tests bench examples)
@@ -20,19 +23,33 @@ FORMAT_DIRS := $(wildcard messages stages workers engine tests bench examples)
 DEMO_BUILD := g++ -O2 -std=c++17 -march=native -DTILE_I={TILE_I} -DTILE_J={TILE_J} -DTILE_K={TILE_K} -DUNROLL={UNROLL} matmul.cpp -o {OUT}
 DEMO_CMD   := {BIN} --n 256
 
-.PHONY: all deps build demo test test-asan test-tsan fuzz fuzz-build fuzz-replay bench gpu-bundle \
-        format format-check clean
+.PHONY: all deps deps-demo configure build build-demo demo test test-asan test-tsan fuzz fuzz-build \
+        fuzz-replay bench gpu-bundle format format-check clean
 
 all: build
+
+# The packages: `deps-demo` only what the demo builds and runs with, `deps` everything the tests, the
+# sanitizer and fuzz builds and the format check add (scripts/install-deps says which and why).
+deps-demo:
+	scripts/install-deps demo
 
 deps:
 	scripts/install-deps
 
-build: deps
+configure:
 	$(CMAKE) -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+
+# Everything: rocm-perf, its helper programs, the tests, the benchmarks, the CUDA backend where
+# nvcc is found.
+build: deps configure
 	$(CMAKE) --build $(BUILD_DIR) -j$(JOBS)
 
-demo: build
+# What the demo runs, and only that: rocm-perf (its compile workers are rocm-perf too). No tests,
+# benchmarks or CUDA programs are built; the same build folder serves `make test` afterwards.
+build-demo: deps-demo configure
+	$(CMAKE) --build $(BUILD_DIR) -j$(JOBS) --target rocm-perf
+
+demo: build-demo
 	$(ROCM_PERF) autotune --space examples/cpu/space.json --source examples/cpu/matmul.cpp \
 	  --build-template "$(DEMO_BUILD)" \
 	  --cmd-template "$(DEMO_CMD)" \
@@ -42,12 +59,12 @@ test: build
 	$(CTEST) --test-dir $(BUILD_DIR) --output-on-failure -j2 --timeout 300
 
 # The sanitizer builds (.ci/run runs both after `make test`). Their presets (CMakePresets.json:
-# asan, tsan) build only what the unit and integration tests need: those tests, rocm-perf (started
-# as a worker) and the fake tools; no system or gpu tests, no benchmarks, no CUDA backend, and -g1
-# (line tables) for debug information. That keeps CI within 45 minutes on 2 cores with a cold
-# ccache; tests/sanitizers/README.md has the measured times. ASan+UBSan is a Debug build and stops
-# at the first finding (UBSan too: -fno-sanitize-recover); TSan reads tests/sanitizers/tsan.supp,
-# where every suppression says why it is there.
+# asan, tsan) build only what their tests need: those tests, rocm-perf (started as a worker) and
+# the fake tools; no system or gpu tests, no benchmarks, no CUDA backend, and -g1 (line tables) for
+# debug information. ASan+UBSan is a Debug build of the unit and integration tests and stops at the
+# first finding (UBSan too: -fno-sanitize-recover); TSan runs the integration tests, the label
+# whose tests start threads (unit tests start none), and reads tests/sanitizers/tsan.supp, where
+# every suppression says why it is there. tests/sanitizers/README.md has the details.
 test-asan: deps
 	$(CMAKE) --preset asan
 	$(CMAKE) --build --preset asan -j$(JOBS)

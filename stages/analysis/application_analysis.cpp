@@ -3,17 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "stages/analysis/fixed_text.hpp"
+
 namespace rpl::stages::analysis {
 
 namespace {
 
 using nlohmann::json;
-
-std::string fixed(double value, int digits = 1) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
-}
 
 json optional_number(const std::optional<double>& v) {
   return v ? json(*v) : json(nullptr);
@@ -95,15 +91,15 @@ std::string limits_text(const application_analysis& analysis, std::size_t top) {
   const auto limits = limiting_kernels(analysis, top);
   std::string out = "What limits this application";
   if (analysis.critical_path_ns && analysis.makespan_ns)
-    out += " (critical path " + fixed(*analysis.critical_path_ns / 1e6, 3) + " ms of " +
-           fixed(*analysis.makespan_ns / 1e6, 3) + " ms)";
+    out += " (critical path " + fixed_text(*analysis.critical_path_ns / 1e6, 3) + " ms of " +
+           fixed_text(*analysis.makespan_ns / 1e6, 3) + " ms)";
   out += ":\n";
   if (analysis.critical_path_ns && analysis.critical_path_busy_ns &&
       *analysis.critical_path_ns > 0) {
     const double idle = *analysis.critical_path_ns - *analysis.critical_path_busy_ns;
     if (idle > 0.5 * *analysis.critical_path_ns)
-      out += "  the GPU is idle " + fixed(100 * idle / *analysis.critical_path_ns) +
-             " % of the critical path (" + fixed(idle / 1e6, 3) +
+      out += "  the GPU is idle " + fixed_text(100 * idle / *analysis.critical_path_ns) +
+             " % of the critical path (" + fixed_text(idle / 1e6, 3) +
              " ms): the host, not a kernel, sets the pace (launches, synchronization, host "
              "work)\n";
   }
@@ -117,8 +113,8 @@ std::string limits_text(const application_analysis& analysis, std::size_t top) {
     std::string name = k->name.size() > 40 ? k->name.substr(0, 37) + "..." : k->name;
     name.resize(width, ' ');
     const bool on_path = k->critical_path_share.has_value();
-    out += "  " + std::to_string(++n) + ". " + name + "  " + fixed(rank_share(*k) * 100) + " % " +
-           (on_path ? "of the critical path" : "of GPU time") + "  ";
+    out += "  " + std::to_string(++n) + ". " + name + "  " + fixed_text(rank_share(*k) * 100) +
+           " % " + (on_path ? "of the critical path" : "of GPU time") + "  ";
     if (k->bottleneck.label) {
       out += std::string(to_string(*k->bottleneck.label)) + ": " + k->bottleneck.because +
              "\n     next: " + k->bottleneck.next_step + "\n";

@@ -7,6 +7,8 @@
 #include <map>
 #include <utility>
 
+#include "stages/analysis/fixed_text.hpp"
+
 namespace rpl::stages::analysis {
 
 namespace {
@@ -27,12 +29,6 @@ std::string escape(const std::string& text) {
   return out;
 }
 
-std::string fixed(double value, int digits = 1) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
-}
-
 /// 1.2e12 -> "1.2 T": the chart's tick labels.
 std::string si(double value) {
   if (value > 0 && value < 1) { // 0.01: ticks below one FLOP per byte
@@ -46,17 +42,17 @@ std::string si(double value) {
     value /= 1000;
     ++i;
   }
-  return fixed(value, value < 10 ? 1 : 0) + (i > 0 ? std::string(" ") + units[i] : "");
+  return fixed_text(value, value < 10 ? 1 : 0) + (i > 0 ? std::string(" ") + units[i] : "");
 }
 
 std::string duration(double ns) {
   if (ns >= 1e9)
-    return fixed(ns / 1e9, 2) + " s";
+    return fixed_text(ns / 1e9, 2) + " s";
   if (ns >= 1e6)
-    return fixed(ns / 1e6, 2) + " ms";
+    return fixed_text(ns / 1e6, 2) + " ms";
   if (ns >= 1e3)
-    return fixed(ns / 1e3, 1) + " us";
-  return fixed(ns, 0) + " ns";
+    return fixed_text(ns / 1e3, 1) + " us";
+  return fixed_text(ns, 0) + " ns";
 }
 
 constexpr const char* palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2",
@@ -66,10 +62,10 @@ constexpr const char* palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "
 std::string roofline_svg(const html_report_input& in) {
   constexpr double width = 720, height = 420, left = 70, right = 20, top = 20, bottom = 50;
   std::string svg = "<svg id=\"roofline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                    fixed(width, 0) + "\" height=\"" + fixed(height, 0) +
+                    fixed_text(width, 0) + "\" height=\"" + fixed_text(height, 0) +
                     "\" role=\"img\" aria-label=\"roofline\">\n";
-  svg += "<rect x=\"0\" y=\"0\" width=\"" + fixed(width, 0) + "\" height=\"" + fixed(height, 0) +
-         "\" fill=\"#ffffff\"/>\n";
+  svg += "<rect x=\"0\" y=\"0\" width=\"" + fixed_text(width, 0) + "\" height=\"" +
+         fixed_text(height, 0) + "\" fill=\"#ffffff\"/>\n";
   double peak = 0;
   for (const auto& roof : in.compute_roofs)
     peak = std::max(peak, roof.flops_per_s);
@@ -80,7 +76,7 @@ std::string roofline_svg(const html_report_input& in) {
         std::isfinite(p.flops_per_s))
       points.push_back(&p);
   if (peak <= 0 && points.empty()) {
-    svg += "<text x=\"" + fixed(width / 2, 0) + "\" y=\"" + fixed(height / 2, 0) +
+    svg += "<text x=\"" + fixed_text(width / 2, 0) + "\" y=\"" + fixed_text(height / 2, 0) +
            "\" text-anchor=\"middle\" class=\"empty\">no roofline: record counters with "
            "rocm-perf profile --counters roofline</text>\n</svg>\n";
     return svg;
@@ -117,25 +113,28 @@ std::string roofline_svg(const html_report_input& in) {
   // Grid and ticks, one per decade.
   for (int d = static_cast<int>(lx0); d <= static_cast<int>(lx1); ++d) {
     const double x = X(std::pow(10.0, d));
-    svg += "<line class=\"grid\" x1=\"" + fixed(x) + "\" y1=\"" + fixed(top) + "\" x2=\"" +
-           fixed(x) + "\" y2=\"" + fixed(height - bottom) + "\" stroke=\"#e0e0e0\"/>\n";
-    svg += "<text x=\"" + fixed(x) + "\" y=\"" + fixed(height - bottom + 16) +
+    svg += "<line class=\"grid\" x1=\"" + fixed_text(x) + "\" y1=\"" + fixed_text(top) +
+           "\" x2=\"" + fixed_text(x) + "\" y2=\"" + fixed_text(height - bottom) +
+           "\" stroke=\"#e0e0e0\"/>\n";
+    svg += "<text x=\"" + fixed_text(x) + "\" y=\"" + fixed_text(height - bottom + 16) +
            "\" text-anchor=\"middle\" font-size=\"11\">" + si(std::pow(10.0, d)) + "</text>\n";
   }
   for (int d = static_cast<int>(ly0); d <= static_cast<int>(std::floor(ly1)); ++d) {
     const double y = Y(std::pow(10.0, d));
-    svg += "<line class=\"grid\" x1=\"" + fixed(left) + "\" y1=\"" + fixed(y) + "\" x2=\"" +
-           fixed(width - right) + "\" y2=\"" + fixed(y) + "\" stroke=\"#e0e0e0\"/>\n";
-    svg += "<text x=\"" + fixed(left - 6) + "\" y=\"" + fixed(y + 4) +
+    svg += "<line class=\"grid\" x1=\"" + fixed_text(left) + "\" y1=\"" + fixed_text(y) +
+           "\" x2=\"" + fixed_text(width - right) + "\" y2=\"" + fixed_text(y) +
+           "\" stroke=\"#e0e0e0\"/>\n";
+    svg += "<text x=\"" + fixed_text(left - 6) + "\" y=\"" + fixed_text(y + 4) +
            "\" text-anchor=\"end\" font-size=\"11\">" + si(std::pow(10.0, d)) + "</text>\n";
   }
-  svg += "<rect x=\"" + fixed(left) + "\" y=\"" + fixed(top) + "\" width=\"" +
-         fixed(width - left - right) + "\" height=\"" + fixed(height - top - bottom) +
+  svg += "<rect x=\"" + fixed_text(left) + "\" y=\"" + fixed_text(top) + "\" width=\"" +
+         fixed_text(width - left - right) + "\" height=\"" + fixed_text(height - top - bottom) +
          "\" fill=\"none\" stroke=\"#888\"/>\n";
-  svg += "<text x=\"" + fixed((left + width - right) / 2) + "\" y=\"" + fixed(height - 12) +
+  svg += "<text x=\"" + fixed_text((left + width - right) / 2) + "\" y=\"" +
+         fixed_text(height - 12) +
          "\" text-anchor=\"middle\" font-size=\"12\">arithmetic intensity (FLOP per DRAM "
          "byte)</text>\n";
-  svg += "<text transform=\"translate(16," + fixed((top + height - bottom) / 2) +
+  svg += "<text transform=\"translate(16," + fixed_text((top + height - bottom) / 2) +
          ") rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">FLOP/s</text>\n";
   // Roofs: the diagonal from the left edge to the ridge, then flat.
   const double x_left = std::pow(10.0, lx0), x_right = std::pow(10.0, lx1);
@@ -148,32 +147,32 @@ std::string roofline_svg(const html_report_input& in) {
     if (bw > 0) {
       const double ridge = roof.flops_per_s / bw;
       const double start_x = std::max(x_left, std::pow(10.0, ly0) / bw);
-      points_attr = fixed(X(start_x)) + "," + fixed(Y(start_x * bw)) + " " + fixed(X(ridge)) + "," +
-                    fixed(Y(roof.flops_per_s)) + " ";
+      points_attr = fixed_text(X(start_x)) + "," + fixed_text(Y(start_x * bw)) + " " +
+                    fixed_text(X(ridge)) + "," + fixed_text(Y(roof.flops_per_s)) + " ";
     } else {
-      points_attr = fixed(X(x_left)) + "," + fixed(Y(roof.flops_per_s)) + " ";
+      points_attr = fixed_text(X(x_left)) + "," + fixed_text(Y(roof.flops_per_s)) + " ";
     }
-    points_attr += fixed(X(x_right)) + "," + fixed(Y(roof.flops_per_s));
+    points_attr += fixed_text(X(x_right)) + "," + fixed_text(Y(roof.flops_per_s));
     svg += "<polyline class=\"roof\" points=\"" + points_attr + "\" fill=\"none\" stroke=\"" +
            color + "\" stroke-width=\"2\"><title>" + escape(roof.label) + ": " +
            si(roof.flops_per_s) + "FLOP/s</title></polyline>\n";
-    svg += "<text x=\"" + fixed(width - right - 4) + "\" y=\"" + fixed(Y(roof.flops_per_s) - 4) +
-           "\" text-anchor=\"end\" font-size=\"11\" fill=\"" + color + "\">" + escape(roof.label) +
-           " " + si(roof.flops_per_s) + "FLOP/s</text>\n";
+    svg += "<text x=\"" + fixed_text(width - right - 4) + "\" y=\"" +
+           fixed_text(Y(roof.flops_per_s) - 4) + "\" text-anchor=\"end\" font-size=\"11\" fill=\"" +
+           color + "\">" + escape(roof.label) + " " + si(roof.flops_per_s) + "FLOP/s</text>\n";
   }
   if (bw > 0)
-    svg += "<text x=\"" + fixed(left + 6) + "\" y=\"" + fixed(top + 14) +
+    svg += "<text x=\"" + fixed_text(left + 6) + "\" y=\"" + fixed_text(top + 14) +
            "\" font-size=\"11\" fill=\"#555\">DRAM " + si(bw) + "B/s</text>\n";
   int point_index = 0;
   for (const auto* p : points) {
     const double x = X(p->intensity), y = Y(p->flops_per_s);
-    svg += "<circle class=\"kernel-point\" cx=\"" + fixed(x) + "\" cy=\"" + fixed(y) +
+    svg += "<circle class=\"kernel-point\" cx=\"" + fixed_text(x) + "\" cy=\"" + fixed_text(y) +
            "\" r=\"6\" fill=\"" + (p->bound == "memory" ? "#e15759" : "#4e79a7") +
-           "\" stroke=\"#222\"><title>" + escape(p->kernel) + ": " + fixed(p->intensity, 2) +
+           "\" stroke=\"#222\"><title>" + escape(p->kernel) + ": " + fixed_text(p->intensity, 2) +
            " FLOP/B, " + si(p->flops_per_s) + "FLOP/s, " + escape(p->bound) +
            " bound</title></circle>\n";
-    svg += "<text x=\"" + fixed(x + 8) + "\" y=\"" + fixed(y - 8) + "\" font-size=\"11\">" +
-           std::to_string(++point_index) + "</text>\n";
+    svg += "<text x=\"" + fixed_text(x + 8) + "\" y=\"" + fixed_text(y - 8) +
+           "\" font-size=\"11\">" + std::to_string(++point_index) + "</text>\n";
   }
   svg += "</svg>\n";
   return svg;
@@ -202,10 +201,10 @@ std::string timeline_svg(const std::vector<timeline_op>& ops) {
     tracks.insert(tracks.begin(), {"critical path", critical});
   const double height = top + static_cast<double>(tracks.size()) * (lane + gap) + 30;
   std::string svg = "<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                    fixed(width, 0) + "\" height=\"" + fixed(height, 0) +
+                    fixed_text(width, 0) + "\" height=\"" + fixed_text(height, 0) +
                     "\" role=\"img\" aria-label=\"timeline\">\n";
-  svg += "<rect x=\"0\" y=\"0\" width=\"" + fixed(width, 0) + "\" height=\"" + fixed(height, 0) +
-         "\" fill=\"#ffffff\"/>\n";
+  svg += "<rect x=\"0\" y=\"0\" width=\"" + fixed_text(width, 0) + "\" height=\"" +
+         fixed_text(height, 0) + "\" fill=\"#ffffff\"/>\n";
   if (ops.empty()) {
     svg += "<text x=\"20\" y=\"30\" class=\"empty\">no kernels or copies in the trace</text>\n";
     return svg + "</svg>\n";
@@ -213,17 +212,17 @@ std::string timeline_svg(const std::vector<timeline_op>& ops) {
   const double span = std::max<double>(1.0, static_cast<double>(t1 - t0));
   const double plot = width - left - 10;
   auto px = [&](std::int64_t ns) { return static_cast<double>(ns - t0) / span * plot; };
-  svg += "<text x=\"" + fixed(left) + "\" y=\"14\" font-size=\"11\">0</text>\n";
-  svg += "<text x=\"" + fixed(left + plot) + "\" y=\"14\" font-size=\"11\" text-anchor=\"end\">" +
-         duration(span) + "</text>\n";
+  svg += "<text x=\"" + fixed_text(left) + "\" y=\"14\" font-size=\"11\">0</text>\n";
+  svg += "<text x=\"" + fixed_text(left + plot) +
+         "\" y=\"14\" font-size=\"11\" text-anchor=\"end\">" + duration(span) + "</text>\n";
   for (std::size_t t = 0; t < tracks.size(); ++t) {
     const auto& [name, members] = tracks[t];
     const bool is_critical = !critical.empty() && t == 0;
     const double y = top + static_cast<double>(t) * (lane + gap);
-    svg += "<text x=\"" + fixed(left - 6) + "\" y=\"" + fixed(y + lane - 5) +
+    svg += "<text x=\"" + fixed_text(left - 6) + "\" y=\"" + fixed_text(y + lane - 5) +
            "\" text-anchor=\"end\" font-size=\"11\">" + escape(name) + "</text>\n";
-    svg += "<rect x=\"" + fixed(left) + "\" y=\"" + fixed(y) + "\" width=\"" + fixed(plot) +
-           "\" height=\"" + fixed(lane) + "\" fill=\"#f4f4f4\"/>\n";
+    svg += "<rect x=\"" + fixed_text(left) + "\" y=\"" + fixed_text(y) + "\" width=\"" +
+           fixed_text(plot) + "\" height=\"" + fixed_text(lane) + "\" fill=\"#f4f4f4\"/>\n";
     // Runs of busy pixels: ops sorted by start, merged while they touch the same half pixel.
     std::vector<std::pair<double, double>> spans;
     for (const std::size_t i : members)
@@ -238,16 +237,16 @@ std::string timeline_svg(const std::vector<timeline_op>& ops) {
     }
     for (const auto& [a, b] : runs) {
       svg += std::string("<rect class=\"") + (is_critical ? "op critical" : "op") + "\" x=\"" +
-             fixed(left + a) + "\" y=\"" + fixed(y + 2) + "\" width=\"" +
-             fixed(std::max(0.6, b - a)) + "\" height=\"" + fixed(lane - 4) + "\" fill=\"" +
-             (is_critical ? "#e15759" : "#4e79a7") + "\"/>\n";
+             fixed_text(left + a) + "\" y=\"" + fixed_text(y + 2) + "\" width=\"" +
+             fixed_text(std::max(0.6, b - a)) + "\" height=\"" + fixed_text(lane - 4) +
+             "\" fill=\"" + (is_critical ? "#e15759" : "#4e79a7") + "\"/>\n";
     }
   }
   return svg + "</svg>\n";
 }
 
 std::string percent(const std::optional<double>& fraction) {
-  return fraction ? fixed(*fraction * 100) + " %" : "–";
+  return fraction ? fixed_text(*fraction * 100) + " %" : "–";
 }
 
 } // namespace
@@ -280,9 +279,9 @@ std::string html_report(const html_report_input& in) {
             (it != point_number.end() ? std::to_string(it->second) : std::string("")) +
             "</td><td>" + escape(k.kernel) + "</td><td class=\"num\">" +
             std::to_string(k.dispatches) + "</td><td class=\"num\">" + duration(k.total_ns) +
-            "</td><td class=\"num\">" + fixed(k.share * 100) + " %</td><td class=\"num\">" +
+            "</td><td class=\"num\">" + fixed_text(k.share * 100) + " %</td><td class=\"num\">" +
             percent(k.critical_path_share) + "</td><td class=\"num\">" +
-            (k.percent_of_peak ? fixed(*k.percent_of_peak) + " %" : std::string("–")) +
+            (k.percent_of_peak ? fixed_text(*k.percent_of_peak) + " %" : std::string("–")) +
             "</td><td>" + escape(k.bottleneck) + "</td><td>" + escape(k.because) + "</td><td>" +
             escape(k.next_step) + "</td></tr>\n";
   }

@@ -3,6 +3,8 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "stages/analysis/fixed_text.hpp"
+
 namespace rpl::stages {
 
 namespace {
@@ -24,12 +26,6 @@ namespace {
   va_end(again);
 }
 
-std::string fixed(double value, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
-}
-
 std::string shorten(const std::string& name, std::size_t width) {
   return name.size() <= width ? name : name.substr(0, width - 3) + "...";
 }
@@ -48,8 +44,9 @@ void summary_line(std::string& out, const profile_report& r, bool timing) {
   const report_stability& st = r.stability;
   appendf(out, "backend %s, %d run(s): %s per run median %s ms (mean %s, cv %s, %s)\n",
           r.backend.c_str(), static_cast<int>(st.per_run_ns.size()),
-          timing ? "process wall time" : "GPU time", fixed(ms(st.median_ns), 3).c_str(),
-          fixed(ms(st.mean_ns), 3).c_str(), fixed(st.cv, 4).c_str(), to_string(st.classification));
+          timing ? "process wall time" : "GPU time", fixed_text(ms(st.median_ns), 3).c_str(),
+          fixed_text(ms(st.mean_ns), 3).c_str(), fixed_text(st.cv, 4).c_str(),
+          to_string(st.classification));
   if (r.note) {
     appendf(out, "note: %s\n", r.note->c_str());
   }
@@ -63,10 +60,10 @@ void agents_and_totals(std::string& out, const profile_report& r) {
     appendf(out, "agent %s (%s)\n", a.name.c_str(), a.product_name.c_str());
   }
   const report_totals& t = totals_of(r);
-  appendf(out,
-          "all runs: %d dispatches, GPU time %s ms, runtime helpers %s ms, wall span %s ms\n\n",
-          static_cast<int>(t.dispatches), fixed(ms(t.gpu_time_ns), 3).c_str(),
-          fixed(ms(t.helper_gpu_time_ns), 3).c_str(), fixed(ms(t.wall_span_ns), 3).c_str());
+  appendf(
+      out, "all runs: %d dispatches, GPU time %s ms, runtime helpers %s ms, wall span %s ms\n\n",
+      static_cast<int>(t.dispatches), fixed_text(ms(t.gpu_time_ns), 3).c_str(),
+      fixed_text(ms(t.helper_gpu_time_ns), 3).c_str(), fixed_text(ms(t.wall_span_ns), 3).c_str());
 }
 
 void kernel_row(std::string& out, const kernel_report& k) {
@@ -82,10 +79,10 @@ void kernel_row(std::string& out, const kernel_report& k) {
   const std::string occ = k.occupancy ? occupancy_summary(k.occupancy->result) : "-";
   const rocpd::kernel_stats& s = k.runtime;
   appendf(out, "%-40s %7d %11s %10s %10s %10s %7s %5s%% %s  %s\n", shorten(s.name, 40).c_str(),
-          static_cast<int>(s.count), fixed(ms(s.total_ns), 3).c_str(),
-          fixed(ms(s.mean_ns) * 1e3, 2).c_str(), fixed(ms(s.median_ns) * 1e3, 2).c_str(),
-          fixed(ms(s.p95_ns) * 1e3, 2).c_str(), fixed(s.cv, 3).c_str(),
-          fixed(k.share * 100, 1).c_str(), res.c_str(), occ.c_str());
+          static_cast<int>(s.count), fixed_text(ms(s.total_ns), 3).c_str(),
+          fixed_text(ms(s.mean_ns) * 1e3, 2).c_str(), fixed_text(ms(s.median_ns) * 1e3, 2).c_str(),
+          fixed_text(ms(s.p95_ns) * 1e3, 2).c_str(), fixed_text(s.cv, 3).c_str(),
+          fixed_text(k.share * 100, 1).c_str(), res.c_str(), occ.c_str());
 }
 
 void kernel_table(std::string& out, const profile_report& r) {
@@ -103,7 +100,7 @@ void kernel_table(std::string& out, const profile_report& r) {
   }
   for (const auto& k : r.helper_kernels) {
     appendf(out, "runtime helper: %s, %d dispatches, %s ms\n", k.runtime.name.c_str(),
-            static_cast<int>(k.runtime.count), fixed(ms(k.runtime.total_ns), 3).c_str());
+            static_cast<int>(k.runtime.count), fixed_text(ms(k.runtime.total_ns), 3).c_str());
   }
 }
 
@@ -127,7 +124,7 @@ void groups(std::string& out, const char* title, const std::vector<rocpd::group_
   }
   appendf(out, "%s:", title);
   for (const auto& g : list) {
-    appendf(out, "  %s %s ms (%d)", g.name.c_str(), fixed(ms(g.total_ns), 3).c_str(),
+    appendf(out, "  %s %s ms (%d)", g.name.c_str(), fixed_text(ms(g.total_ns), 3).c_str(),
             static_cast<int>(g.count));
   }
   appendf(out, "\n");

@@ -9,6 +9,8 @@
 
 #include <msgpack.hpp>
 
+#include "stages/hardware/integer_rounding.hpp"
+
 namespace rpl::stages {
 
 namespace {
@@ -28,7 +30,7 @@ constexpr std::uint64_t elf64_header_size = 64;
 constexpr std::uint64_t elf64_shdr_size = 64;
 constexpr std::uint64_t elf64_phdr_size = 56;
 
-[[noreturn]] void fail(std::string_view origin, const std::string& problem) {
+[[noreturn]] void fail_metadata(std::string_view origin, const std::string& problem) {
   throw metadata_error(std::string(origin) + ": " + problem);
 }
 
@@ -122,10 +124,10 @@ public:
 
   [[noreturn]] void
   truncated(std::uint64_t offset, std::uint64_t size, std::string_view what) const {
-    fail(origin_, std::string(what) + " at byte " + std::to_string(offset) + " (" +
-                      std::to_string(size) + " bytes) lies outside the " +
-                      std::to_string(bytes_.size()) +
-                      "-byte input; the file is truncated or corrupt, rebuild it");
+    fail_metadata(origin_, std::string(what) + " at byte " + std::to_string(offset) + " (" +
+                               std::to_string(size) + " bytes) lies outside the " +
+                               std::to_string(bytes_.size()) +
+                               "-byte input; the file is truncated or corrupt, rebuild it");
   }
 
 private:
@@ -173,18 +175,19 @@ bool is_elf(std::span<const std::byte> bytes) {
 void check_elf_ident(const byte_reader& in) {
   const auto origin = in.origin();
   if (in.size() < elf64_header_size) {
-    fail(origin, "ELF header truncated (" + std::to_string(in.size()) +
-                     " bytes, an ELF64 header needs 64); the file is truncated, rebuild it");
+    fail_metadata(origin,
+                  "ELF header truncated (" + std::to_string(in.size()) +
+                      " bytes, an ELF64 header needs 64); the file is truncated, rebuild it");
   }
   const auto ident_class = std::to_integer<unsigned>(in.bytes()[4]);
   const auto ident_data = std::to_integer<unsigned>(in.bytes()[5]);
   if (ident_class != 2) {
-    fail(origin, "32-bit ELF (EI_CLASS " + std::to_string(ident_class) +
-                     ") is not supported; AMDGPU code objects and hipcc hosts are ELF64");
+    fail_metadata(origin, "32-bit ELF (EI_CLASS " + std::to_string(ident_class) +
+                              ") is not supported; AMDGPU code objects and hipcc hosts are ELF64");
   }
   if (ident_data != 1) {
-    fail(origin, "big-endian ELF (EI_DATA " + std::to_string(ident_data) +
-                     ") is not supported; AMDGPU code objects are little-endian");
+    fail_metadata(origin, "big-endian ELF (EI_DATA " + std::to_string(ident_data) +
+                              ") is not supported; AMDGPU code objects are little-endian");
   }
 }
 
@@ -198,14 +201,15 @@ struct elf_tables {
 void check_section_table(const byte_reader& in, elf_tables& t) {
   const auto origin = in.origin();
   if (t.shoff >= in.size()) {
-    fail(origin, "e_shoff " + std::to_string(t.shoff) + " lies outside the " +
-                     std::to_string(in.size()) +
-                     "-byte file; the file is truncated or corrupt, rebuild it");
+    fail_metadata(origin, "e_shoff " + std::to_string(t.shoff) + " lies outside the " +
+                              std::to_string(in.size()) +
+                              "-byte file; the file is truncated or corrupt, rebuild it");
   }
   if (t.shentsize < elf64_shdr_size) {
-    fail(origin,
-         "e_shentsize " + std::to_string(t.shentsize) +
-             " is smaller than an ELF64 section header (64); the file is corrupt, rebuild it");
+    fail_metadata(
+        origin,
+        "e_shentsize " + std::to_string(t.shentsize) +
+            " is smaller than an ELF64 section header (64); the file is corrupt, rebuild it");
   }
   // Huge section counts (>= 0xff00) live in section 0; e_shnum 0 with e_shoff set means that.
   if (t.shnum == 0) {
@@ -218,25 +222,28 @@ void check_section_table(const byte_reader& in, elf_tables& t) {
     t.phnum = in.u32(t.shoff + 44, "section header 0 (sh_info, extended program header count)");
   }
   if (t.shnum > in.size() / t.shentsize || !in_bounds(t.shoff, t.shnum * t.shentsize, in.size())) {
-    fail(origin, "section header table (e_shoff " + std::to_string(t.shoff) + ", " +
-                     std::to_string(t.shnum) + " entries of " + std::to_string(t.shentsize) +
-                     " bytes) lies outside the " + std::to_string(in.size()) +
-                     "-byte file; the file is truncated or corrupt, rebuild it");
+    fail_metadata(origin, "section header table (e_shoff " + std::to_string(t.shoff) + ", " +
+                              std::to_string(t.shnum) + " entries of " +
+                              std::to_string(t.shentsize) + " bytes) lies outside the " +
+                              std::to_string(in.size()) +
+                              "-byte file; the file is truncated or corrupt, rebuild it");
   }
 }
 
 void check_program_table(const byte_reader& in, const elf_tables& t) {
   const auto origin = in.origin();
   if (t.phentsize < elf64_phdr_size) {
-    fail(origin,
-         "e_phentsize " + std::to_string(t.phentsize) +
-             " is smaller than an ELF64 program header (56); the file is corrupt, rebuild it");
+    fail_metadata(
+        origin,
+        "e_phentsize " + std::to_string(t.phentsize) +
+            " is smaller than an ELF64 program header (56); the file is corrupt, rebuild it");
   }
   if (t.phnum > in.size() / t.phentsize || !in_bounds(t.phoff, t.phnum * t.phentsize, in.size())) {
-    fail(origin, "program header table (e_phoff " + std::to_string(t.phoff) + ", " +
-                     std::to_string(t.phnum) + " entries of " + std::to_string(t.phentsize) +
-                     " bytes) lies outside the " + std::to_string(in.size()) +
-                     "-byte file; the file is truncated or corrupt, rebuild it");
+    fail_metadata(origin, "program header table (e_phoff " + std::to_string(t.phoff) + ", " +
+                              std::to_string(t.phnum) + " entries of " +
+                              std::to_string(t.phentsize) + " bytes) lies outside the " +
+                              std::to_string(in.size()) +
+                              "-byte file; the file is truncated or corrupt, rebuild it");
   }
 }
 
@@ -346,8 +353,8 @@ public:
     // Names are printed and written as JSON (inspect, profile), which needs UTF-8 (found by
     // tests/fuzz/fuzz_code_object).
     if (!is_utf8(text)) {
-      fail(origin_, "metadata " + where + " key " + std::string(key) +
-                        " is not UTF-8 text; the code object is corrupt, rebuild it");
+      fail_metadata(origin_, "metadata " + where + " key " + std::string(key) +
+                                 " is not UTF-8 text; the code object is corrupt, rebuild it");
     }
     return std::string(text);
   }
@@ -365,9 +372,9 @@ public:
       wrong_type(where, key, "a non-negative integer");
     }
     if (value->via.u64 > std::numeric_limits<Unsigned>::max()) {
-      fail(origin_, "metadata " + where + " key " + std::string(key) + " has value " +
-                        std::to_string(value->via.u64) +
-                        ", out of range; the code object is corrupt, rebuild it");
+      fail_metadata(origin_, "metadata " + where + " key " + std::string(key) + " has value " +
+                                 std::to_string(value->via.u64) +
+                                 ", out of range; the code object is corrupt, rebuild it");
     }
     out = static_cast<Unsigned>(value->via.u64);
   }
@@ -388,9 +395,9 @@ public:
 
   [[noreturn]] void
   wrong_type(const std::string& where, std::string_view key, std::string_view expected) const {
-    fail(origin_, "metadata " + where + " key " + std::string(key) + " is not " +
-                      std::string(expected) +
-                      "; the NT_AMDGPU_METADATA note is corrupt, rebuild the code object");
+    fail_metadata(origin_, "metadata " + where + " key " + std::string(key) + " is not " +
+                               std::string(expected) +
+                               "; the NT_AMDGPU_METADATA note is corrupt, rebuild the code object");
   }
 
   const std::string& origin() const { return origin_; }
@@ -403,9 +410,10 @@ kernel_metadata
 read_kernel(const metadata_walker& walk, const msgpack::object& map, std::size_t index) {
   std::string where = "amdhsa.kernels[" + std::to_string(index) + "]";
   if (map.type != msgpack::type::MAP) {
-    fail(walk.origin(),
-         "metadata " + where +
-             " is not a map; the NT_AMDGPU_METADATA note is corrupt, rebuild the code object");
+    fail_metadata(
+        walk.origin(),
+        "metadata " + where +
+            " is not a map; the NT_AMDGPU_METADATA note is corrupt, rebuild the code object");
   }
   kernel_metadata kernel;
   kernel.name = walk.string_at(map, ".name", where);
@@ -433,9 +441,10 @@ read_kernel(const metadata_walker& walk, const msgpack::object& map, std::size_t
       const auto& arg_map = args->via.array.ptr[i];
       const auto arg_where = where + ".args[" + std::to_string(i) + "]";
       if (arg_map.type != msgpack::type::MAP) {
-        fail(walk.origin(),
-             "metadata " + arg_where +
-                 " is not a map; the NT_AMDGPU_METADATA note is corrupt, rebuild the code object");
+        fail_metadata(
+            walk.origin(),
+            "metadata " + arg_where +
+                " is not a map; the NT_AMDGPU_METADATA note is corrupt, rebuild the code object");
       }
       kernel_argument arg;
       arg.name = walk.string_at(arg_map, ".name", arg_where);
@@ -491,14 +500,16 @@ code_object decode_metadata(std::span<const std::byte> desc, const std::string& 
     handle = msgpack::unpack(reinterpret_cast<const char*>(desc.data()), desc.size(), nullptr,
                              nullptr, limits);
   } catch (const std::exception& e) {
-    fail(origin, std::string("NT_AMDGPU_METADATA note is not valid msgpack (") + e.what() +
-                     "); the code object is corrupt or was written by an unsupported tool; rebuild "
-                     "it with hipcc");
+    fail_metadata(
+        origin, std::string("NT_AMDGPU_METADATA note is not valid msgpack (") + e.what() +
+                    "); the code object is corrupt or was written by an unsupported tool; rebuild "
+                    "it with hipcc");
   }
   const auto& root = handle.get();
   if (root.type != msgpack::type::MAP) {
-    fail(origin,
-         "NT_AMDGPU_METADATA note is not a msgpack map; the code object is corrupt, rebuild it");
+    fail_metadata(
+        origin,
+        "NT_AMDGPU_METADATA note is not a msgpack map; the code object is corrupt, rebuild it");
   }
   const metadata_walker walk(origin);
   code_object object;
@@ -517,10 +528,6 @@ code_object decode_metadata(std::span<const std::byte> desc, const std::string& 
 
 // ---------------------------------------------------------------------------------------------
 // code objects and bundles
-
-std::uint64_t align_up(std::uint64_t value, std::uint64_t align) {
-  return (value + align - 1) / align * align;
-}
 
 /// Finds the NT_AMDGPU_METADATA note in the note ranges (SHT_NOTE sections, PT_NOTE segments).
 std::optional<std::span<const std::byte>>
@@ -546,9 +553,9 @@ find_metadata_note(const byte_reader& in, const elf_file& elf, bool& saw_legacy_
     std::uint64_t pos = 0;
     while (pos < notes.size()) {
       if (notes.size() - pos < 12) {
-        fail(in.origin(), "ELF note at byte " + std::to_string(pos) +
-                              " of a note range has a truncated header; "
-                              "the code object is corrupt, rebuild it");
+        fail_metadata(in.origin(), "ELF note at byte " + std::to_string(pos) +
+                                       " of a note range has a truncated header; "
+                                       "the code object is corrupt, rebuild it");
       }
       const auto namesz = notes.u32(pos, "note namesz");
       const auto descsz = notes.u32(pos + 4, "note descsz");
@@ -557,11 +564,12 @@ find_metadata_note(const byte_reader& in, const elf_file& elf, bool& saw_legacy_
       const auto desc_at = align_up(name_at + namesz, align);
       const auto next = align_up(desc_at + descsz, align);
       if (!in_bounds(name_at, namesz, notes.size()) || !in_bounds(desc_at, descsz, notes.size())) {
-        fail(in.origin(),
-             "ELF note at byte " + std::to_string(pos) + " of a note range declares " +
-                 std::to_string(namesz) + "-byte name and " + std::to_string(descsz) +
-                 "-byte description, past the end of the range; the code object is truncated or "
-                 "corrupt, rebuild it");
+        fail_metadata(
+            in.origin(),
+            "ELF note at byte " + std::to_string(pos) + " of a note range declares " +
+                std::to_string(namesz) + "-byte name and " + std::to_string(descsz) +
+                "-byte description, past the end of the range; the code object is truncated or "
+                "corrupt, rebuild it");
       }
       auto name = as_chars(notes.bytes().subspan(name_at, namesz));
       name = name.substr(0, name.find('\0'));
@@ -583,19 +591,21 @@ code_object parse_code_object(std::span<const std::byte> bytes,
   const byte_reader in(bytes, origin);
   const auto elf = parse_elf(in);
   if (elf.machine != em_amdgpu) {
-    fail(origin, "ELF machine " + std::to_string(elf.machine) +
-                     " is not AMDGPU (224); this is not an AMDGPU code object; " +
-                     std::string(fix_device_only));
+    fail_metadata(origin, "ELF machine " + std::to_string(elf.machine) +
+                              " is not AMDGPU (224); this is not an AMDGPU code object; " +
+                              std::string(fix_device_only));
   }
   bool saw_legacy_note = false;
   const auto note = find_metadata_note(in, elf, saw_legacy_note);
   if (!note) {
     if (saw_legacy_note) {
-      fail(origin, "code object v2 (YAML metadata in AMD notes) is not supported; rebuild with "
-                   "-mcode-object-version=4 or later");
+      fail_metadata(origin,
+                    "code object v2 (YAML metadata in AMD notes) is not supported; rebuild with "
+                    "-mcode-object-version=4 or later");
     }
-    fail(origin, "AMDGPU code object has no NT_AMDGPU_METADATA note; it is stripped or corrupt; " +
-                     std::string(fix_device_only));
+    fail_metadata(origin,
+                  "AMDGPU code object has no NT_AMDGPU_METADATA note; it is stripped or corrupt; " +
+                      std::string(fix_device_only));
   }
   auto object = decode_metadata(*note, origin);
   if (object.processor.empty()) {
@@ -611,10 +621,10 @@ bool is_device_triple(std::string_view triple) {
 }
 
 [[noreturn]] void fail_compressed(std::string_view origin) {
-  fail(origin, "compressed clang offload bundle (CCOB) is not supported; rebuild without "
-               "--offload-compress, "
-               "or " +
-                   std::string(fix_device_only));
+  fail_metadata(origin, "compressed clang offload bundle (CCOB) is not supported; rebuild without "
+                        "--offload-compress, "
+                        "or " +
+                            std::string(fix_device_only));
 }
 
 /// Parses the bundle that starts at `bundle` (the magic). Offsets inside are relative to the magic.
@@ -675,7 +685,7 @@ std::optional<std::vector<code_object>> parse_bundle(std::span<const std::byte> 
     if (!strict) {
       return std::nullopt;
     }
-    fail(origin, problem + "; the bundle is truncated or corrupt, rebuild it");
+    fail_metadata(origin, problem + "; the bundle is truncated or corrupt, rebuild it");
   }
   std::vector<code_object> objects;
   for (auto& [triple, content] : entries) {
@@ -684,16 +694,18 @@ std::optional<std::vector<code_object>> parse_bundle(std::span<const std::byte> 
     }
     const auto entry_origin = origin + " (bundle entry " + triple + ")";
     if (starts_with(content, "BC\xc0\xde")) {
-      fail(entry_origin,
-           "entry is LLVM bitcode (relocatable device code, -fgpu-rdc), which has no metadata "
-           "until linked; link the program and read the executable, or " +
-               std::string(fix_device_only));
+      fail_metadata(
+          entry_origin,
+          "entry is LLVM bitcode (relocatable device code, -fgpu-rdc), which has no metadata "
+          "until linked; link the program and read the executable, or " +
+              std::string(fix_device_only));
     }
     if (starts_with(content, compressed_bundle_magic)) {
       fail_compressed(entry_origin);
     }
     if (!is_elf(content)) {
-      fail(entry_origin, "entry is not an ELF code object; the bundle is corrupt, rebuild it");
+      fail_metadata(entry_origin,
+                    "entry is not an ELF code object; the bundle is corrupt, rebuild it");
     }
     objects.push_back(parse_code_object(content, entry_origin, triple));
   }
@@ -760,8 +772,9 @@ std::vector<code_object> read_code_objects_from_memory(std::span<const std::byte
                                                        std::string_view origin) {
   const std::string name(origin);
   if (bytes.empty()) {
-    fail(name, "file is empty; expected an AMDGPU code object, a clang offload bundle or a "
-               "hipcc-built ELF");
+    fail_metadata(name,
+                  "file is empty; expected an AMDGPU code object, a clang offload bundle or a "
+                  "hipcc-built ELF");
   }
   if (starts_with(bytes, bundle_magic)) {
     std::uint64_t length = 0;
@@ -771,9 +784,10 @@ std::vector<code_object> read_code_objects_from_memory(std::span<const std::byte
     fail_compressed(name);
   }
   if (!is_elf(bytes)) {
-    fail(name,
-         "not an ELF file or clang offload bundle (no \\x7fELF or __CLANG_OFFLOAD_BUNDLE__ magic); "
-         "pass an AMDGPU code object (.hsaco), a bundle, or a hipcc-built executable or library");
+    fail_metadata(
+        name,
+        "not an ELF file or clang offload bundle (no \\x7fELF or __CLANG_OFFLOAD_BUNDLE__ magic); "
+        "pass an AMDGPU code object (.hsaco), a bundle, or a hipcc-built executable or library");
   }
   const byte_reader in(bytes, name);
   const auto elf = parse_elf(in);

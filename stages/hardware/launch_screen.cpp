@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "stages/hardware/integer_rounding.hpp"
+
 namespace rpl::stages {
 namespace {
 
@@ -14,13 +16,6 @@ constexpr std::array<std::uint64_t, 3> nvidia_max_grid_dims{2147483647, 65535, 6
 constexpr std::array<std::uint64_t, 3> amd_max_block_dims{1024, 1024, 1024};
 constexpr std::uint64_t amd_max_grid_work_items = 4294967295;
 constexpr const char* axis_names[3] = {"x", "y", "z"};
-
-std::uint64_t align_up(std::uint64_t x, std::uint64_t granule) {
-  return granule == 0 ? x : (x + granule - 1) / granule * granule;
-}
-std::uint64_t div_up(std::uint64_t x, std::uint64_t y) {
-  return (x + y - 1) / y;
-}
 
 std::string dims(const std::array<std::uint64_t, 3>& d) {
   return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);

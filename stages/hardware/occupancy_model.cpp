@@ -5,17 +5,12 @@
 #include <limits>
 #include <utility>
 
+#include "stages/hardware/integer_rounding.hpp"
+
 namespace rpl::stages {
 namespace {
 
 constexpr std::uint64_t unbounded = std::numeric_limits<std::uint64_t>::max();
-
-std::uint64_t align_up(std::uint64_t x, std::uint64_t granule) {
-  return (x + granule - 1) / granule * granule;
-}
-std::uint64_t div_up(std::uint64_t x, std::uint64_t y) {
-  return (x + y - 1) / y;
-}
 
 std::string format_bytes(std::uint64_t bytes) {
   if (bytes % 1024 == 0)

@@ -1,42 +1,15 @@
 #pragma once
 /// Validates a JSON document against one of docs/schema/*.json (valijson); returns the errors.
+/// Defined in json_schema.cpp, so that valijson is compiled once for all the tests that use it.
 
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <valijson/adapters/nlohmann_json_adapter.hpp>
-#include <valijson/schema.hpp>
-#include <valijson/schema_parser.hpp>
-#include <valijson/validator.hpp>
-
-#include "support/test_support.hpp"
 
 namespace rpl::testing {
 
-inline std::vector<std::string> schema_errors(const nlohmann::json& document,
-                                              const std::string& schema_file) {
-  const auto schema_json =
-      nlohmann::json::parse(read_text(source_dir / "docs" / "schema" / schema_file));
-  valijson::Schema schema;
-  valijson::SchemaParser parser;
-  valijson::adapters::NlohmannJsonAdapter schema_adapter(schema_json);
-  parser.populateSchema(schema_adapter, schema);
-  valijson::Validator validator;
-  valijson::ValidationResults results;
-  valijson::adapters::NlohmannJsonAdapter target(document);
-  std::vector<std::string> errors;
-  if (!validator.validate(schema, target, &results)) {
-    valijson::ValidationResults::Error error;
-    while (results.popError(error)) {
-      std::string where;
-      for (const auto& part : error.context) {
-        where += part;
-      }
-      errors.push_back(where + ": " + error.description);
-    }
-  }
-  return errors;
-}
+std::vector<std::string> schema_errors(const nlohmann::json& document,
+                                       const std::string& schema_file);
 
 } // namespace rpl::testing
