@@ -80,7 +80,7 @@ void parse_templates(const autotune_options& options, autotune_inputs& in) {
   std::set<std::string> names(in.space.names.begin(), in.space.names.end());
   try {
     in.build = stages::command_template::parse(options.build_template, "--build-template");
-    in.cmd = stages::command_template::parse(options.cmd_template, "--cmd-template");
+    in.cmd = stages::command_template::parse(in.cmd_template, "--cmd-template");
     auto build_known = names;
     build_known.insert("OUT");
     in.build->check(build_known);
@@ -221,7 +221,7 @@ std::string fingerprint(const autotune_options& options, const autotune_inputs& 
   std::ostringstream fp;
   fp << stages::content_hash(read_file(options.space_file, "--space")) << '\n'
      << options.build_template << '\n'
-     << options.cmd_template << '\n'
+     << in.cmd_template << '\n'
      << search_settings(options) << options.warmup << '\n';
   // Runs of the timing backend with fixed sampling keep the fingerprint they always had, so their
   // databases still resume.
@@ -471,15 +471,27 @@ autotune_inputs validate_inputs(const autotune_options& options) {
   if (!options.recorded.empty())
     return validate_recorded(options);
   for (const auto& [value, flag] : {std::pair{options.space_file.string(), "--space"},
-                                    std::pair{options.build_template, "--build-template"},
-                                    std::pair{options.cmd_template, "--cmd-template"}})
+                                    std::pair{options.build_template, "--build-template"}})
     if (value.empty())
       throw config_error(std::string(flag) +
-                         " is required; fix: pass --space FILE, "
-                         "--build-template and --cmd-template, or --recorded FILE to search a "
-                         "recorded landscape");
-  check_run_settings(options);
+                         " is required; fix: pass --space FILE and --build-template STR (with "
+                         "--cmd-template STR, --launch FILE or --replay DIR), or --recorded FILE "
+                         "to search a recorded landscape");
   autotune_inputs in;
+  in.cmd_template = options.cmd_template;
+  if (in.cmd_template.empty()) {
+    // The kernel and replay lanes run no command: they read the code object the template names.
+    if (options.launch.empty() && options.replay.empty())
+      throw config_error(
+          "--cmd-template is required: the " +
+          std::string(options.backend == "timing" ? "timing backend"
+                                                  : "--backend " + options.backend) +
+          " runs each built candidate as a command; fix: pass --cmd-template '{BIN} ARGS' ({BIN} "
+          "is the built binary), or --launch FILE to launch a kernel from its code object "
+          "(docs/launch-file.md)");
+    in.cmd_template = "{BIN}";
+  }
+  check_run_settings(options);
   try {
     in.space = stages::load_space(options.space_file);
   } catch (const stages::space_error& error) {

@@ -29,6 +29,9 @@ struct autotune_inputs {
   stages::space space;
   std::optional<stages::command_template> build;
   std::optional<stages::command_template> cmd;
+  /// The run template as used: --cmd-template, or `{BIN}` when --launch or --replay runs without
+  /// one (their lanes read only the code object, and with --replay an optional kernel symbol).
+  std::string cmd_template;
   std::vector<messages::source_file> sources;
   std::vector<std::pair<std::string, std::string>> source_pairs; ///< name, content (for keys)
   std::map<std::string, std::string> toolchains;                 ///< compiler argv[0] -> identity

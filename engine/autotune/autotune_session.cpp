@@ -121,7 +121,7 @@ void autotune_session::create_run() {
   run.budget = options_.budget ? static_cast<std::int64_t>(*options_.budget) : -1;
   run.planned = inputs_.strategy->planned();
   run.settings = {{"build_template", options_.build_template},
-                  {"cmd_template", options_.cmd_template},
+                  {"cmd_template", inputs_.cmd_template},
                   {"runs", options_.runs},
                   {"warmup", options_.warmup},
                   {"timeout_s", options_.timeout_s},

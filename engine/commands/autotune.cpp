@@ -72,8 +72,9 @@ public:
                     "Build command; {NAME} parameters, {OUT} artifact path (required without "
                     "--recorded)");
     cmd->add_option("--cmd-template", options_.cmd_template,
-                    "Run command; {NAME} parameters, {BIN} artifact path (required without "
-                    "--recorded)");
+                    "Run command; {NAME} parameters, {BIN} artifact path. Required for the "
+                    "timing and application lanes; optional with --launch and --replay (default "
+                    "{BIN}, the code object), not with --recorded");
     cmd->add_option("--source", options_.sources, "Source file shipped to the compile workers");
     cmd->add_option("--strategy", options_.strategy,
                     "exhaustive | random | model (a surrogate fitted as results come in)")

@@ -7,6 +7,7 @@
 
 #include "support/json_schema.hpp"
 #include "support/test_support.hpp"
+#include "workers/devices/nvidia_gpu.hpp"
 
 namespace rpl {
 namespace {
@@ -297,6 +298,47 @@ TEST(cli, resume_without_a_matching_run_is_an_error) {
   EXPECT_EQ(out.exit_code, 2);
   EXPECT_NE(out.output.find("--resume"), std::string::npos) << out.output;
   EXPECT_NE(out.output.find("fix:"), std::string::npos) << out.output;
+}
+
+TEST(cli, a_timing_run_without_a_cmd_template_exits_2_naming_it_with_a_fix) {
+  temp_dir dir;
+  const auto db = dir / "r.db";
+  auto args = autotune_args(fixture("space-ok.json"), db);
+  const auto flag = std::find(args.begin(), args.end(), "--cmd-template");
+  args.erase(flag, flag + 2);
+  const auto out = run_rocm_perf(args);
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("--cmd-template is required: the timing backend runs each built "
+                            "candidate as a command; fix: pass --cmd-template '{BIN} ARGS'"),
+            std::string::npos)
+      << out.output;
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM runs"), 0);
+}
+
+// examples/cuda/README.md's kernel-lane command as printed, with no --cmd-template: every input is
+// read and checked (templates, sources, compilers, strategy, launch file), and only then does the
+// lane find no GPU here: exit 2 naming --launch, never --cmd-template; nothing is built or stored.
+TEST(cli, a_launch_run_needs_no_cmd_template) {
+  if (workers::nvidia_gpu_present())
+    GTEST_SKIP() << "this host has an NVIDIA GPU: the command would sweep 183 GEMM candidates "
+                    "(tests/gpu/ cover the kernel lane)";
+  temp_dir dir;
+  const auto db = dir / "r.db";
+  const auto cuda = rpl::testing::source_dir / "examples" / "cuda";
+  const auto out = run_rocm_perf(
+      {"autotune", "--space", (cuda / "space.json").string(), "--source",
+       (cuda / "gemm.cu").string(), "--launch", (cuda / "gemm.launch.json").string(),
+       "--build-template",
+       "nvcc -cubin -arch=sm_90 -DTILE_M={TILE_M} -DTILE_N={TILE_N} -DTILE_K={TILE_K} "
+       "-DTHREAD_M={THREAD_M} -DTHREAD_N={THREAD_N} gemm.cu -o {OUT}",
+       "--db", db.string()});
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("rocm-perf autotune: error: --launch: no NVIDIA GPU found (no "
+                            "/dev/nvidia0, or nvidia-smi lists none); fix: run on a GPU host"),
+            std::string::npos)
+      << out.output;
+  EXPECT_EQ(out.output.find("--cmd-template"), std::string::npos) << out.output;
+  EXPECT_FALSE(std::filesystem::exists(db));
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 #include "support/rocpd_fixtures.hpp"
 #include "support/test_support.hpp"
 #include "workers/capture/capture_directory.hpp"
+#include "workers/devices/nvidia_gpu.hpp"
 #include "workers/process/child_process.hpp"
 
 namespace rpl {
@@ -173,6 +174,29 @@ TEST(cli_autotune_replay, a_missing_capture_or_a_second_lane_is_bad_input) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("a hsa capture; only CUDA captures are replayed"), std::string::npos)
       << r.output;
+}
+
+// With --replay the run template only names the code object ({BIN}, the default) and optionally
+// the kernel symbol, so it may be left out: the run gets as far as the replay lane, which here
+// lacks rpl-replay-cuda (a build without CUDA) or a GPU: exit 2 naming --replay, never
+// --cmd-template.
+TEST(cli_autotune_replay, needs_no_cmd_template) {
+  if (workers::nvidia_gpu_present())
+    GTEST_SKIP() << "this host has an NVIDIA GPU (tests/gpu/ cover the replay lane)";
+  temp_dir dir;
+  write_capture(dir / "c");
+  auto r = rocm_perf({"autotune", "--space", rpl::testing::fixture("space-ok.json").string(),
+                      "--source", rpl::testing::fixture("candidate.cpp").string(),
+                      "--build-template", rpl::testing::fixture_build_template, "--replay",
+                      (dir / "c").string(), "--db", (dir / "r.db").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  const bool lane_missing =
+      r.output.find("--replay: rpl-replay-cuda was not found beside rocm-perf") !=
+          std::string::npos ||
+      r.output.find("--replay: no NVIDIA GPU found") != std::string::npos;
+  EXPECT_TRUE(lane_missing) << r.output;
+  EXPECT_EQ(r.output.find("--cmd-template"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "r.db"));
 }
 
 } // namespace
