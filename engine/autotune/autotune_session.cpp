@@ -38,6 +38,13 @@ std::string replace_all(std::string text, const std::string& from, const std::st
   return text;
 }
 
+/// Points the run argv's `{BIN}` at the stored artifact.
+void resolve_bin(messages::measure_request& request, const std::filesystem::path& artifact) {
+  for (auto& word : request.argv) {
+    word = replace_all(word, "{BIN}", artifact.string());
+  }
+}
+
 /// The first line that reads like a compiler diagnostic, else the first line.
 std::string compiler_summary(const std::string& output) {
   std::istringstream in(output);
@@ -214,8 +221,10 @@ candidate_ptr autotune_session::make_candidate(std::size_t index) {
     if (it->second.status == "ok" && !it->second.artifact_hash.empty()) {
       c->artifact_hash = it->second.artifact_hash;
       c->artifact_path = artifacts_->dir() / it->second.artifact_hash;
+      auto request = make_measure_request(*c);
+      resolve_bin(request, c->artifact_path);
       measured_candidate done{c->key, c->params, store_->samples(run_id_, c->key),
-                              measure_request(*c), it->second.noisy};
+                              std::move(request), it->second.noisy};
       const std::lock_guard lock(measured_mutex_);
       measured_.push_back(std::move(done));
     }
@@ -227,11 +236,13 @@ candidate_ptr autotune_session::make_candidate(std::size_t index) {
     ++duplicates_;
     return nullptr;
   }
+  c->compile_request = make_compile_request(*c);
+  c->measure_request = make_measure_request(*c);
   c->submitted_at = clock_type::now();
   return c;
 }
 
-messages::compile_request autotune_session::compile_request(const candidate_state& c) const {
+messages::compile_request autotune_session::make_compile_request(const candidate_state& c) const {
   messages::compile_request request;
   request.sources = inputs_.sources;
   request.argv = c.build_argv;
@@ -243,11 +254,24 @@ messages::compile_request autotune_session::compile_request(const candidate_stat
   return request;
 }
 
+messages::measure_request autotune_session::make_measure_request(const candidate_state& c) const {
+  messages::measure_request request;
+  request.candidate_key = c.key;
+  request.argv = c.run_argv; // {BIN} stays until the artifact is stored
+  request.runs = options_.runs;
+  request.warmup = options_.warmup;
+  request.timeout_ms = static_cast<std::uint32_t>(options_.timeout_s * 1000.0);
+  request.launch = c.launch;
+  return request;
+}
+
 void autotune_session::on_compiled(candidate_state& c, const messages::compile_reply& reply) {
   c.compile = reply;
   c.compile.artifact.clear();
   c.compile.artifact.shrink_to_fit();
   if (reply.status != messages::compile_status::ok || !reply.has_artifact) {
+    // No artifact (a recorded landscape's build): `{BIN}` names none.
+    resolve_bin(c.measure_request, c.artifact_path);
     return;
   }
   if (!c.launch_error.empty()) {
@@ -256,14 +280,20 @@ void autotune_session::on_compiled(candidate_state& c, const messages::compile_r
     c.compile.error = c.launch_error;
     return;
   }
-  const auto stored = artifacts_->put(
-      std::string_view(reply.artifact.data(), reply.artifact.size()), c.key.substr(0, 8));
+  // Stored once: the artifact cache in front of the broker has stored it already.
+  const auto stored =
+      c.stored_by_service
+          ? *c.stored_by_service
+          : artifacts_->put(std::string_view(reply.artifact.data(), reply.artifact.size()),
+                            c.key.substr(0, 8));
   c.artifact_hash = stored.hash;
   c.artifact_path = stored.path;
   if (!stored.error.empty()) {
     c.compile.status = messages::compile_status::internal_error;
     c.compile.error = stored.error;
+    return;
   }
+  resolve_bin(c.measure_request, c.artifact_path);
 }
 
 std::string autotune_session::build_failure(const candidate_state& c) const {
@@ -307,19 +337,6 @@ std::optional<std::string> autotune_session::screen(candidate_state& c) {
   }
 }
 
-messages::measure_request autotune_session::measure_request(const candidate_state& c) const {
-  messages::measure_request request;
-  request.candidate_key = c.key;
-  for (const auto& word : c.run_argv) {
-    request.argv.push_back(replace_all(word, "{BIN}", c.artifact_path.string()));
-  }
-  request.runs = options_.runs;
-  request.warmup = options_.warmup;
-  request.timeout_ms = static_cast<std::uint32_t>(options_.timeout_s * 1000.0);
-  request.launch = c.launch;
-  return request;
-}
-
 void autotune_session::judge(candidate_state& c) {
   static const stages::acceptance_config acceptance;
   c.verdict = stages::judge(c.key, c.measure, c.stats, best_, acceptance);
@@ -356,7 +373,7 @@ void autotune_session::record(candidate_state& c) {
     }
   }
   if (c.verdict.decision != messages::verdict_kind::invalid) {
-    measured_candidate done{c.key, c.params, c.measure.samples_ns, measure_request(c),
+    measured_candidate done{c.key, c.params, c.measure.samples_ns, c.measure_request,
                             c.measure.noisy};
     const std::lock_guard lock(measured_mutex_);
     measured_.push_back(std::move(done));

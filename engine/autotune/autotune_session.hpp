@@ -36,11 +36,9 @@ public:
   void open();
 
   candidate_ptr next_candidate() override;
-  messages::compile_request compile_request(const candidate_state& c) const override;
   void on_compiled(candidate_state& c, const messages::compile_reply& reply) override;
   std::string build_failure(const candidate_state& c) const override;
   std::optional<std::string> screen(candidate_state& c) override;
-  messages::measure_request measure_request(const candidate_state& c) const override;
   void judge(candidate_state& c) override;
   void record(candidate_state& c) override;
   void observe(const candidate_state& c) override;
@@ -79,6 +77,11 @@ private:
   void resume_run();
   /// A candidate for space index `index`, or nullptr when its key is done or already seen.
   candidate_ptr make_candidate(std::size_t index);
+  /// `c`'s compile request; built once, when the candidate is made.
+  messages::compile_request make_compile_request(const candidate_state& c) const;
+  /// `c`'s measure request, its `{BIN}` left for the stored artifact's path (resolve_bin); built
+  /// once, when the candidate is made.
+  messages::measure_request make_measure_request(const candidate_state& c) const;
   void report(const candidate_state& c);
 
   const autotune_options& options_;

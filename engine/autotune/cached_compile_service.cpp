@@ -128,15 +128,22 @@ void cached_compile_service::answer_hits() {
     wake_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
     if (pending_.empty())
       return; // stopping, and every hit answered
-    auto [reply, on_reply] = std::move(pending_.front());
+    auto answer = std::move(pending_.front());
     pending_.pop_front();
     lock.unlock();
-    on_reply(reply);
+    answer.on_reply(answer.reply, &answer.stored);
     lock.lock();
   }
 }
 
 void cached_compile_service::submit(messages::compile_request request, reply_fn on_reply) {
+  submit_storing(std::move(request), [on_reply = std::move(on_reply)](
+                                         const messages::compile_reply& reply,
+                                         const artifact_store::stored*) { on_reply(reply); });
+}
+
+void cached_compile_service::submit_storing(messages::compile_request request,
+                                            stored_reply_fn on_reply) {
   const auto key = build_key(request);
   if (enabled_) {
     std::optional<cached_compile> entry;
@@ -148,9 +155,11 @@ void cached_compile_service::submit(messages::compile_request request, reply_fn 
     if (entry) {
       if (auto reply = load_hit(*entry, artifacts_)) {
         ++hits_;
+        artifact_store::stored stored{
+            entry->artifact_hash, artifacts_.dir() / entry->artifact_hash, {}};
         {
           const std::lock_guard lock(mutex_);
-          pending_.emplace_back(std::move(*reply), std::move(on_reply));
+          pending_.push_back({std::move(*reply), std::move(stored), std::move(on_reply)});
         }
         wake_.notify_one();
         return;
@@ -160,24 +169,27 @@ void cached_compile_service::submit(messages::compile_request request, reply_fn 
   ++misses_;
   inner_.submit(std::move(request), [this, key, on_reply = std::move(on_reply)](
                                         const messages::compile_reply& reply) {
-    if (reply.status == messages::compile_status::ok && reply.has_artifact) {
-      // The artifact store writes the bytes under their hash (idempotent); the index remembers
-      // which build made them, and the reply without its bytes.
-      const auto stored = artifacts_.put(
-          std::string_view(reply.artifact.data(), reply.artifact.size()), key.substr(0, 8));
-      if (stored.error.empty()) {
-        auto light = reply;
-        light.artifact.clear();
-        light.has_artifact = false;
-        try {
-          store_.remember_compile(key, {stored.hash, to_hex(messages::encode(light))});
-        } catch (const std::exception& error) {
-          spdlog::warn("artifact cache: cannot remember build {}: {}", key.substr(0, 12),
-                       error.what());
-        }
-      }
+    if (reply.status != messages::compile_status::ok || !reply.has_artifact) {
+      on_reply(reply, nullptr);
+      return;
     }
-    on_reply(reply);
+    // The artifact store writes the bytes under their hash (idempotent); the index remembers
+    // which build made them, and the reply without its bytes.
+    const auto stored = artifacts_.put(
+        std::string_view(reply.artifact.data(), reply.artifact.size()), key.substr(0, 8));
+    if (!stored.error.empty()) {
+      on_reply(reply, nullptr); // the caller stores it, or reports why it cannot
+      return;
+    }
+    auto light = reply;
+    light.artifact.clear();
+    light.has_artifact = false;
+    try {
+      store_.remember_compile(key, {stored.hash, to_hex(messages::encode(light))});
+    } catch (const std::exception& error) {
+      spdlog::warn("artifact cache: cannot remember build {}: {}", key.substr(0, 12), error.what());
+    }
+    on_reply(reply, &stored);
   });
 }
 

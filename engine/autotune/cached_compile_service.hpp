@@ -38,6 +38,9 @@ public:
   cached_compile_service& operator=(const cached_compile_service&) = delete;
 
   void submit(messages::compile_request request, reply_fn on_reply) override;
+  /// The artifact of a hit, or of a successful build, is in the artifact store already: the reply
+  /// says where.
+  void submit_storing(messages::compile_request request, stored_reply_fn on_reply) override;
 
   std::uint64_t hits() const { return hits_; }     ///< requests answered from the cache
   std::uint64_t misses() const { return misses_; } ///< requests sent to the inner service
@@ -53,7 +56,12 @@ private:
   std::atomic<std::uint64_t> misses_{0};
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::pair<messages::compile_reply, reply_fn>> pending_;
+  struct hit {
+    messages::compile_reply reply;
+    artifact_store::stored stored;
+    stored_reply_fn on_reply;
+  };
+  std::deque<hit> pending_;
   bool stopping_ = false;
   std::thread thread_;
 };

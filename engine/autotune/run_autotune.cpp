@@ -347,6 +347,75 @@ autotune_result run_recorded(const autotune_options& options,
   return result;
 }
 
+/// --max-in-flight's default. The model strategy picks from the results it has: with every
+/// candidate of a small budget in flight at once, it would pick them all before the first result
+/// (all at random). Its default keeps each lane fed with one candidate compiling ahead, at least 4.
+/// Remote workers' slots are not known in advance: with --listen, enough for 64 of them.
+std::size_t default_in_flight(const autotune_options& options,
+                              const autotune_inputs& inputs,
+                              std::size_t lanes) {
+  return options.strategy == "model"
+             ? std::max<std::size_t>(2 * lanes, 4)
+             : std::max<std::size_t>(2 * (std::max<std::size_t>(inputs.workers, 1) + lanes),
+                                     options.listen.empty() ? 0 : 128);
+}
+
+/// The final round after the graph: none when interrupted or failed (`winner_note` says why when
+/// interrupted); the stored one of an earlier session when a resumed run measured nothing new;
+/// else the finalists re-measured on the lanes of the first lane's device model, and stored.
+std::optional<final_round_result>
+decide_final_round(const autotune_options& options,
+                   const autotune_inputs& inputs,
+                   autotune_session& session,
+                   const std::vector<std::unique_ptr<lane_worker>>& lanes,
+                   const std::atomic<bool>& stop,
+                   std::chrono::milliseconds grace,
+                   std::string& winner_note) {
+  std::optional<final_round_result> final_round;
+  if (stop) {
+    winner_note = "interrupted: no final round";
+  } else if (!session.failed()) {
+    final_round_settings settings;
+    settings.max_finalists = options.finalists;
+    settings.rounds = options.final_rounds;
+    // A kernel lane's round is a few launches; an application's or a process's round is one run.
+    settings.runs_per_round = inputs.lane_kind == "kernel" || inputs.lane_kind == "replay"
+                                  ? std::max(options.runs, 5u)
+                                  : 1;
+    settings.noise_target = inputs.sampling ? inputs.sampling->max_noise : 0.01;
+    const auto stored = options.resume && session.counts().completed == 0
+                            ? session.store().final_round(session.run_id())
+                            : std::nullopt;
+    if (stored) {
+      // Nothing new was measured: the earlier session's final round still decides.
+      final_round = final_round_from_json(*stored);
+    } else {
+      // A stop during the final round ends it after the measurement in progress, or abandons
+      // that measurement after the grace period.
+      // Candidates are compared within one device model: the rounds go to the lanes whose GPU
+      // is the first lane's model (each round whole on one device, so each pair is too).
+      std::vector<lane_worker*> final_lanes;
+      const std::string model = lanes.front()->activity().device_model;
+      for (const auto& lane : lanes)
+        if (lane->activity().device_model == model)
+          final_lanes.push_back(lane.get());
+      stop_watchdog watchdog(stop, grace, [&final_lanes] {
+        for (lane_worker* lane : final_lanes)
+          lane->abandon();
+      });
+      final_round = run_final_round(final_lanes, session.measured(), settings, stop, winner_note);
+    }
+    if (final_round && !stored) {
+      try {
+        session.store().record_final_round(session.run_id(), to_json(*final_round));
+      } catch (const std::exception& error) {
+        spdlog::error("cannot store the final round: {}", error.what());
+      }
+    }
+  }
+  return final_round;
+}
+
 } // namespace
 
 autotune_result run_autotune(const autotune_options& options,
@@ -445,60 +514,11 @@ autotune_result run_autotune(const autotune_options& options,
       std::chrono::milliseconds(static_cast<std::int64_t>(options.stop_grace_s * 1000));
   {
     tuning_graph graph(session, compiler, lanes);
-    // The model strategy picks from the results it has: with every candidate of a small budget
-    // in flight at once, it would pick them all before the first result (all at random). Its
-    // default keeps each lane fed with one candidate compiling ahead, at least 4.
-    // Remote workers' slots are not known in advance: with --listen, enough for 64 of them.
-    const std::size_t in_flight =
-        options.strategy == "model"
-            ? std::max<std::size_t>(2 * lanes.size(), 4)
-            : std::max<std::size_t>(2 * (std::max<std::size_t>(inputs.workers, 1) + lanes.size()),
-                                    options.listen.empty() ? 0 : 128);
-    graph.run(options.max_in_flight.value_or(in_flight), grace);
+    graph.run(options.max_in_flight.value_or(default_in_flight(options, inputs, lanes.size())),
+              grace);
   }
   std::string winner_note;
-  std::optional<final_round_result> final_round;
-  if (stop) {
-    winner_note = "interrupted: no final round";
-  } else if (!session.failed()) {
-    final_round_settings settings;
-    settings.max_finalists = options.finalists;
-    settings.rounds = options.final_rounds;
-    // A kernel lane's round is a few launches; an application's or a process's round is one run.
-    settings.runs_per_round = inputs.lane_kind == "kernel" || inputs.lane_kind == "replay"
-                                  ? std::max(options.runs, 5u)
-                                  : 1;
-    settings.noise_target = inputs.sampling ? inputs.sampling->max_noise : 0.01;
-    const auto stored = options.resume && session.counts().completed == 0
-                            ? session.store().final_round(session.run_id())
-                            : std::nullopt;
-    if (stored) {
-      // Nothing new was measured: the earlier session's final round still decides.
-      final_round = final_round_from_json(*stored);
-    } else {
-      // A stop during the final round ends it after the measurement in progress, or abandons
-      // that measurement after the grace period.
-      // Candidates are compared within one device model: the rounds go to the lanes whose GPU
-      // is the first lane's model (each round whole on one device, so each pair is too).
-      std::vector<lane_worker*> final_lanes;
-      const std::string model = lanes.front()->activity().device_model;
-      for (const auto& lane : lanes)
-        if (lane->activity().device_model == model)
-          final_lanes.push_back(lane.get());
-      stop_watchdog watchdog(stop, grace, [&final_lanes] {
-        for (lane_worker* lane : final_lanes)
-          lane->abandon();
-      });
-      final_round = run_final_round(final_lanes, session.measured(), settings, stop, winner_note);
-    }
-    if (final_round && !stored) {
-      try {
-        session.store().record_final_round(session.run_id(), to_json(*final_round));
-      } catch (const std::exception& error) {
-        spdlog::error("cannot store the final round: {}", error.what());
-      }
-    }
-  }
+  auto final_round = decide_final_round(options, inputs, session, lanes, stop, grace, winner_note);
 
   const auto broker_stats = compile_broker.stats();
   std::vector<lane_activity> activity;

@@ -1,8 +1,8 @@
 #pragma once
 /// What `profile` and `analyze` add to the profile report: the analysis of what limits the
 /// application (analysis.json, the text section), the Perfetto trace (--perfetto) and the HTML
-/// report (--report), computed from the same databases. The analyses themselves are in
-/// stages/analysis/; this file reads their inputs from the databases and writes their outputs.
+/// report (--report), computed from the same databases. The analyses and their assembly are in
+/// stages/analysis/; this file reads their inputs from the databases and files.
 
 #include <filesystem>
 #include <map>
@@ -15,6 +15,7 @@
 #include "stages/analysis/html_report.hpp"
 #include "stages/analysis/perfetto_trace.hpp"
 #include "stages/analysis/profile_report.hpp"
+#include "stages/analysis/roofline_report.hpp"
 
 namespace rpl::engine::commands {
 
@@ -35,8 +36,8 @@ struct analysis_inputs {
 
 struct analysis_outputs {
   stages::analysis::application_analysis analysis;
-  nlohmann::json dag;      ///< dag.json
-  nlohmann::json roofline; ///< roofline.json
+  nlohmann::json dag;                         ///< dag.json
+  stages::analysis::roofline_report roofline; ///< roofline.json (to_json)
   std::vector<stages::analysis::timeline_op> ops;
   std::vector<stages::analysis::timeline_flow> flows;
   stages::analysis::html_report_input page;

@@ -79,7 +79,8 @@ int emit_report(const stages::profile_report& report,
       if (!write_file(options.out / "dag.json", analyzed->dag.dump(2) + '\n', "--out"))
         return 2;
       written.push_back(options.out / "dag.json");
-      if (!write_file(options.out / "roofline.json", analyzed->roofline.dump(2) + '\n', "--out"))
+      if (!write_file(options.out / "roofline.json",
+                      stages::analysis::to_json(analyzed->roofline).dump(2) + '\n', "--out"))
         return 2;
       written.push_back(options.out / "roofline.json");
     }

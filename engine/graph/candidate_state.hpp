@@ -1,6 +1,7 @@
 #pragma once
 /// One candidate as it travels through the flow graph: each node fills in its part of the record,
-/// and the store node writes the record in one transaction once the verdict is final.
+/// and the store node writes the record in one transaction once the verdict is final. Its compile
+/// and measure requests are built once, by the planner (tuning_policy::next_candidate).
 
 #include <array>
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/store/artifact_store.hpp"
 #include "engine/store/candidate_record.hpp"
 #include "stages/search/param_value.hpp"
 
@@ -15,6 +17,14 @@ namespace rpl::engine {
 
 struct candidate_state : candidate_record {
   stages::configuration config;
+  /// The compile job, built by the planner; the compile room hands it (moved) to the service.
+  messages::compile_request compile_request;
+  /// The measurement job, built by the planner; its `{BIN}` becomes the artifact's path once the
+  /// artifact is stored (tuning_policy::on_compiled).
+  messages::measure_request measure_request;
+  /// Where the compile service stored the artifact already (the artifact cache does), so that the
+  /// policy does not store it again; nullopt when the service stored nothing.
+  std::optional<artifact_store::stored> stored_by_service;
   /// The kernel lane's launch for this configuration (--launch), or why it could not be resolved.
   std::optional<messages::kernel_launch> launch;
   std::string launch_error;

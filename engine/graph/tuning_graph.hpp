@@ -1,18 +1,21 @@
 #pragma once
-/// The tuning flow graph (oneTBB), with every edge explicit:
+/// The tuning flow graph (oneTBB): one candidate crosses each room once, and every edge is
+/// explicit (the rooms are named bodies in engine/graph/nodes/):
 ///
-///   compile gateway ─▶ lane router ─┬─▶ lane dispatch ─▶ model ─▶ acceptance ─▶ feedback ─▶ store
-///   (async_node)       (serial)     └──(build failed)──▶ model                      │
-///        ▲                                                                           │
-///        └────────────────────────── next candidate ─────────────────────────────────┘
+///   planner ─▶ [compile ─▶ screen ─▶ lane] ─▶ model ─▶ verdict ─▶ planner ─▶ store
+///      ▲        compile gateway (async_node)                          │          │
+///      └─────────────────────── next candidate ───────────────────────┘          │
+///      └────────────── a write is done: start the held-back replacement ─────────┘
+///
+/// A failed build, or a launch the screen refuses, skips the lane room (`not_run`, its reason).
 ///
 /// Slow work (compiles, measurements) enters only through async_nodes, so no TBB worker thread
 /// blocks on a process or a socket. The graph is seeded with at most `max_in_flight` candidates and
-/// the feedback node starts one new candidate per finished one, which bounds the work in flight.
+/// the planner node starts one new candidate per finished one, which bounds the work in flight.
 /// It starts it before the finished one is stored, so the store's write overlaps the next compile
 /// rather than delaying it, unless another finished candidate still waits for its write (then the
 /// replacement starts once a write is done): at most one candidate beyond `max_in_flight` is
-/// unstored at any time. Every candidate that reaches the feedback node is stored, and run()
+/// unstored at any time. Every candidate that reaches the planner node is stored, and run()
 /// returns only after the last write.
 ///
 /// Stopping (tuning_policy::stopping()) is bounded: candidates waiting for a compile reply or for a
@@ -49,8 +52,8 @@ public:
   void run(std::size_t max_in_flight, std::chrono::milliseconds stop_grace = default_stop_grace);
 
 private:
-  struct nodes;
-  std::unique_ptr<nodes> nodes_;
+  struct network;
+  std::unique_ptr<network> network_;
 };
 
 } // namespace rpl::engine

@@ -15,13 +15,13 @@ class tuning_policy {
 public:
   virtual ~tuning_policy() = default;
 
-  /// The next candidate to build, or nullptr when the search is done (or stopping). Called before
-  /// the graph starts (the seeds) and then only from the feedback node, one call at a time.
+  /// The next candidate to build, with its compile and measure requests (the only place they are
+  /// built), or nullptr when the search is done (or stopping). Called before the graph starts (the
+  /// seeds) and then only from the planner node, one call at a time.
   virtual candidate_ptr next_candidate() = 0;
-  /// The compile job for a candidate (compile gateway; any thread).
-  virtual messages::compile_request compile_request(const candidate_state& c) const = 0;
-  /// Takes the compile reply into the candidate (stores the artifact). Called on the compile
-  /// service's thread, once per candidate; must not throw.
+  /// Takes the compile reply into the candidate: stores the artifact unless the compile service
+  /// did (`c.stored_by_service`), and points the measure request's `{BIN}` at it. Called on the
+  /// compile service's thread (screen room), once per candidate; must not throw.
   virtual void on_compiled(candidate_state& c, const messages::compile_reply& reply) = 0;
   /// The reason a candidate whose build failed never reaches a lane.
   virtual std::string build_failure(const candidate_state& c) const = 0;
@@ -34,15 +34,13 @@ public:
     (void)c;
     return std::nullopt;
   }
-  /// The measurement job for a compiled candidate (the compile reply's thread; any thread).
-  virtual messages::measure_request measure_request(const candidate_state& c) const = 0;
-  /// Decides the verdict against the incumbent (acceptance node: serial).
+  /// Decides the verdict against the incumbent (verdict node: serial).
   virtual void judge(candidate_state& c) = 0;
-  /// Writes the finished candidate and reports progress (store node: serial). The feedback node
+  /// Writes the finished candidate and reports progress (store node: serial). The planner node
   /// has already given it to observe() and asked for the next candidate, so this may run beside
-  /// the feedback node's next call (for another candidate).
+  /// the planner node's next call (for another candidate).
   virtual void record(candidate_state& c) = 0;
-  /// Gives the candidate's result to the search strategy (feedback node: serial).
+  /// Gives the candidate's result to the search strategy (planner node: serial).
   virtual void observe(const candidate_state& c) = 0;
   /// True once the job stops (a signal, a failure): the graph then drops the candidates waiting
   /// for a compile or for a lane (they are not recorded), gives the measurements already running

@@ -28,30 +28,29 @@ struct dag {
   std::vector<std::string> notes;
 };
 
-dag build(const timeline& t) {
-  dag g;
-  const std::size_t n = t.ops.size();
-  g.order.resize(n);
-  std::iota(g.order.begin(), g.order.end(), 0u);
-  std::sort(g.order.begin(), g.order.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return std::tie(t.ops[a].start_ns, t.ops[a].end_ns, a) <
-           std::tie(t.ops[b].start_ns, t.ops[b].end_ns, b);
-  });
-  g.stream_pred.assign(n, none);
-  g.stream_next.assign(n, none);
-  g.wait_pred.resize(n);
-  g.wait_next.resize(n);
-  g.segment.assign(n, 0);
+/// What the stream waits and the host synchronizations came to, for the notes.
+struct link_counts {
+  std::size_t waits = 0;                ///< stream waits recorded with their stream
+  std::size_t waits_without_stream = 0; ///< API calls only
+  std::size_t blocking = 0;             ///< host synchronizations (segment cuts)
+  std::size_t placed_waits = 0;         ///< waits that hold back a later op of their stream
+  std::size_t used = 0;                 ///< waits that became edges
+  std::size_t by_record = 0;            ///< of which from the event record
+  std::size_t by_order = 0;             ///< records placed by the API calls' enqueue order
+  std::size_t record_without_op = 0;
+  std::size_t record_across_cut = 0;
+};
 
-  // Segments: per process, cut at the end of each host-blocking synchronization.
-  using process_key = std::pair<std::size_t, std::int64_t>;
+using process_key = std::pair<std::size_t, std::int64_t>;
+
+/// Segments: per process, cut at the end of each host-blocking synchronization.
+void cut_segments(const timeline& t, dag& g, link_counts& counts) {
   std::map<process_key, std::vector<std::int64_t>> cuts;
-  std::size_t waits = 0, waits_without_stream = 0, blocking = 0;
   for (const auto& s : t.syncs) {
     if (s.kind == sync_kind::stream_wait_event) {
       // CUDA traces carry the API call and the tracer's record of the same wait: count the
       // records where there are any.
-      waits_without_stream += s.stream_id < 0 && !s.from_tracer_record;
+      counts.waits_without_stream += s.stream_id < 0 && !s.from_tracer_record;
       continue;
     }
     if (s.kind == sync_kind::event_record)
@@ -59,14 +58,14 @@ dag build(const timeline& t) {
     if (s.from_tracer_record)
       continue; // the API region of the same call is there too
     cuts[{s.database, s.pid}].push_back(s.end_ns);
-    ++blocking;
+    ++counts.blocking;
   }
   for (auto& [key, times] : cuts) {
     std::sort(times.begin(), times.end());
     times.erase(std::unique(times.begin(), times.end()), times.end());
   }
   std::map<std::pair<process_key, std::size_t>, std::uint32_t> segment_ids;
-  for (std::uint32_t i = 0; i < n; ++i) {
+  for (std::uint32_t i = 0; i < t.ops.size(); ++i) {
     const auto& track = t.tracks[static_cast<std::size_t>(t.ops[i].track)];
     const process_key p{track.database, track.pid};
     const auto c = cuts.find(p);
@@ -81,8 +80,10 @@ dag build(const timeline& t) {
     g.segment[i] = it->second;
   }
   g.segments = segment_ids.size();
+}
 
-  // Stream order within a segment.
+/// Stream order within a segment.
+void link_stream_order(const timeline& t, dag& g) {
   std::vector<std::uint32_t> last_on_track(t.tracks.size(), none);
   for (const std::uint32_t i : g.order) {
     const auto track = static_cast<std::size_t>(t.ops[i].track);
@@ -93,10 +94,12 @@ dag build(const timeline& t) {
     }
     last_on_track[track] = i;
   }
+}
 
-  // Stream waits: the waiting stream's first op after the call depends on the last op that the
-  // recording stream of the event had finished when the event was recorded; without the record,
-  // on the op of another stream of the process that ended last before the waiter started.
+/// Stream waits: the waiting stream's first op after the call depends on the last op that the
+/// recording stream of the event had finished when the event was recorded; without the record,
+/// on the op of another stream of the process that ended last before the waiter started.
+void link_stream_waits(const timeline& t, dag& g, link_counts& counts) {
   using stream_key = std::tuple<std::size_t, std::int64_t, std::int64_t>; // database, pid, stream
   std::map<stream_key, std::vector<std::uint32_t>> by_stream;             // ops in start order
   std::map<stream_key, std::vector<std::uint32_t>> stream_by_end;
@@ -148,12 +151,10 @@ dag build(const timeline& t) {
     return r == list.begin() ? nullptr : *std::prev(r);
   };
 
-  std::size_t used = 0, by_record = 0, record_without_op = 0, by_order = 0, placed_waits = 0,
-              record_across_cut = 0;
   for (const auto& s : t.syncs) {
     if (s.kind != sync_kind::stream_wait_event || s.stream_id < 0)
       continue;
-    ++waits;
+    ++counts.waits;
     const auto stream = by_stream.find({s.database, s.pid, s.stream_id});
     if (stream == by_stream.end())
       continue;
@@ -173,20 +174,20 @@ dag build(const timeline& t) {
         continue;
       waiter = *waiter_it;
     }
-    ++placed_waits;
+    ++counts.placed_waits;
     std::uint32_t source = none;
     bool from_record = false;
     if (const rocpd::sync_row* record = record_of(s); record != nullptr && record->ordered) {
       // The last op enqueued on the recording stream before the record: what the event marks.
       // In an earlier segment, a host synchronization already ordered it: no edge.
       from_record = true;
-      ++by_order;
+      ++counts.by_order;
       if (record->op < 0 || static_cast<std::uint32_t>(record->op) == waiter) {
-        ++record_without_op;
+        ++counts.record_without_op;
         continue;
       }
       if (g.segment[static_cast<std::size_t>(record->op)] != g.segment[waiter]) {
-        ++record_across_cut;
+        ++counts.record_across_cut;
         continue;
       }
       source = static_cast<std::uint32_t>(record->op);
@@ -207,7 +208,7 @@ dag build(const timeline& t) {
           source = *std::prev(it);
       }
       if (source == none) {
-        ++record_without_op; // nothing recorded before it in this segment: no dependency
+        ++counts.record_without_op; // nothing recorded before it in this segment: no dependency
         continue;
       }
     } else {
@@ -234,11 +235,14 @@ dag build(const timeline& t) {
     g.wait_pred[waiter].push_back(source);
     g.wait_next[source].push_back(waiter);
     g.cross_edges.push_back({source, waiter, dag_edge_kind::stream_wait, from_record});
-    ++used;
-    by_record += from_record;
+    ++counts.used;
+    counts.by_record += from_record;
   }
+}
 
-  if (waits == 0) {
+/// What the edges came from and what was left out.
+void describe_links(const link_counts& counts, dag& g) {
+  if (counts.waits == 0) {
     g.notes.push_back(
         "no stream-wait records with their stream: the streams of a process are taken as "
         "independent between host synchronizations, so the critical path follows the stream whose "
@@ -246,39 +250,61 @@ dag build(const timeline& t) {
         "cuda; rocprofv3 --hip-trace records the calls' arguments)");
   } else {
     std::string note =
-        std::to_string(used) + " of " + std::to_string(waits) +
-        " recorded stream waits became cross-stream edges: " + std::to_string(by_record) +
+        std::to_string(counts.used) + " of " + std::to_string(counts.waits) +
+        " recorded stream waits became cross-stream edges: " + std::to_string(counts.by_record) +
         " from the event record they wait for (the recording stream's last op "
         "before the record" +
-        (by_order > 0 ? ", " + std::to_string(by_order) +
-                            " of the waits placed by the order the "
-                            "API calls enqueued the ops"
-                      : std::string()) +
-        "), " + std::to_string(used - by_record) +
+        (counts.by_order > 0 ? ", " + std::to_string(counts.by_order) +
+                                   " of the waits placed by the order the "
+                                   "API calls enqueued the ops"
+                             : std::string()) +
+        "), " + std::to_string(counts.used - counts.by_record) +
         " by timing (no record of the event: the op of another stream that ended "
         "last before the waiter started)";
-    if (record_without_op > 0)
-      note += "; " + std::to_string(record_without_op) +
+    if (counts.record_without_op > 0)
+      note += "; " + std::to_string(counts.record_without_op) +
               " waited for events recorded before any op of their stream in the segment (no "
               "dependency)";
-    if (record_across_cut > 0)
-      note += "; " + std::to_string(record_across_cut) +
+    if (counts.record_across_cut > 0)
+      note += "; " + std::to_string(counts.record_across_cut) +
               " waited for ops before a host synchronization, which already orders them (no "
               "edge)";
-    if (waits > placed_waits)
-      note += "; " + std::to_string(waits - placed_waits) +
+    if (counts.waits > counts.placed_waits)
+      note += "; " + std::to_string(counts.waits - counts.placed_waits) +
               " held back no later op of their stream (none enqueued or started after them)";
     g.notes.push_back(note);
   }
   // With the tracer's records, the API calls of the same waits add nothing: say nothing of them.
-  if (waits_without_stream > 0 && waits == 0)
-    g.notes.push_back(std::to_string(waits_without_stream) +
+  if (counts.waits_without_stream > 0 && counts.waits == 0)
+    g.notes.push_back(std::to_string(counts.waits_without_stream) +
                       " stream waits were recorded without their stream (API calls only) and "
                       "were not used");
-  if (blocking > 0)
-    g.notes.push_back(std::to_string(blocking) + " host synchronizations cut the timeline into " +
-                      std::to_string(g.segments) +
+  if (counts.blocking > 0)
+    g.notes.push_back(std::to_string(counts.blocking) +
+                      " host synchronizations cut the timeline into " + std::to_string(g.segments) +
                       " segments; the critical path is the sum of their paths");
+}
+
+dag build(const timeline& t) {
+  dag g;
+  const std::size_t n = t.ops.size();
+  g.order.resize(n);
+  std::iota(g.order.begin(), g.order.end(), 0u);
+  std::sort(g.order.begin(), g.order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return std::tie(t.ops[a].start_ns, t.ops[a].end_ns, a) <
+           std::tie(t.ops[b].start_ns, t.ops[b].end_ns, b);
+  });
+  g.stream_pred.assign(n, none);
+  g.stream_next.assign(n, none);
+  g.wait_pred.resize(n);
+  g.wait_next.resize(n);
+  g.segment.assign(n, 0);
+
+  link_counts counts;
+  cut_segments(t, g, counts);
+  link_stream_order(t, g);
+  link_stream_waits(t, g, counts);
+  describe_links(counts, g);
   return g;
 }
 

@@ -96,17 +96,14 @@ public:
     c->space_index = next_;
     c->key = "k" + std::to_string(next_++);
     c->build_argv = {"fake-cc", fail_build_.count(c->space_index) != 0 ? "--fail" : "--ok"};
+    c->compile_request.argv = c->build_argv;
+    c->measure_request.candidate_key = c->key;
     {
       // The store node may record another candidate meanwhile.
       std::lock_guard lock(mutex_);
       max_out_ = std::max(max_out_, ++out_);
     }
     return c;
-  }
-  messages::compile_request compile_request(const candidate_state& c) const override {
-    messages::compile_request request;
-    request.argv = c.build_argv;
-    return request;
   }
   void on_compiled(candidate_state& c, const messages::compile_reply& reply) override {
     c.compile = reply;
@@ -119,11 +116,6 @@ public:
     if (refuse_screen_.count(c.space_index) == 0)
       return std::nullopt;
     return "static screen: " + c.key + " on purpose";
-  }
-  messages::measure_request measure_request(const candidate_state& c) const override {
-    messages::measure_request request;
-    request.candidate_key = c.key;
-    return request;
   }
   void judge(candidate_state& c) override {
     c.verdict = stages::judge(c.key, c.measure, c.stats, best_, stages::acceptance_config{});

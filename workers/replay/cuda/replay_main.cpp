@@ -275,7 +275,9 @@ mapping map_range(std::uint64_t want,
   return m;
 }
 
-int run(const options& o) {
+/// The capture named by the options, with their overrides; a capture of another backend is bad
+/// input.
+cap::capture_directory load_replay_capture(const options& o) {
   cap::capture_directory c;
   try {
     c = cap::load_capture(o.dir);
@@ -293,7 +295,12 @@ int run(const options& o) {
     throw bad_input(o.dir + ": a " + c.dispatch.backend +
                     " capture; this program replays CUDA captures (fix: replay it on its backend)");
   }
-  // The driver's pools where the captured process had them (steer_pools), held until then.
+  return c;
+}
+
+/// Holds the driver's pools where the captured process had them (steer_pools) until CUDA asks for
+/// them; a range taken already makes the process start again (a few tries), then fails.
+void hold_driver_pools(const cap::capture_directory& c) {
   const int attempt = [] {
     const char* text = std::getenv("RPL_REPLAY_ATTEMPT");
     return text != nullptr ? std::atoi(text) : 0;
@@ -309,139 +316,184 @@ int run(const options& o) {
         std::to_string(attempt + 1) + " tries; nothing was replayed");
   }
   steering.active = true;
-  check(cuInit(0), "cuInit");
+}
+
+/// GPU 0, which must have the capture's architecture, with its primary context current.
+struct replay_device {
   CUdevice device = 0;
-  check(cuDeviceGet(&device, 0), "cuDeviceGet(0)");
+  std::string arch; ///< "sm_90"
+  std::string name;
+};
+
+replay_device open_device(const options& o, const cap::capture_directory& c) {
+  replay_device d;
+  check(cuInit(0), "cuInit");
+  check(cuDeviceGet(&d.device, 0), "cuDeviceGet(0)");
   int major = 0;
   int minor = 0;
-  cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
-  cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-  const std::string arch = "sm_" + std::to_string(major * 10 + minor);
+  cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d.device);
+  cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d.device);
+  d.arch = "sm_" + std::to_string(major * 10 + minor);
   char device_name[256] = {0};
-  cuDeviceGetName(device_name, sizeof device_name, device);
-  if (arch != c.dispatch.arch) {
+  cuDeviceGetName(device_name, sizeof device_name, d.device);
+  d.name = device_name;
+  if (d.arch != c.dispatch.arch) {
     throw bad_input(o.dir + ": captured on " + c.dispatch.arch + " (" + c.dispatch.device_name +
-                    "), but this GPU is " + arch + " (" + device_name +
+                    "), but this GPU is " + d.arch + " (" + d.name +
                     "); fix: replay on a GPU of the capture's architecture (CUDA_VISIBLE_DEVICES)");
   }
   CUcontext context = nullptr;
-  check(cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
+  check(cuDevicePrimaryCtxRetain(&context, d.device), "cuDevicePrimaryCtxRetain");
   check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
+  return d;
+}
 
-  CUmemAllocationProp prop = {};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = device;
-  std::size_t granularity = 0;
-  check(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
-        "cuMemGetAllocationGranularity");
-  granularity = std::max<std::size_t>(granularity, c.dispatch.granularity);
-  // 1. The original addresses, inside the driver's pools where it has them.
-  // The virtual memory API first (cuMemAddressReserve honours an address only where its own
-  // reservations live); else the allocations themselves, walked to their addresses (cuMemAlloc
-  // from the same pools, with fillers below each until it returns the recorded address).
-  const auto ranges = sc::reservation_ranges(c.regions, granularity);
-  std::vector<mapping> originals;
-  std::string placement = "virtual memory reservation";
-  std::string vmm_failure;
+/// How the regions got their original addresses.
+struct placement {
+  std::vector<mapping> originals; ///< the virtual memory reservations, when they worked
+  std::string how = "virtual memory reservation";
+  std::size_t fillers = 0; ///< allocations the walk made on its way (freed again)
+};
+
+/// The allocation walk: each region cuMemAlloc'd, in the program's allocation order, until the
+/// allocator returns its recorded address. What lands elsewhere stays allocated (a filler) so the
+/// allocator moves on, as the program's own freed and internal allocations made it; an
+/// allocation that lands on another unplaced region of the same size takes that one. Returns how
+/// many fillers it took (freed again); `vmm_failure` says why the reservations did not work.
+std::size_t walk_allocations(const cap::capture_directory& c, const std::string& vmm_failure) {
+  std::vector<std::size_t> order(c.regions.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  std::sort(order.begin(), order.end(),
+            [&](auto x, auto y) { return c.regions[x].order < c.regions[y].order; });
+  std::vector<char> placed(c.regions.size(), 0);
   std::vector<CUdeviceptr> fillers;
-  std::vector<CUdeviceptr> walked;
+  std::uint64_t filler_bytes = 0;
+  const std::uint64_t filler_limit = 64ull << 30;
+  for (const auto i : order) {
+    const auto& r = c.regions[i];
+    while (placed[i] == 0) {
+      CUdeviceptr p = 0;
+      check(cuMemAlloc(&p, r.size),
+            "cuMemAlloc(" + std::to_string(r.size) + ") walking to " + sc::hex_address(r.base));
+      std::size_t hit = c.regions.size();
+      for (std::size_t j = 0; j < c.regions.size(); ++j) {
+        if (placed[j] == 0 && c.regions[j].base == p && c.regions[j].size == r.size) {
+          hit = j;
+        }
+      }
+      if (hit < c.regions.size()) {
+        placed[hit] = 1;
+        check(cuMemsetD8(p, 0, r.size), "clearing " + sc::hex_address(p));
+        continue;
+      }
+      fillers.push_back(p);
+      filler_bytes += r.size;
+      if (filler_bytes > filler_limit || fillers.size() > 200000) {
+        for (const auto f : fillers) {
+          cuMemFree(f);
+        }
+        throw replay_failed(vmm_failure + "; and cuMemAlloc, walked with " +
+                            std::to_string(fillers.size()) + " fillers (" +
+                            std::to_string(filler_bytes >> 20) + " MiB), never returned " +
+                            sc::hex_address(r.base) + " (" + std::to_string(r.size) +
+                            " bytes); nothing was replayed");
+      }
+    }
+  }
+  for (const auto f : fillers) {
+    cuMemFree(f);
+  }
+  return fillers.size();
+}
+
+/// 1. The original addresses, inside the driver's pools where it has them. The virtual memory API
+/// first (cuMemAddressReserve honours an address only where its own reservations live); else the
+/// allocations themselves, walked to their addresses (cuMemAlloc from the same pools, with
+/// fillers below each until it returns the recorded address).
+placement place_regions(const cap::capture_directory& c,
+                        const std::vector<sc::va_range>& ranges,
+                        const CUmemAllocationProp& prop,
+                        CUdevice device,
+                        std::size_t granularity) {
+  placement out;
   try {
     for (const auto& r : ranges) {
-      originals.push_back(map_range(r.base, r.size, prop, device, granularity));
+      out.originals.push_back(map_range(r.base, r.size, prop, device, granularity));
     }
   } catch (const address_moved& error) {
-    vmm_failure = error.what();
-    for (const auto& m : originals) {
+    const std::string vmm_failure = error.what();
+    for (const auto& m : out.originals) {
       cuMemUnmap(m.base, m.size);
       cuMemRelease(m.handle);
       cuMemAddressFree(m.base, m.size);
     }
-    originals.clear();
-    placement = "allocation walk";
-    // In the program's allocation order; what lands elsewhere stays allocated (a filler) so the
-    // allocator moves on, as the program's own freed and internal allocations made it; an
-    // allocation that lands on another unplaced region of the same size takes that one.
-    std::vector<std::size_t> order(c.regions.size());
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      order[i] = i;
-    }
-    std::sort(order.begin(), order.end(),
-              [&](auto x, auto y) { return c.regions[x].order < c.regions[y].order; });
-    std::vector<char> placed(c.regions.size(), 0);
-    std::uint64_t filler_bytes = 0;
-    const std::uint64_t filler_limit = 64ull << 30;
-    for (const auto i : order) {
-      const auto& r = c.regions[i];
-      while (placed[i] == 0) {
-        CUdeviceptr p = 0;
-        check(cuMemAlloc(&p, r.size),
-              "cuMemAlloc(" + std::to_string(r.size) + ") walking to " + sc::hex_address(r.base));
-        std::size_t hit = c.regions.size();
-        for (std::size_t j = 0; j < c.regions.size(); ++j) {
-          if (placed[j] == 0 && c.regions[j].base == p && c.regions[j].size == r.size) {
-            hit = j;
-          }
-        }
-        if (hit < c.regions.size()) {
-          placed[hit] = 1;
-          check(cuMemsetD8(p, 0, r.size), "clearing " + sc::hex_address(p));
-          continue;
-        }
-        fillers.push_back(p);
-        filler_bytes += r.size;
-        if (filler_bytes > filler_limit || fillers.size() > 200000) {
-          for (const auto f : fillers) {
-            cuMemFree(f);
-          }
-          throw replay_failed(vmm_failure + "; and cuMemAlloc, walked with " +
-                              std::to_string(fillers.size()) + " fillers (" +
-                              std::to_string(filler_bytes >> 20) + " MiB), never returned " +
-                              sc::hex_address(r.base) + " (" + std::to_string(r.size) +
-                              " bytes); nothing was replayed");
-        }
-      }
-    }
-    for (const auto f : fillers) {
-      cuMemFree(f);
-    }
+    out.originals.clear();
+    out.how = "allocation walk";
+    out.fillers = walk_allocations(c, vmm_failure);
   }
-  // The recorded areas the driver has not asked for go back (it keeps asking for recorded
-  // ones, which still land where they were).
-  release_unused_pools();
-  // Where each region's bytes live in this replay (relocated: another mapping of its range).
-  std::vector<CUdeviceptr> where(c.regions.size());
-  std::vector<mapping> moved;
-  std::map<std::uint64_t, std::uint64_t> delta_by_range; // original range base -> new base
-  for (std::size_t i = 0; i < c.regions.size(); ++i) {
-    where[i] = c.regions[i].base;
-  }
-  if (o.relocate) {
-    for (const auto& r : ranges) {
-      moved.push_back(map_range(0, r.size, prop, device, granularity));
-      delta_by_range[r.base] = moved.back().base;
-    }
-    for (std::size_t i = 0; i < c.regions.size(); ++i) {
-      auto it = delta_by_range.upper_bound(c.regions[i].base);
-      --it;
-      where[i] = it->second + (c.regions[i].base - it->first);
-    }
-  }
-  auto translate = [&](std::uint64_t value) -> std::uint64_t {
+  return out;
+}
+
+/// Where each region's bytes live in this replay: its own address, or (--relocate) another
+/// mapping of its range.
+struct region_homes {
+  std::vector<CUdeviceptr> where; ///< per region
+  std::vector<mapping> moved;     ///< the other mappings (--relocate)
+
+  /// A pointer into a region, moved with it; any other value as it is.
+  std::uint64_t translate(const cap::capture_directory& c, std::uint64_t value) const {
     for (std::size_t i = 0; i < c.regions.size(); ++i) {
       if (value >= c.regions[i].base && value < c.regions[i].base + c.regions[i].size) {
         return where[i] + (value - c.regions[i].base);
       }
     }
     return value;
-  };
-  // 2. Contents, code, parameters.
+  }
+};
+
+region_homes home_regions(const options& o,
+                          const cap::capture_directory& c,
+                          const std::vector<sc::va_range>& ranges,
+                          const CUmemAllocationProp& prop,
+                          CUdevice device,
+                          std::size_t granularity) {
+  region_homes homes;
+  homes.where.resize(c.regions.size());
+  for (std::size_t i = 0; i < c.regions.size(); ++i) {
+    homes.where[i] = c.regions[i].base;
+  }
+  if (!o.relocate) {
+    return homes;
+  }
+  std::map<std::uint64_t, std::uint64_t> delta_by_range; // original range base -> new base
+  for (const auto& r : ranges) {
+    homes.moved.push_back(map_range(0, r.size, prop, device, granularity));
+    delta_by_range[r.base] = homes.moved.back().base;
+  }
+  for (std::size_t i = 0; i < c.regions.size(); ++i) {
+    auto it = delta_by_range.upper_bound(c.regions[i].base);
+    --it;
+    homes.where[i] = it->second + (c.regions[i].base - it->first);
+  }
+  return homes;
+}
+
+/// 2. Each region's captured contents, copied to where it lives; returned for the verification.
+std::vector<std::vector<std::uint8_t>> restore_contents(const cap::capture_directory& c,
+                                                        const region_homes& homes) {
   std::vector<std::vector<std::uint8_t>> before(c.regions.size());
   for (std::size_t i = 0; i < c.regions.size(); ++i) {
     before[i] = cap::read_bytes(c.dir, c.regions[i].file, c.regions[i].size);
-    check(cuMemcpyHtoD(where[i], before[i].data(), before[i].size()),
+    check(cuMemcpyHtoD(homes.where[i], before[i].data(), before[i].size()),
           "restoring region " + sc::hex_address(c.regions[i].base));
   }
+  return before;
+}
+
+/// The captured kernel from the code object, allowed the dynamic shared memory it launches with.
+CUfunction load_kernel(const cap::capture_directory& c) {
   CUmodule module = nullptr;
   check(cuModuleLoadData(&module, c.code_object.data()),
         "cuModuleLoadData(" + c.dispatch.code_object_file + ")");
@@ -453,6 +505,13 @@ int run(const options& o) {
                              static_cast<int>(c.dispatch.dynamic_shared_bytes)),
           "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
   }
+  return function;
+}
+
+/// The captured parameter bytes, each pointer-sized aligned one translated (--relocate); and how
+/// many of them moved.
+std::pair<std::vector<std::uint8_t>, std::uint64_t>
+parameter_bytes(const options& o, const cap::capture_directory& c, const region_homes& homes) {
   std::vector<std::uint8_t> kernarg = c.kernarg;
   std::uint64_t translated = 0;
   if (o.relocate) {
@@ -460,59 +519,29 @@ int run(const options& o) {
       if (p.size == 8 && p.offset % 8 == 0) {
         std::uint64_t value = 0;
         std::memcpy(&value, kernarg.data() + p.offset, 8);
-        const auto moved_to = translate(value);
+        const auto moved_to = homes.translate(c, value);
         translated += moved_to != value ? 1 : 0;
         std::memcpy(kernarg.data() + p.offset, &moved_to, 8);
       }
     }
   }
-  std::vector<void*> params;
-  for (const auto& p : c.dispatch.params) {
-    params.push_back(kernarg.data() + p.offset);
-  }
-  const auto& d = c.dispatch;
-  auto launch = [&](CUstream stream) {
-    check(cuLaunchKernel(function, d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1],
-                         d.block[2], d.dynamic_shared_bytes, stream,
-                         params.empty() ? nullptr : params.data(), nullptr),
-          "cuLaunchKernel(" + d.kernel + ")");
-  };
-  CUstream stream = nullptr;
-  check(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-  // 3. One launch, verified.
-  launch(stream);
-  check(cuStreamSynchronize(stream), "the replayed dispatch");
-  const auto verified = rpl::workers::replay::check_regions(
-      c, before,
-      [&](std::size_t i) {
-        std::vector<std::uint8_t> now(c.regions[i].size);
-        check(cuMemcpyDtoH(now.data(), where[i], now.size()),
-              "reading region " + sc::hex_address(c.regions[i].base));
-        return now;
-      },
-      o.tolerance);
-  nlohmann::json out = {
-      {"kernel", d.kernel},
-      {"capture", o.dir},
-      {"device", {{"name", device_name}, {"arch", arch}}},
-      {"addresses", o.relocate ? "relocated" : "original"},
-      {"granularity", granularity},
-      {"regions", c.regions.size()},
-      {"reserved_ranges", ranges.size()},
-      {"translated_parameters", translated},
-      {"driver_pools", {{"recorded", c.dispatch.driver_pools.size()}, {"placed", steering.placed}}},
-      {"placement", placement},
-      {"filler_allocations", fillers.size()},
-      {"verification",
-       rpl::workers::replay::verification_json(verified, c.regions.size(), o.tolerance)},
-      {"timing", nullptr}};
-  if (!verified.passed()) {
-    rpl::workers::replay::emit(o, out);
-    return 3;
-  }
-  // 4. Timing, with the written regions restored before each launch (outside the events).
+  return {std::move(kernarg), translated};
+}
+
+/// 4. Timing: warm-up + N launches between events, with the regions the kernel writes restored
+/// before each one (device to device from pristine copies, outside the events). Returns the
+/// samples in ns and how many regions were restored.
+template <class Launch>
+std::pair<std::vector<std::int64_t>, std::size_t>
+time_launches(const options& o,
+              const cap::capture_directory& c,
+              const std::vector<std::size_t>& written,
+              const std::vector<std::vector<std::uint8_t>>& before,
+              const region_homes& homes,
+              CUstream stream,
+              const Launch& launch) {
   std::vector<std::pair<CUdeviceptr, std::size_t>> pristine;
-  for (const auto i : verified.written) {
+  for (const auto i : written) {
     CUdeviceptr copy = 0;
     check(cuMemAlloc(&copy, c.regions[i].size), "cuMemAlloc for a pristine copy");
     check(cuMemcpyHtoD(copy, before[i].data(), before[i].size()), "pristine copy");
@@ -520,7 +549,7 @@ int run(const options& o) {
   }
   auto restore = [&] {
     for (const auto& [copy, i] : pristine) {
-      check(cuMemcpyDtoDAsync(where[i], copy, c.regions[i].size, stream), "restoring inputs");
+      check(cuMemcpyDtoDAsync(homes.where[i], copy, c.regions[i].size, stream), "restoring inputs");
     }
   };
   CUevent start = nullptr;
@@ -542,7 +571,79 @@ int run(const options& o) {
     check(cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
     samples.push_back(static_cast<std::int64_t>(static_cast<double>(ms) * 1e6 + 0.5));
   }
-  out["timing"] = rpl::workers::replay::timing_json(samples, o, pristine.size());
+  return {std::move(samples), pristine.size()};
+}
+
+int run(const options& o) {
+  cap::capture_directory c = load_replay_capture(o);
+  hold_driver_pools(c);
+  const replay_device gpu = open_device(o, c);
+
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = gpu.device;
+  std::size_t granularity = 0;
+  check(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+        "cuMemGetAllocationGranularity");
+  granularity = std::max<std::size_t>(granularity, c.dispatch.granularity);
+  const auto ranges = sc::reservation_ranges(c.regions, granularity);
+  const placement placed = place_regions(c, ranges, prop, gpu.device, granularity);
+  // The recorded areas the driver has not asked for go back (it keeps asking for recorded
+  // ones, which still land where they were).
+  release_unused_pools();
+  const region_homes homes = home_regions(o, c, ranges, prop, gpu.device, granularity);
+  // 2. Contents, code, parameters.
+  const auto before = restore_contents(c, homes);
+  const CUfunction function = load_kernel(c);
+  auto [kernarg, translated] = parameter_bytes(o, c, homes);
+  std::vector<void*> params;
+  for (const auto& p : c.dispatch.params) {
+    params.push_back(kernarg.data() + p.offset);
+  }
+  const auto& d = c.dispatch;
+  auto launch = [&](CUstream stream) {
+    check(cuLaunchKernel(function, d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1],
+                         d.block[2], d.dynamic_shared_bytes, stream,
+                         params.empty() ? nullptr : params.data(), nullptr),
+          "cuLaunchKernel(" + d.kernel + ")");
+  };
+  CUstream stream = nullptr;
+  check(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  // 3. One launch, verified.
+  launch(stream);
+  check(cuStreamSynchronize(stream), "the replayed dispatch");
+  const auto verified = rpl::workers::replay::check_regions(
+      c, before,
+      [&](std::size_t i) {
+        std::vector<std::uint8_t> now(c.regions[i].size);
+        check(cuMemcpyDtoH(now.data(), homes.where[i], now.size()),
+              "reading region " + sc::hex_address(c.regions[i].base));
+        return now;
+      },
+      o.tolerance);
+  nlohmann::json out = {
+      {"kernel", d.kernel},
+      {"capture", o.dir},
+      {"device", {{"name", gpu.name}, {"arch", gpu.arch}}},
+      {"addresses", o.relocate ? "relocated" : "original"},
+      {"granularity", granularity},
+      {"regions", c.regions.size()},
+      {"reserved_ranges", ranges.size()},
+      {"translated_parameters", translated},
+      {"driver_pools", {{"recorded", c.dispatch.driver_pools.size()}, {"placed", steering.placed}}},
+      {"placement", placed.how},
+      {"filler_allocations", placed.fillers},
+      {"verification",
+       rpl::workers::replay::verification_json(verified, c.regions.size(), o.tolerance)},
+      {"timing", nullptr}};
+  if (!verified.passed()) {
+    rpl::workers::replay::emit(o, out);
+    return 3;
+  }
+  const auto [samples, restored] =
+      time_launches(o, c, verified.written, before, homes, stream, launch);
+  out["timing"] = rpl::workers::replay::timing_json(samples, o, restored);
   rpl::workers::replay::emit(o, out);
   return 0;
 }
