@@ -135,6 +135,36 @@ Eigen::MatrixXd model_strategy::tree_inputs(std::size_t valid_results) {
   return out;
 }
 
+namespace {
+
+/// Per configuration, lower first: the expected improvement below the best measured log time
+/// (Jones, Schonlau and Welch 1998), negated: the mean's gain weighted by how likely it is, plus
+/// the spread's chance. Confirming, the mean alone (exploit).
+Eigen::VectorXd expected_improvement_score(const Eigen::VectorXd& mean,
+                                           const Eigen::VectorXd& spread,
+                                           double best,
+                                           bool confirming) {
+  Eigen::VectorXd score(mean.size());
+  for (Eigen::Index i = 0; i < mean.size(); ++i) {
+    const double s = spread[i];
+    if (confirming) {
+      score[i] = mean[i]; // exploit: the mean alone
+      continue;
+    }
+    if (s <= 0) {
+      score[i] = -std::max(best - mean[i], 0.0);
+      continue;
+    }
+    const double z = (best - mean[i]) / s;
+    const double cdf = 0.5 * std::erfc(-z / std::sqrt(2.0));
+    const double pdf = std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI);
+    score[i] = -((best - mean[i]) * cdf + s * pdf);
+  }
+  return score;
+}
+
+} // namespace
+
 void model_strategy::refit() {
   results_at_fit_ = results_.size();
   batch_ = options_.batch > 0 ? options_.batch : std::max<std::size_t>(1, results_.size() / 10);
@@ -166,79 +196,73 @@ void model_strategy::refit() {
       Eigen::Map<const Eigen::VectorXd>(values.data(), static_cast<Eigen::Index>(values.size()));
   const bool usable =
       rows.size() >= std::max<std::size_t>(options_.folds, 2) && features_.x.cols() > 0;
-  // The surrogate's score per configuration, lower first: the ridge's prediction, or the trees'
-  // expected improvement, negated.
+  surrogate_scores scores;
+  if (usable)
+    scores = fit_surrogates(rows, y, confirming);
+  const bool trusted = usable && !report_.low_model_confidence;
+  // Even a model under the threshold ranks the neighbours better than chance while it predicts
+  // better than the mean (cv R² > 0); the widened search still draws random configurations.
+  const bool guided = usable && report_.cv_r2 && *report_.cv_r2 > 0;
+  const std::vector<std::size_t> near =
+      neighbour_picks(local_search_centres(confirming), guided, scores.chosen);
+  const std::vector<std::size_t> global = guided ? model_picks(scores) : std::vector<std::size_t>{};
+  queue_picks(global, near, confirming, trusted, guided);
+}
+
+model_strategy::surrogate_scores model_strategy::fit_surrogates(
+    const std::vector<Eigen::Index>& rows, const Eigen::VectorXd& y, bool confirming) {
   Eigen::VectorXd score;
-  Eigen::VectorXd other; ///< the other surrogate's score, where it too beats the mean
+  Eigen::VectorXd other;
   Eigen::VectorXd trees_mean;
-  if (usable) {
-    // As many columns as half the points: the linear terms first, the squares and the
-    // interactions as the results allow.
-    const auto columns = static_cast<Eigen::Index>(
-        std::clamp<std::size_t>(rows.size() / 2, 1, static_cast<std::size_t>(features_.x.cols())));
-    const auto seed = static_cast<std::uint64_t>(rows.size());
-    const ridge_model ridge =
-        fit_ridge(features_.x(rows, Eigen::seqN(0, columns)), y, options_.folds, seed);
-    report_.columns = static_cast<std::size_t>(columns);
-    report_.cv_r2_ridge = ridge.cv_r2;
-    report_.cv_r2_trees.reset();
-    report_.cv_r2 = ridge.cv_r2;
-    report_.surrogate = "ridge";
-    if (options_.trees > 0) {
-      tree_ensemble_options trees;
-      trees.trees = options_.trees;
-      const Eigen::MatrixXd inputs = tree_inputs(rows.size());
-      const Eigen::MatrixXd x = inputs(rows, Eigen::all);
-      report_.cv_r2_trees = tree_ensemble_cv_r2(x, y, options_.folds, seed, trees);
-      if (*report_.cv_r2_trees > ridge.cv_r2 || ridge.cv_r2 > 0) {
-        tree_ensemble model;
-        model.fit(x, y, seed, trees);
-        Eigen::VectorXd mean, spread;
-        model.predict(inputs, mean, spread);
-        trees_mean = mean;
-        // Expected improvement below the best measured log time (Jones, Schonlau and Welch
-        // 1998): the mean's gain weighted by how likely it is, plus the spread's chance.
-        const double best = y.minCoeff();
-        score.resize(mean.size());
-        for (Eigen::Index i = 0; i < mean.size(); ++i) {
-          const double s = spread[i];
-          if (confirming) {
-            score[i] = mean[i]; // exploit: the mean alone
-            continue;
-          }
-          if (s <= 0) {
-            score[i] = -std::max(best - mean[i], 0.0);
-            continue;
-          }
-          const double z = (best - mean[i]) / s;
-          const double cdf = 0.5 * std::erfc(-z / std::sqrt(2.0));
-          const double pdf = std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI);
-          score[i] = -((best - mean[i]) * cdf + s * pdf);
-        }
-      }
-      if (*report_.cv_r2_trees > ridge.cv_r2) {
-        report_.cv_r2 = report_.cv_r2_trees;
-        report_.surrogate = "extra_trees";
-        predicted_log_ = trees_mean;
-        if (ridge.cv_r2 > 0)
-          other = ridge.predict(features_.x.leftCols(columns));
-      } else {
-        if (*report_.cv_r2_trees > 0)
-          other = std::move(score);
-        score = ridge.predict(features_.x.leftCols(columns));
-        predicted_log_ = score;
-      }
+  // As many columns as half the points: the linear terms first, the squares and the
+  // interactions as the results allow.
+  const auto columns = static_cast<Eigen::Index>(
+      std::clamp<std::size_t>(rows.size() / 2, 1, static_cast<std::size_t>(features_.x.cols())));
+  const auto seed = static_cast<std::uint64_t>(rows.size());
+  const ridge_model ridge =
+      fit_ridge(features_.x(rows, Eigen::seqN(0, columns)), y, options_.folds, seed);
+  report_.columns = static_cast<std::size_t>(columns);
+  report_.cv_r2_ridge = ridge.cv_r2;
+  report_.cv_r2_trees.reset();
+  report_.cv_r2 = ridge.cv_r2;
+  report_.surrogate = "ridge";
+  if (options_.trees > 0) {
+    tree_ensemble_options trees;
+    trees.trees = options_.trees;
+    const Eigen::MatrixXd inputs = tree_inputs(rows.size());
+    const Eigen::MatrixXd x = inputs(rows, Eigen::all);
+    report_.cv_r2_trees = tree_ensemble_cv_r2(x, y, options_.folds, seed, trees);
+    if (*report_.cv_r2_trees > ridge.cv_r2 || ridge.cv_r2 > 0) {
+      tree_ensemble model;
+      model.fit(x, y, seed, trees);
+      Eigen::VectorXd mean, spread;
+      model.predict(inputs, mean, spread);
+      trees_mean = mean;
+      score = expected_improvement_score(mean, spread, y.minCoeff(), confirming);
+    }
+    if (*report_.cv_r2_trees > ridge.cv_r2) {
+      report_.cv_r2 = report_.cv_r2_trees;
+      report_.surrogate = "extra_trees";
+      predicted_log_ = trees_mean;
+      if (ridge.cv_r2 > 0)
+        other = ridge.predict(features_.x.leftCols(columns));
     } else {
+      if (*report_.cv_r2_trees > 0)
+        other = std::move(score);
       score = ridge.predict(features_.x.leftCols(columns));
       predicted_log_ = score;
     }
-    ++report_.refits;
-    report_.low_model_confidence = *report_.cv_r2 < options_.confidence_r2;
-    report_.low_confidence_fits += report_.low_model_confidence;
+  } else {
+    score = ridge.predict(features_.x.leftCols(columns));
+    predicted_log_ = score;
   }
-  const bool trusted = usable && !report_.low_model_confidence;
-  const Eigen::VectorXd& predicted = score;
+  ++report_.refits;
+  report_.low_model_confidence = *report_.cv_r2 < options_.confidence_r2;
+  report_.low_confidence_fits += report_.low_model_confidence;
+  return {std::move(score), std::move(other)};
+}
 
+std::vector<std::vector<std::size_t>> model_strategy::local_search_centres(bool confirming) const {
   // The best measured configurations, for their neighbours.
   std::vector<std::pair<double, std::size_t>> measured;
   for (std::size_t k = 0; k < results_.size(); ++k)
@@ -271,9 +295,13 @@ void model_strategy::refit() {
           add_centre(index, centres.back());
         }
     }
-  // Even a model under the threshold ranks the neighbours better than chance while it predicts
-  // better than the mean (cv R² > 0); the widened search still draws random configurations.
-  const bool guided = usable && report_.cv_r2 && *report_.cv_r2 > 0;
+  return centres;
+}
+
+std::vector<std::size_t>
+model_strategy::neighbour_picks(const std::vector<std::vector<std::size_t>>& centres,
+                                bool guided,
+                                const Eigen::VectorXd& predicted) {
   // The unproposed neighbours of each group of centres in order (guided: by the score; else at
   // random), taken in turn from each group: the best three's first.
   std::vector<std::vector<std::size_t>> around;
@@ -306,32 +334,42 @@ void model_strategy::refit() {
         }
       }
   }
+  return near;
+}
+
+std::vector<std::size_t> model_strategy::model_picks(const surrogate_scores& scores) const {
+  // The chosen surrogate's best picks, interleaved with the other's where it too is better
+  // than the mean: two different views of the landscape, each catching what the other misses.
+  std::vector<std::size_t> open;
+  for (std::size_t i = 0; i < proposed_.size(); ++i)
+    if (!proposed_[i])
+      open.push_back(i);
+  auto best_of = [&](const Eigen::VectorXd& by) {
+    std::vector<std::size_t> ranked = open;
+    const std::size_t keep = std::min(ranked.size(), batch_);
+    std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(keep),
+                      ranked.end(), [&](std::size_t a, std::size_t b) {
+                        return std::tie(by[static_cast<Eigen::Index>(a)], a) <
+                               std::tie(by[static_cast<Eigen::Index>(b)], b);
+                      });
+    ranked.resize(keep);
+    return ranked;
+  };
+  const auto first = best_of(scores.chosen);
+  const auto second = scores.other.size() > 0 ? best_of(scores.other) : std::vector<std::size_t>{};
   std::vector<std::size_t> global;
-  if (guided) {
-    // The chosen surrogate's best picks, interleaved with the other's where it too is better
-    // than the mean: two different views of the landscape, each catching what the other misses.
-    std::vector<std::size_t> open;
-    for (std::size_t i = 0; i < proposed_.size(); ++i)
-      if (!proposed_[i])
-        open.push_back(i);
-    auto best_of = [&](const Eigen::VectorXd& by) {
-      std::vector<std::size_t> ranked = open;
-      const std::size_t keep = std::min(ranked.size(), batch_);
-      std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(keep),
-                        ranked.end(), [&](std::size_t a, std::size_t b) {
-                          return std::tie(by[static_cast<Eigen::Index>(a)], a) <
-                                 std::tie(by[static_cast<Eigen::Index>(b)], b);
-                        });
-      ranked.resize(keep);
-      return ranked;
-    };
-    const auto first = best_of(score);
-    const auto second = other.size() > 0 ? best_of(other) : std::vector<std::size_t>{};
-    for (std::size_t k = 0; k < std::max(first.size(), second.size()); ++k)
-      for (const auto* list : {&first, &second})
-        if (k < list->size() && std::find(global.begin(), global.end(), (*list)[k]) == global.end())
-          global.push_back((*list)[k]);
-  }
+  for (std::size_t k = 0; k < std::max(first.size(), second.size()); ++k)
+    for (const auto* list : {&first, &second})
+      if (k < list->size() && std::find(global.begin(), global.end(), (*list)[k]) == global.end())
+        global.push_back((*list)[k]);
+  return global;
+}
+
+void model_strategy::queue_picks(const std::vector<std::size_t>& global,
+                                 const std::vector<std::size_t>& near,
+                                 bool confirming,
+                                 bool trusted,
+                                 bool guided) {
   // Trusted, the picks alternate the model's and the neighbours of the centres. Untrusted, the
   // search widens: every other model pick becomes a random configuration (drawn when it is
   // taken, in next()), and all of them do when the model is no better than the mean. The turn

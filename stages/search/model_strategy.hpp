@@ -99,7 +99,33 @@ public:
   nlohmann::json unmeasured() const;
 
 private:
+  /// One fit's scores per configuration, lower first.
+  struct surrogate_scores {
+    /// The chosen surrogate's: the ridge's prediction, or the trees' expected improvement,
+    /// negated (their mean alone when confirming).
+    Eigen::VectorXd chosen;
+    Eigen::VectorXd other; ///< the other surrogate's, where it too beats the mean; else empty
+  };
+
   void refit();
+  /// Fits the ridge and the trees on the valid results (`rows`, log times `y`), keeps the one
+  /// with the higher cross-validated R² (report_, predicted_log_).
+  surrogate_scores
+  fit_surrogates(const std::vector<Eigen::Index>& rows, const Eigen::VectorXd& y, bool confirming);
+  /// Groups of local-search centres, the best measured first.
+  std::vector<std::vector<std::size_t>> local_search_centres(bool confirming) const;
+  /// Up to a batch of the centres' unproposed neighbours, taken in turn from each group.
+  std::vector<std::size_t> neighbour_picks(const std::vector<std::vector<std::size_t>>& centres,
+                                           bool guided,
+                                           const Eigen::VectorXd& predicted);
+  /// The surrogates' best unproposed configurations, the chosen one's and the other's in turn.
+  std::vector<std::size_t> model_picks(const surrogate_scores& scores) const;
+  /// Fills queue_ with a batch: model picks (or random ones) and neighbours in turn.
+  void queue_picks(const std::vector<std::size_t>& global,
+                   const std::vector<std::size_t>& near,
+                   bool confirming,
+                   bool trusted,
+                   bool guided);
   std::vector<std::size_t> neighbours(std::size_t index) const;
   std::optional<std::size_t> random_unproposed();
 

@@ -481,6 +481,199 @@ void track_device_allocation(CUdeviceptr base, std::uint64_t size) {
   g->device[base] = {size, static_cast<int>(device), g->allocations++};
 }
 
+/// The image of every module the driver loads (CUPTI's resource domain).
+void keep_module_image(CUpti_CallbackId id, const void* data) {
+  const auto* r = static_cast<const CUpti_ResourceData*>(data);
+  if (id == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
+    const auto* mod = static_cast<const CUpti_ModuleResourceData*>(r->resourceDescriptor);
+    if (mod != nullptr && mod->pCubin != nullptr && mod->cubinSize > 0) {
+      g->modules.emplace_back(mod->pCubin, mod->pCubin + mod->cubinSize);
+    }
+  }
+}
+
+/// Follows the program's device, managed and host memory and its texture and surface objects;
+/// other calls pass.
+void track_memory(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
+  const bool exit = cb->callbackSite == CUPTI_API_EXIT;
+  const bool ok = !exit || *static_cast<CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS;
+  switch (id) {
+  case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
+    if (exit && ok) {
+      const auto* p = static_cast<const cuMemAlloc_v2_params*>(cb->functionParams);
+      track_device_allocation(*p->dptr, p->bytesize);
+    }
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2:
+    if (exit && ok) {
+      const auto* p = static_cast<const cuMemAllocPitch_v2_params*>(cb->functionParams);
+      track_device_allocation(*p->dptr, *p->pPitch * p->Height);
+    }
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+  case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
+    if (exit && ok) {
+      const auto* p = static_cast<const cuMemAllocAsync_params*>(cb->functionParams);
+      track_device_allocation(*p->dptr, p->bytesize);
+    }
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+  case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
+    if (exit && ok) {
+      const auto* p = static_cast<const cuMemAllocFromPoolAsync_params*>(cb->functionParams);
+      track_device_allocation(*p->dptr, p->bytesize);
+    }
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuMemMap:
+    if (exit && ok) {
+      const auto* p = static_cast<const cuMemMap_params*>(cb->functionParams);
+      track_device_allocation(p->ptr, p->size);
+    }
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+    if (!exit) {
+      g->device.erase(static_cast<const cuMemFree_v2_params*>(cb->functionParams)->dptr);
+      g->managed.erase(static_cast<const cuMemFree_v2_params*>(cb->functionParams)->dptr);
+    }
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+  case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
+    if (!exit) {
+      g->device.erase(static_cast<const cuMemFreeAsync_params*>(cb->functionParams)->dptr);
+    }
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap:
+    if (!exit) {
+      g->device.erase(static_cast<const cuMemUnmap_params*>(cb->functionParams)->ptr);
+    }
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged:
+    if (exit && ok) {
+      const auto* p = static_cast<const cuMemAllocManaged_params*>(cb->functionParams);
+      g->managed[*p->dptr] = p->bytesize;
+    }
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2:
+    if (exit && ok) {
+      const auto* p = static_cast<const cuMemAllocHost_v2_params*>(cb->functionParams);
+      g->host[reinterpret_cast<std::uint64_t>(*p->pp)] = p->bytesize;
+    }
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc:
+    if (exit && ok) {
+      const auto* p = static_cast<const cuMemHostAlloc_params*>(cb->functionParams);
+      g->host[reinterpret_cast<std::uint64_t>(*p->pp)] = p->bytesize;
+    }
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2:
+    if (exit && ok) {
+      const auto* p = static_cast<const cuMemHostRegister_v2_params*>(cb->functionParams);
+      g->host[reinterpret_cast<std::uint64_t>(p->p)] = p->bytesize;
+    }
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost:
+    if (!exit) {
+      g->host.erase(reinterpret_cast<std::uint64_t>(
+          static_cast<const cuMemFreeHost_params*>(cb->functionParams)->p));
+    }
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister:
+    if (!exit) {
+      g->host.erase(reinterpret_cast<std::uint64_t>(
+          static_cast<const cuMemHostUnregister_params*>(cb->functionParams)->p));
+    }
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuTexObjectCreate:
+    if (exit && ok) {
+      g->textures.insert(
+          *static_cast<const cuTexObjectCreate_params*>(cb->functionParams)->pTexObject);
+    }
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuSurfObjectCreate:
+    if (exit && ok) {
+      g->textures.insert(
+          *static_cast<const cuSurfObjectCreate_params*>(cb->functionParams)->pSurfObject);
+    }
+    break;
+  default: break;
+  }
+}
+
+/// The launch of cuLaunchKernelEx's parameters, with its launch attributes (a priority aside).
+launch_view view_of(const cuLaunchKernelEx_params* p) {
+  launch_view l;
+  l.f = p->f;
+  const CUlaunchConfig* c = p->config;
+  l.grid[0] = c->gridDimX, l.grid[1] = c->gridDimY, l.grid[2] = c->gridDimZ;
+  l.block[0] = c->blockDimX, l.block[1] = c->blockDimY, l.block[2] = c->blockDimZ;
+  l.shared = c->sharedMemBytes;
+  l.stream = c->hStream;
+  l.params = p->kernelParams;
+  for (unsigned i = 0; i < c->numAttrs; ++i) {
+    // A priority changes nothing a replay must reproduce; every other attribute might.
+    if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PRIORITY) {
+      continue;
+    }
+    ++l.attributes;
+    l.attribute_ids +=
+        (l.attribute_ids.empty() ? "" : ", ") + std::to_string(static_cast<int>(c->attrs[i].id));
+  }
+  return l;
+}
+
+/// cuLaunchCooperativeKernelMultiDevice, on entry: counted, and refused if it carries the
+/// selected launch.
+void on_multi_device_launch(const CUpti_CallbackData* cb) {
+  ++g->launches;
+  // Which kernels it carries would need its parameter list; any match is refused.
+  const auto* p =
+      static_cast<const cuLaunchCooperativeKernelMultiDevice_params*>(cb->functionParams);
+  for (unsigned i = 0; i < p->numDevices; ++i) {
+    const auto [function, name] = named_function(p->launchParamsList[i].function);
+    if (function != nullptr && matches(name) && g->matched++ == g->wanted) {
+      launch_view l;
+      l.multi_device = true;
+      capture_before(l, name);
+    }
+  }
+}
+
+/// Counts graph launches and hands kernel launches to on_launch; other calls pass.
+void follow_launch(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
+  const bool exit = cb->callbackSite == CUPTI_API_EXIT;
+  switch (id) {
+  case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+  case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+    if (!exit) {
+      ++g->graph_launches;
+    }
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+    on_launch(cb, view_of(static_cast<const cuLaunchKernel_params*>(cb->functionParams)));
+    break;
+  }
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+    auto l = view_of(static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams));
+    l.attributes = 1; // cooperative: grid-wide sync needs the same co-residency on replay
+    l.attribute_ids = "cooperative";
+    on_launch(cb, l);
+    break;
+  }
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+    on_launch(cb, view_of(static_cast<const cuLaunchKernelEx_params*>(cb->functionParams)));
+    break;
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice:
+    if (!exit) {
+      on_multi_device_launch(cb);
+    }
+    break;
+  default: break;
+  }
+}
+
 void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
   if (inside || g == nullptr) {
     return;
@@ -492,176 +685,11 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
   inside = true;
   try {
     if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-      const auto* r = static_cast<const CUpti_ResourceData*>(data);
-      if (id == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
-        const auto* mod = static_cast<const CUpti_ModuleResourceData*>(r->resourceDescriptor);
-        if (mod != nullptr && mod->pCubin != nullptr && mod->cubinSize > 0) {
-          g->modules.emplace_back(mod->pCubin, mod->pCubin + mod->cubinSize);
-        }
-      }
-      inside = false;
-      return;
-    }
-    const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-    const bool exit = cb->callbackSite == CUPTI_API_EXIT;
-    const bool ok = !exit || *static_cast<CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS;
-    switch (id) {
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
-      if (exit && ok) {
-        const auto* p = static_cast<const cuMemAlloc_v2_params*>(cb->functionParams);
-        track_device_allocation(*p->dptr, p->bytesize);
-      }
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2:
-      if (exit && ok) {
-        const auto* p = static_cast<const cuMemAllocPitch_v2_params*>(cb->functionParams);
-        track_device_allocation(*p->dptr, *p->pPitch * p->Height);
-      }
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
-      if (exit && ok) {
-        const auto* p = static_cast<const cuMemAllocAsync_params*>(cb->functionParams);
-        track_device_allocation(*p->dptr, p->bytesize);
-      }
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
-      if (exit && ok) {
-        const auto* p = static_cast<const cuMemAllocFromPoolAsync_params*>(cb->functionParams);
-        track_device_allocation(*p->dptr, p->bytesize);
-      }
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemMap:
-      if (exit && ok) {
-        const auto* p = static_cast<const cuMemMap_params*>(cb->functionParams);
-        track_device_allocation(p->ptr, p->size);
-      }
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
-      if (!exit) {
-        g->device.erase(static_cast<const cuMemFree_v2_params*>(cb->functionParams)->dptr);
-        g->managed.erase(static_cast<const cuMemFree_v2_params*>(cb->functionParams)->dptr);
-      }
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
-      if (!exit) {
-        g->device.erase(static_cast<const cuMemFreeAsync_params*>(cb->functionParams)->dptr);
-      }
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap:
-      if (!exit) {
-        g->device.erase(static_cast<const cuMemUnmap_params*>(cb->functionParams)->ptr);
-      }
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged:
-      if (exit && ok) {
-        const auto* p = static_cast<const cuMemAllocManaged_params*>(cb->functionParams);
-        g->managed[*p->dptr] = p->bytesize;
-      }
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2:
-      if (exit && ok) {
-        const auto* p = static_cast<const cuMemAllocHost_v2_params*>(cb->functionParams);
-        g->host[reinterpret_cast<std::uint64_t>(*p->pp)] = p->bytesize;
-      }
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc:
-      if (exit && ok) {
-        const auto* p = static_cast<const cuMemHostAlloc_params*>(cb->functionParams);
-        g->host[reinterpret_cast<std::uint64_t>(*p->pp)] = p->bytesize;
-      }
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2:
-      if (exit && ok) {
-        const auto* p = static_cast<const cuMemHostRegister_v2_params*>(cb->functionParams);
-        g->host[reinterpret_cast<std::uint64_t>(p->p)] = p->bytesize;
-      }
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost:
-      if (!exit) {
-        g->host.erase(reinterpret_cast<std::uint64_t>(
-            static_cast<const cuMemFreeHost_params*>(cb->functionParams)->p));
-      }
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister:
-      if (!exit) {
-        g->host.erase(reinterpret_cast<std::uint64_t>(
-            static_cast<const cuMemHostUnregister_params*>(cb->functionParams)->p));
-      }
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuTexObjectCreate:
-      if (exit && ok) {
-        g->textures.insert(
-            *static_cast<const cuTexObjectCreate_params*>(cb->functionParams)->pTexObject);
-      }
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuSurfObjectCreate:
-      if (exit && ok) {
-        g->textures.insert(
-            *static_cast<const cuSurfObjectCreate_params*>(cb->functionParams)->pSurfObject);
-      }
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
-      if (!exit) {
-        ++g->graph_launches;
-      }
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
-      on_launch(cb, view_of(static_cast<const cuLaunchKernel_params*>(cb->functionParams)));
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
-      auto l = view_of(static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams));
-      l.attributes = 1; // cooperative: grid-wide sync needs the same co-residency on replay
-      l.attribute_ids = "cooperative";
-      on_launch(cb, l);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
-      const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
-      launch_view l;
-      l.f = p->f;
-      const CUlaunchConfig* c = p->config;
-      l.grid[0] = c->gridDimX, l.grid[1] = c->gridDimY, l.grid[2] = c->gridDimZ;
-      l.block[0] = c->blockDimX, l.block[1] = c->blockDimY, l.block[2] = c->blockDimZ;
-      l.shared = c->sharedMemBytes;
-      l.stream = c->hStream;
-      l.params = p->kernelParams;
-      for (unsigned i = 0; i < c->numAttrs; ++i) {
-        // A priority changes nothing a replay must reproduce; every other attribute might.
-        if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PRIORITY) {
-          continue;
-        }
-        ++l.attributes;
-        l.attribute_ids += (l.attribute_ids.empty() ? "" : ", ") +
-                           std::to_string(static_cast<int>(c->attrs[i].id));
-      }
-      on_launch(cb, l);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice:
-      if (!exit) {
-        ++g->launches;
-        // Which kernels it carries would need its parameter list; any match is refused.
-        const auto* p =
-            static_cast<const cuLaunchCooperativeKernelMultiDevice_params*>(cb->functionParams);
-        for (unsigned i = 0; i < p->numDevices; ++i) {
-          const auto [function, name] = named_function(p->launchParamsList[i].function);
-          if (function != nullptr && matches(name) && g->matched++ == g->wanted) {
-            launch_view l;
-            l.multi_device = true;
-            capture_before(l, name);
-          }
-        }
-      }
-      break;
-    default: break;
+      keep_module_image(id, data);
+    } else {
+      const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+      track_memory(id, cb);
+      follow_launch(id, cb);
     }
   } catch (const std::exception& error) {
     warn(std::string("internal error: ") + error.what());
