@@ -8,6 +8,7 @@
 #include <utility>
 
 #include <msgpack.hpp>
+#include <nlohmann/json.hpp>
 
 namespace rpl::stages {
 
