@@ -20,13 +20,14 @@
       MSGPACK_PP_SEQ_FOR_EACH(RPL_MSGPACK_FIELD, value, MSGPACK_PP_VARIADIC_TO_SEQ(__VA_ARGS__)))
 
 /// The non-intrusive equivalent of MSGPACK_DEFINE_MAP(fields...) inside `wire_type`; used in the
-/// global namespace, like MSGPACK_ADD_ENUM.
+/// global namespace, like MSGPACK_ADD_ENUM. Every operator is a template, so a translation unit
+/// instantiates only the adaptors it uses (msgpack passes msgpack::object, object::with_zone).
 #define RPL_MSGPACK_MAP(wire_type, ...)                                                            \
   namespace msgpack {                                                                              \
   MSGPACK_API_VERSION_NAMESPACE(MSGPACK_DEFAULT_API_NS) {                                          \
     namespace adaptor {                                                                            \
     template <> struct convert<wire_type> {                                                        \
-      msgpack::object const& operator()(msgpack::object const& o, wire_type& v) const {            \
+      template <typename Object> Object const& operator()(Object const& o, wire_type& v) const {   \
         msgpack::type::make_define_map RPL_MSGPACK_FIELDS(v, __VA_ARGS__).msgpack_unpack(o);       \
         return o;                                                                                  \
       }                                                                                            \
@@ -39,7 +40,7 @@
       }                                                                                            \
     };                                                                                             \
     template <> struct object_with_zone<wire_type> {                                               \
-      void operator()(msgpack::object::with_zone& o, wire_type const& v) const {                   \
+      template <typename WithZone> void operator()(WithZone& o, wire_type const& v) const {        \
         msgpack::type::make_define_map RPL_MSGPACK_FIELDS(v, __VA_ARGS__)                          \
             .msgpack_object(static_cast<msgpack::object*>(&o), o.zone);                            \
       }                                                                                            \
