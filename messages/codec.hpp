@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "messages/wire.hpp"
+#include "messages/wire_msgpack.hpp"
 
 namespace rpl::messages {
 

@@ -3,7 +3,8 @@
 /// GPU) to launch and time, and what it answers. They travel over the lane process's stdin/stdout
 /// as length-prefixed frames: a 4-byte big-endian payload length, then one msgpack map. Like every
 /// wire type, structs are maps keyed by field name (a reader ignores unknown keys, a missing key
-/// keeps its default) and enum numbers are never reused. workers/lanes/kernel/README.md describes
+/// keeps its default) and enum numbers are never reused; the msgpack adaptors are in
+/// messages/wire_msgpack.hpp. workers/lanes/kernel/README.md describes
 /// the exchange; stages/search/launch_spec.hpp makes a `kernel_launch` from a launch file.
 ///
 /// Header-only on purpose: the lane process links rpl_messages' header side and the CUDA (or HIP)
@@ -16,8 +17,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <msgpack.hpp>
 
 namespace rpl::messages {
 
@@ -57,14 +56,12 @@ struct buffer_init {
   double min = 0.0;       ///< random: smallest value (inclusive)
   double max = 1.0;       ///< random: largest value (exclusive for floats, inclusive for integers)
   std::string path;       ///< file: absolute path of raw little-endian elements, count * size bytes
-  MSGPACK_DEFINE_MAP(fill, seed, min, max, path)
 };
 
 /// |value - reference| <= abs + rel * |reference| passes; NaN fails unless both are NaN.
 struct value_tolerance {
   double abs = 0.0;
   double rel = 0.0;
-  MSGPACK_DEFINE_MAP(abs, rel)
 };
 
 /// One kernel argument, resolved: buffers carry an element count, scalars a value.
@@ -78,14 +75,12 @@ struct kernel_arg {
   value_tolerance tolerance;
   std::int64_t int_value = 0; ///< scalar of an integer type (u32 too)
   double float_value = 0.0;   ///< scalar of a float type (f16 is rounded when it is passed)
-  MSGPACK_DEFINE_MAP(name, kind, type, count, init, output, tolerance, int_value, float_value)
 };
 
 struct launch_dims {
   std::uint32_t x = 1;
   std::uint32_t y = 1;
   std::uint32_t z = 1;
-  MSGPACK_DEFINE_MAP(x, y, z)
 };
 
 /// The kernel whose outputs define "right": launched once per lane process with the same
@@ -96,7 +91,6 @@ struct kernel_reference {
   launch_dims grid;
   launch_dims block;
   std::uint32_t shared_bytes = 0;
-  MSGPACK_DEFINE_MAP(code_object_path, symbol, grid, block, shared_bytes)
 };
 
 /// Everything needed to launch one candidate's kernel: the launch file resolved for its
@@ -109,7 +103,6 @@ struct kernel_launch {
   std::vector<kernel_arg> args;   ///< in the kernel's parameter order
   /// nullopt: no reference kernel; the engine-side lane checks against the first valid candidate.
   std::optional<kernel_reference> reference;
-  MSGPACK_DEFINE_MAP(symbol, grid, block, shared_bytes, args, reference)
 };
 
 /// How many launches to make. The lane stops at min_samples unless a criterion asks for more
@@ -124,7 +117,6 @@ struct kernel_sampling {
   /// min_samples.
   double max_noise = 0.0;
   std::int64_t min_time_ns = 0;
-  MSGPACK_DEFINE_MAP(warmup_launches, min_samples, max_samples, time_cap_ms, max_noise, min_time_ns)
 };
 
 /// The device as the lane process sees it; sent in the hello and in every reply.
@@ -136,7 +128,6 @@ struct kernel_device {
   std::string arch;              ///< "sm_90", "gfx90a"
   std::int64_t sm_clock_khz = 0; ///< the device attribute (typical/boost clock), not a live reading
   std::uint64_t memory_bytes = 0;
-  MSGPACK_DEFINE_MAP(api, ordinal, name, uuid, arch, sm_clock_khz, memory_bytes)
 };
 
 /// The first frame the lane process writes, before reading anything.
@@ -147,7 +138,6 @@ struct kernel_lane_hello {
   std::string error_name; ///< the API's error name when the device could not be opened
   std::string reason;
   kernel_device device;
-  MSGPACK_DEFINE_MAP(protocol, pid, status, error_name, reason, device)
 };
 
 struct kernel_lane_request {
@@ -157,7 +147,6 @@ struct kernel_lane_request {
   std::string code_object_path; ///< cubin/fatbin (CUDA) or code object (HIP), absolute
   kernel_launch launch;
   kernel_sampling sampling;
-  MSGPACK_DEFINE_MAP(protocol, sequence, candidate_key, code_object_path, launch, sampling)
 };
 
 /// Where the first wrong output element is.
@@ -168,7 +157,6 @@ struct kernel_mismatch {
   double expected = 0.0;      ///< the reference's element
   std::uint64_t count = 0;    ///< wrong elements in that buffer
   std::uint64_t compared = 0; ///< elements compared in that buffer
-  MSGPACK_DEFINE_MAP(buffer, index, value, expected, count, compared)
 };
 
 struct kernel_lane_reply {
@@ -192,24 +180,6 @@ struct kernel_lane_reply {
   std::string sampling_state = "fixed";
   double noise = 0.0;
   bool noisy = false;
-  MSGPACK_DEFINE_MAP(protocol,
-                     sequence,
-                     status,
-                     error_name,
-                     reason,
-                     samples_ns,
-                     warmup_launches,
-                     verified,
-                     time_capped,
-                     mismatch,
-                     device,
-                     lane_exiting,
-                     allocations,
-                     setup_ns,
-                     sampling_ns,
-                     sampling_state,
-                     noise,
-                     noisy)
 };
 
 /// A frame that cannot be read: a length over the limit (the stream is out of step).
@@ -294,8 +264,3 @@ inline bool is_float(element_type type) {
 }
 
 } // namespace rpl::messages
-
-MSGPACK_ADD_ENUM(rpl::messages::element_type)
-MSGPACK_ADD_ENUM(rpl::messages::kernel_arg_kind)
-MSGPACK_ADD_ENUM(rpl::messages::buffer_fill)
-MSGPACK_ADD_ENUM(rpl::messages::kernel_lane_status)

@@ -1,15 +1,14 @@
 #pragma once
 /// Wire types shared by the engine, its broker and the worker processes.
-/// Every struct is encoded as a msgpack map keyed by field name, so a reader ignores fields it does
-/// not know and an old writer's missing fields keep their defaults. Enum values are explicit and
-/// are never reused; docs/protocol.md is the contract.
+/// Every struct is encoded as a msgpack map keyed by field name (the adaptors are in
+/// messages/wire_msgpack.hpp, so including this header costs no msgpack), so a reader ignores
+/// fields it does not know and an old writer's missing fields keep their defaults. Enum values are
+/// explicit and are never reused; docs/protocol.md is the contract.
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <msgpack.hpp>
 
 #include "messages/kernel_lane.hpp"
 
@@ -72,7 +71,6 @@ struct envelope {
   message_kind kind = message_kind::heartbeat;
   std::uint64_t job_id = 0; ///< 0 for messages that belong to no job
   std::string run_id;
-  MSGPACK_DEFINE_MAP(version, kind, job_id, run_id)
 };
 
 /// One compiler as a host has it (workers/compilers/toolchain_identity.hpp): the engine sends a
@@ -83,7 +81,6 @@ struct toolchain {
   std::string version; ///< the first line of `NAME --version`
   std::string hash;    ///< content hash of the resolved binary
   std::string id;      ///< "NAME | version | hash": equal ids compile alike; the path may differ
-  MSGPACK_DEFINE_MAP(name, path, version, hash, id)
 };
 
 struct ready {
@@ -101,28 +98,16 @@ struct ready {
   /// The allow-listed compilers found on this host, with their identity; an older worker sends
   /// none and gets only jobs whose identity the engine does not check.
   std::vector<toolchain> toolchains;
-  MSGPACK_DEFINE_MAP(service,
-                     worker_id,
-                     host,
-                     pid,
-                     compilers,
-                     heartbeat_ms,
-                     cores,
-                     memory_available_bytes,
-                     slots,
-                     toolchains)
 };
 
 struct heartbeat {
   static constexpr message_kind kind = message_kind::heartbeat;
   std::uint64_t sequence = 0; ///< numbered so that gaps are visible in traces
-  MSGPACK_DEFINE_MAP(sequence)
 };
 
 struct disconnect {
   static constexpr message_kind kind = message_kind::disconnect;
   std::string reason;
-  MSGPACK_DEFINE_MAP(reason)
 };
 
 /// The reason of the DISCONNECT a broker sends each worker when its engine ends; a worker serving
@@ -132,7 +117,6 @@ inline constexpr const char* engine_finished = "engine finished";
 struct source_file {
   std::string name;    ///< relative path inside the job's private directory; no "..", not absolute
   std::string content; ///< file bytes
-  MSGPACK_DEFINE_MAP(name, content)
 };
 
 struct compile_request {
@@ -152,14 +136,6 @@ struct compile_request {
   /// Send the artifact as ARTIFACT_CHUNKs of at most this many bytes before the reply (which then
   /// carries none); 0: inside the reply, as one message (older engines).
   std::uint32_t chunk_bytes = 0;
-  MSGPACK_DEFINE_MAP(sources,
-                     argv,
-                     toolchain_id,
-                     deadline_ms,
-                     max_output_bytes,
-                     match_toolchain,
-                     max_artifact_bytes,
-                     chunk_bytes)
 };
 
 /// Per-kernel resource usage reported by the device compiler (nvcc's ptxas today).
@@ -173,15 +149,6 @@ struct kernel_resource_usage {
   std::uint64_t stack_bytes = 0;  ///< stack frame per thread
   std::uint64_t spill_store_bytes = 0;
   std::uint64_t spill_load_bytes = 0;
-  MSGPACK_DEFINE_MAP(name,
-                     arch,
-                     registers,
-                     barriers,
-                     shared_bytes,
-                     local_bytes,
-                     stack_bytes,
-                     spill_store_bytes,
-                     spill_load_bytes)
 };
 
 struct compile_reply {
@@ -200,18 +167,6 @@ struct compile_reply {
   /// carried it, sent before this reply; `artifact` itself is then empty. 0 and 0 otherwise.
   std::uint64_t artifact_bytes = 0;
   std::uint32_t artifact_chunks = 0;
-  MSGPACK_DEFINE_MAP(status,
-                     exit_code,
-                     term_signal,
-                     output,
-                     artifact,
-                     has_artifact,
-                     compile_ns,
-                     worker_id,
-                     error,
-                     resources,
-                     artifact_bytes,
-                     artifact_chunks)
 };
 
 /// One piece of a compile job's artifact, sent by the worker before its COMPILE_REPLY (same
@@ -220,7 +175,6 @@ struct artifact_chunk {
   static constexpr message_kind kind = message_kind::artifact_chunk;
   std::uint64_t offset = 0;
   std::vector<char> bytes;
-  MSGPACK_DEFINE_MAP(offset, bytes)
 };
 
 struct measure_request {
@@ -235,7 +189,6 @@ struct measure_request {
   std::optional<kernel_launch> launch;
   /// Exactly `runs` samples even on an adaptive lane (the final round's interleaved rounds).
   bool fixed_count = false;
-  MSGPACK_DEFINE_MAP(candidate_key, argv, runs, warmup, timeout_ms, launch, fixed_count)
 };
 
 /// The GPU's clocks around one measurement, read through NVML (never set): the SM clock and the
@@ -250,14 +203,6 @@ struct gpu_clocks {
   std::int64_t power_violation_ns = -1;   ///< during the measurement; -1 where NVML cannot tell
   std::int64_t thermal_violation_ns = -1; ///< during the measurement; -1 where NVML cannot tell
   bool throttled = false;                 ///< a slowing reason was set, or violation time accrued
-  MSGPACK_DEFINE_MAP(read,
-                     sm_mhz_before,
-                     sm_mhz_after,
-                     reasons_before,
-                     reasons_after,
-                     power_violation_ns,
-                     thermal_violation_ns,
-                     throttled)
 };
 
 struct measure_result {
@@ -280,20 +225,6 @@ struct measure_result {
   /// Descendants still running when a run ended (daemons, background jobs), killed by the lane.
   /// The samples stand; the candidate is flagged, since such a process may have shared the device.
   std::uint32_t leftover_processes = 0;
-  MSGPACK_DEFINE_MAP(status,
-                     samples_ns,
-                     exit_code,
-                     term_signal,
-                     failed_run,
-                     reason,
-                     lane,
-                     sampling,
-                     noise,
-                     noisy,
-                     device_model,
-                     device_uuid,
-                     clocks,
-                     leftover_processes)
 };
 
 struct verdict {
@@ -304,7 +235,6 @@ struct verdict {
   std::string best_key; ///< the incumbent after this verdict
   double median_ns = 0.0;
   double relative_change = 0.0; ///< (candidate - incumbent) / incumbent, 0 when no incumbent
-  MSGPACK_DEFINE_MAP(candidate_key, decision, reason, best_key, median_ns, relative_change)
 };
 
 const char* to_string(message_kind kind);
@@ -313,8 +243,3 @@ const char* to_string(measure_status status);
 const char* to_string(verdict_kind kind);
 
 } // namespace rpl::messages
-
-MSGPACK_ADD_ENUM(rpl::messages::message_kind)
-MSGPACK_ADD_ENUM(rpl::messages::compile_status)
-MSGPACK_ADD_ENUM(rpl::messages::measure_status)
-MSGPACK_ADD_ENUM(rpl::messages::verdict_kind)

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/broker/broker.hpp"
+#include "engine/broker/broker_stats.hpp"
 #include "engine/graph/candidate_state.hpp"
 #include "engine/graph/lane_worker.hpp"
 #include "engine/store/results_store.hpp"

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "stages/hardware/arch_model.hpp"
 #include "stages/trace/counter_values.hpp"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "stages/analysis/kernel_occupancy.hpp"
 #include "stages/statistics/statistics.hpp"

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include <msgpack.hpp>
+#include <nlohmann/json.hpp>
 
 #include "stages/hardware/integer_rounding.hpp"
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include <nlohmann/json.hpp>
+
 namespace rpl::stages {
 
 namespace {

@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "stages/search/param_value.hpp"
 #include "stages/search/space.hpp"

@@ -5,6 +5,8 @@
 #include <numeric>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
 namespace rpl::stages {
 
 model_strategy::model_strategy(const std::vector<configuration>& configs,

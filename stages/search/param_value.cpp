@@ -4,6 +4,8 @@
 #include <charconv>
 #include <system_error>
 
+#include <nlohmann/json.hpp>
+
 namespace rpl::stages {
 
 std::string to_string(const param_value& value) {

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "stages/search/model_strategy.hpp"
 
 namespace rpl::stages {
@@ -67,6 +69,10 @@ private:
 };
 
 } // namespace
+
+nlohmann::json strategy::summary() const {
+  return nullptr;
+}
 
 std::unique_ptr<strategy> make_strategy(std::string_view name,
                                         std::size_t space_size,

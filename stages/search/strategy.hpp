@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "messages/wire.hpp"
 #include "stages/search/param_value.hpp"
@@ -55,7 +55,7 @@ public:
   /// The name make_strategy() knows it by.
   virtual std::string_view name() const = 0;
   /// What the strategy learned, for the result (the model strategy: its fits); null for none.
-  virtual nlohmann::json summary() const { return nullptr; }
+  virtual nlohmann::json summary() const;
 };
 
 /// Creates a strategy by name:

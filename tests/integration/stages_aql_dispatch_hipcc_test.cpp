@@ -3,6 +3,7 @@
 // and the manifest's parameters are exactly the metadata's arguments (hidden ones included), its
 // dynamic LDS the packet's group segment less the static. Skips without hipcc.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "stages/capture/aql_dispatch.hpp"
 #include "support/hip_code_object.hpp"

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "stages/hardware/code_object_metadata.hpp"
 #include "support/test_support.hpp"

@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "stages/capture/aql_dispatch.hpp"
 #include "support/hip_code_object.hpp"

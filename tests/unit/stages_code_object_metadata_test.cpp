@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <msgpack.hpp>
+#include <nlohmann/json.hpp>
 
 #include "stages/hardware/code_object_metadata.hpp"
 #include "support/test_support.hpp"

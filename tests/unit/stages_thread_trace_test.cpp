@@ -1,6 +1,7 @@
 // AMD thread-trace statistics (rocprofv3 --att's stats_*.csv and code.json) as stall summaries,
 // from the hand-made fixtures in tests/fixtures/att/ (README there), with every sum by hand.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "stages/trace/thread_trace.hpp"
 #include "support/test_support.hpp"

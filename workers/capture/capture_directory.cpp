@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 namespace rpl::workers::capture {
 
 namespace sc = rpl::stages::capture;

@@ -34,6 +34,7 @@
 #include <hsa/hsa.h>
 #include <hsa/hsa_api_trace.h>
 #include <hsa/hsa_ext_amd.h>
+#include <nlohmann/json.hpp>
 
 #include "stages/capture/aql_dispatch.hpp"
 #include "stages/capture/capture_manifest.hpp"

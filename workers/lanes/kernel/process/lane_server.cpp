@@ -7,6 +7,9 @@
 #include <sstream>
 #include <unistd.h>
 
+#include <msgpack.hpp>
+
+#include "messages/wire_msgpack.hpp"
 #include "workers/lanes/kernel/process/kernel_params.hpp"
 #include "workers/lanes/kernel/process/output_check.hpp"
 
