@@ -33,7 +33,7 @@ echo "build_times: commit $commit, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
 "$here/scripts/install-deps" >/dev/null
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rpl-build-times.XXXXXX")
-((keep)) || trap 'rm -rf "$work"' EXIT
+trap '((keep)) || rm -rf "$work"' EXIT # a failed measurement keeps its clone and log
 
 fresh_clone() { # name
   git clone --quiet --no-hardlinks "$here" "$work/$1"
