@@ -1,4 +1,5 @@
 #include "messages/codec.hpp"
+#include "messages/proposal.hpp"
 
 namespace rpl::messages {
 
@@ -14,7 +15,7 @@ parse_frames(std::string_view header, std::string_view env_bytes, std::string_vi
                        ", this build speaks " + std::to_string(protocol_version));
   }
   const auto kind = static_cast<unsigned>(frames.env.kind);
-  if (kind < 1 || kind > 9) {
+  if (kind < 1 || kind > 11) {
     throw decode_error("unknown message kind " + std::to_string(kind));
   }
   return frames;
@@ -31,6 +32,8 @@ const char* to_string(message_kind kind) {
   case message_kind::measure_result: return "measure_result";
   case message_kind::verdict: return "verdict";
   case message_kind::artifact_chunk: return "artifact_chunk";
+  case message_kind::propose_request: return "propose_request";
+  case message_kind::propose_reply: return "propose_reply";
   }
   return "unknown";
 }
@@ -70,6 +73,20 @@ const char* to_string(verdict_kind kind) {
   case verdict_kind::same: return "same";
   case verdict_kind::ambiguous: return "ambiguous";
   case verdict_kind::invalid: return "invalid";
+  }
+  return "unknown";
+}
+
+} // namespace rpl::messages
+
+namespace rpl::messages {
+
+const char* to_string(propose_status status) {
+  switch (status) {
+  case propose_status::ok: return "ok";
+  case propose_status::failed: return "failed";
+  case propose_status::unavailable: return "unavailable";
+  case propose_status::timed_out: return "timed_out";
   }
   return "unknown";
 }

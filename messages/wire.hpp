@@ -29,6 +29,8 @@ enum class message_kind : std::uint8_t {
   measure_result = 7,
   verdict = 8,
   artifact_chunk = 9,
+  propose_request = 10, ///< engine -> proposer worker (messages/proposal.hpp)
+  propose_reply = 11,   ///< proposer worker -> engine
 };
 
 /// Outcome of one compile job. `ok` is the only status that carries a usable artifact.

@@ -11,6 +11,7 @@
 #include <msgpack.hpp>
 
 #include "messages/kernel_lane.hpp"
+#include "messages/proposal.hpp"
 #include "messages/wire.hpp"
 
 /// `(key)(value.field)` for each field: the arguments of msgpack::type::make_define_map.
@@ -200,3 +201,23 @@ RPL_MSGPACK_MAP(rpl::messages::measure_result,
                 leftover_processes)
 RPL_MSGPACK_MAP(
     rpl::messages::verdict, candidate_key, decision, reason, best_key, median_ns, relative_change)
+
+// messages/proposal.hpp
+
+MSGPACK_ADD_ENUM(rpl::messages::propose_status)
+
+RPL_MSGPACK_MAP(rpl::messages::proposal_attempt, proposal_id, title, diff, stage, verdict, detail)
+RPL_MSGPACK_MAP(rpl::messages::propose_request,
+                kernel,
+                source_name,
+                source,
+                language,
+                compile_flags,
+                block_threads,
+                analysis,
+                history,
+                repair_round,
+                max_proposals,
+                timeout_ms)
+RPL_MSGPACK_MAP(rpl::messages::proposal, id, title, rationale, diff)
+RPL_MSGPACK_MAP(rpl::messages::propose_reply, status, proposer, worker_id, error, proposals, elapsed_ns)

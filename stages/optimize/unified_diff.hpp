@@ -1,0 +1,32 @@
+#pragma once
+/// Unified diffs of one file, made and applied in memory: how a proposal travels (messages/
+/// proposal.hpp) and what `optimize --out` writes. Applying is strict: every context and removed
+/// line must match where the hunk says (or within a small offset), or the patch is refused with the
+/// hunk and the line that differs; nothing fuzzy, nothing executed.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace rpl::stages::optimize {
+
+/// The unified diff turning `before` into `after` ("--- a/NAME", "+++ b/NAME", @@ hunks with
+/// `context` lines around each change); empty when the texts are equal. Lines end with '\n'; a
+/// last line without one is marked "\ No newline at end of file" as diff(1) does.
+std::string make_unified_diff(std::string_view before,
+                              std::string_view after,
+                              std::string_view name,
+                              std::size_t context = 3);
+
+struct patch_result {
+  bool ok = false;
+  std::string text;  ///< the patched text when ok
+  std::string error; ///< when not ok: which hunk, which line, what was expected and found
+};
+
+/// Applies `diff` (one file's unified diff, as make_unified_diff writes it or an LLM answers it:
+/// headers optional, hunk line counts checked) to `text`.
+patch_result apply_unified_diff(std::string_view text, std::string_view diff);
+
+} // namespace rpl::stages::optimize
