@@ -92,6 +92,7 @@ int run_cli(int argc, char** argv) {
   verbs.push_back(commands::make_keys_command());
   verbs.push_back(commands::make_isolate_command());
   verbs.push_back(commands::make_replay_command());
+  verbs.push_back(commands::make_optimize_command());
   verbs.push_back(commands::make_workers_command());
   for (auto& verb : verbs) {
     verb->add_to(app);

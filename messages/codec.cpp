@@ -1,4 +1,5 @@
 #include "messages/codec.hpp"
+
 #include "messages/proposal.hpp"
 
 namespace rpl::messages {

@@ -20,24 +20,24 @@ namespace rpl::messages {
 struct proposal_attempt {
   std::string proposal_id; ///< the proposal's id ("rule:unroll:loop2:4", "llm:3")
   std::string title;
-  std::string diff;     ///< the unified diff that was tried
-  std::string stage;    ///< where it ended: "source_guard", "compile", "artifact_guard",
-                        ///< "validation", "measurement", "accepted"
-  std::string verdict;  ///< "rejected", "failed", "slower", "within_noise", "accepted"
-  std::string detail;   ///< the guard's finding, the compiler's errors (truncated), the figures
+  std::string diff;    ///< the unified diff that was tried
+  std::string stage;   ///< where it ended: "source_guard", "compile", "artifact_guard",
+                       ///< "validation", "measurement", "accepted"
+  std::string verdict; ///< "rejected", "failed", "slower", "within_noise", "accepted"
+  std::string detail;  ///< the guard's finding, the compiler's errors (truncated), the figures
 };
 
 /// What the proposer may read: everything is text or numbers, nothing to execute.
 struct propose_request {
   static constexpr message_kind kind = message_kind::propose_request;
-  std::string kernel;          ///< the target kernel's name as written in the source
-  std::string source_name;     ///< the file's name (no directories), for the diff's headers
-  std::string source;          ///< the whole translation unit, as the user's file holds it
-  std::string language;        ///< "cuda" or "hip"
+  std::string kernel;      ///< the target kernel's name as written in the source
+  std::string source_name; ///< the file's name (no directories), for the diff's headers
+  std::string source;      ///< the whole translation unit, as the user's file holds it
+  std::string language;    ///< "cuda" or "hip"
   std::vector<std::string> compile_flags; ///< -D/-I/-std flags of the build template (parsing)
   std::uint32_t block_threads = 0;        ///< threads per block at the launch (0: unknown)
-  std::string analysis;        ///< the kernel's analysis, as text: class, counters, limiter, share
-  std::vector<proposal_attempt> history;  ///< earlier attempts on this kernel, oldest first
+  std::string analysis; ///< the kernel's analysis, as text: class, counters, limiter, share
+  std::vector<proposal_attempt> history; ///< earlier attempts on this kernel, oldest first
   /// 0: new proposals; 1 or 2: repair round for `history.back()`, whose compiler errors are in
   /// its detail.
   std::uint32_t repair_round = 0;

@@ -220,4 +220,5 @@ RPL_MSGPACK_MAP(rpl::messages::propose_request,
                 max_proposals,
                 timeout_ms)
 RPL_MSGPACK_MAP(rpl::messages::proposal, id, title, rationale, diff)
-RPL_MSGPACK_MAP(rpl::messages::propose_reply, status, proposer, worker_id, error, proposals, elapsed_ns)
+RPL_MSGPACK_MAP(
+    rpl::messages::propose_reply, status, proposer, worker_id, error, proposals, elapsed_ns)

@@ -18,6 +18,7 @@
 #include "engine/autotune/lane_plan.hpp"
 #include "engine/broker/broker.hpp"
 #include "engine/broker/local_workers.hpp"
+#include "engine/broker/private_dir.hpp"
 #include "engine/graph/tuning_graph.hpp"
 
 namespace rpl::engine {
@@ -25,38 +26,6 @@ namespace rpl::engine {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-/// The broker as the graph's compile service, for one run.
-/// A private folder for the broker's ipc endpoint, removed at the end.
-class private_dir {
-public:
-  private_dir() {
-    // $TMPDIR where it leaves room for the socket's name (a Unix socket path is at most 107
-    // bytes), /tmp otherwise.
-    std::string root = "/tmp";
-    if (const char* tmpdir = std::getenv("TMPDIR");
-        tmpdir != nullptr && *tmpdir == '/' && std::strlen(tmpdir) <= 64) {
-      root = tmpdir;
-    }
-    std::string pattern = root + "/rocm-perf-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) {
-      throw config_error("cannot create a temporary folder under " + root +
-                         " for the broker socket: " + std::strerror(errno) + "; fix: make " + root +
-                         " writable, or set TMPDIR to a writable folder");
-    }
-    path_ = pattern;
-  }
-  ~private_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  private_dir(const private_dir&) = delete;
-  private_dir& operator=(const private_dir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
-private:
-  std::filesystem::path path_;
-};
 
 /// Measurement keeps CPUs to itself when there are enough: lane k runs on the k-th CPU from the
 /// end, the compile workers (and their compilers) on the rest. Otherwise nothing is pinned (-1).
@@ -431,9 +400,9 @@ autotune_result run_autotune(const autotune_options& options,
   std::optional<private_dir> ipc_dir;
   try {
     ipc_dir.emplace();
-  } catch (const config_error&) {
+  } catch (const std::runtime_error& error) {
     session.store().set_run_status(session.run_id(), "failed");
-    throw;
+    throw config_error(error.what());
   }
   const auto bconfig = make_broker_config(options, inputs, *ipc_dir);
   broker compile_broker(bconfig);

@@ -188,6 +188,27 @@ std::uint64_t broker::submit(std::string run_id,
   return id;
 }
 
+std::uint64_t broker::submit_proposal(std::string run_id,
+                                      std::string proposer_kind,
+                                      messages::propose_request request,
+                                      propose_completion done) {
+  job j;
+  j.compiler = std::move(proposer_kind);
+  j.id = next_job_id_++;
+  j.run_id = std::move(run_id);
+  j.deadline = config_.clock() + std::chrono::milliseconds(request.timeout_ms);
+  j.proposal = std::move(request);
+  j.propose_done = std::move(done);
+  const auto id = j.id;
+  {
+    std::lock_guard lock(submit_mutex_);
+    submitted_.push_back(std::move(j));
+  }
+  std::uint64_t one = 1;
+  [[maybe_unused]] auto written = ::write(wake_fd_, &one, sizeof one);
+  return id;
+}
+
 broker::worker* broker::find(const std::string& identity) {
   auto it = std::find_if(workers_.begin(), workers_.end(),
                          [&](const worker& w) { return w.identity == identity; });
@@ -216,6 +237,18 @@ void broker::send_disconnect(const std::string& identity, const std::string& rea
 }
 
 void broker::fail(job& j, messages::compile_status status, const std::string& why) {
+  if (j.proposal) {
+    messages::propose_reply reply;
+    reply.status = status == messages::compile_status::timed_out
+                       ? messages::propose_status::timed_out
+                       : messages::propose_status::failed;
+    reply.proposer = j.compiler;
+    reply.error = why;
+    if (j.propose_done) {
+      j.propose_done(reply);
+    }
+    return;
+  }
   messages::compile_reply reply;
   reply.status = status;
   reply.error = why;
@@ -278,6 +311,9 @@ void broker::handle_message(std::vector<zmq::message_t>& frames) {
   case messages::message_kind::artifact_chunk:
     on_chunk(identity, w, parsed.env.job_id, parsed.body);
     break;
+  case messages::message_kind::propose_reply:
+    on_propose_reply(identity, w, parsed.env.job_id, parsed.body);
+    break;
   default:
     spdlog::warn("broker: dropped an unexpected {} from {}", messages::to_string(parsed.env.kind),
                  w != nullptr ? w->worker_id : std::string("an unknown peer"));
@@ -322,6 +358,7 @@ void broker::on_ready(const std::string& identity, worker* known, const std::str
   }
   registered->worker_id = info.worker_id;
   registered->slots = std::max<std::uint32_t>(info.slots, 1);
+  registered->service = info.service;
   registered->compilers = info.compilers;
   registered->toolchains.clear();
   std::string names;
@@ -409,6 +446,66 @@ void broker::on_reply(const std::string& identity,
   }
 }
 
+void broker::on_propose_reply(const std::string& identity,
+                              worker* known,
+                              std::uint64_t job_id,
+                              const std::string& body) {
+  if (known == nullptr) {
+    send_disconnect(identity, "unknown worker; send READY first");
+    count(&broker_stats::unknown_replies);
+    return;
+  }
+  const auto held = std::find_if(known->current.begin(), known->current.end(),
+                                 [&](const job& j) { return j.id == job_id && j.proposal; });
+  if (held == known->current.end()) {
+    count(&broker_stats::duplicate_replies);
+    return;
+  }
+  messages::propose_reply reply;
+  try {
+    reply = messages::decode<messages::propose_reply>(body);
+  } catch (const messages::decode_error& error) {
+    reply.status = messages::propose_status::failed;
+    reply.error = std::string("undecodable proposer reply: ") + error.what();
+  }
+  auto j = std::move(*held);
+  known->current.erase(held);
+  if (reply.worker_id.empty()) {
+    reply.worker_id = known->worker_id;
+  }
+  if (j.propose_done) {
+    j.propose_done(reply);
+  }
+}
+
+void broker::expire_proposals(clock_type::time_point now) {
+  const auto overdue = [&](const job& j) { return j.proposal && now >= j.deadline; };
+  const auto expire = [&](job& j, const std::string& where) {
+    fail(j, messages::compile_status::timed_out,
+         "the " + j.compiler + " proposer did not answer within " +
+             std::to_string(j.proposal->timeout_ms) + " ms" + where);
+  };
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (overdue(*it)) {
+      expire(*it, " (no proposer worker of that kind took the job)");
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& w : workers_) {
+    for (auto it = w.current.begin(); it != w.current.end();) {
+      if (overdue(*it)) {
+        // Its late reply is dropped as a duplicate; the worker's slot frees when it answers.
+        expire(*it, " (worker " + w.worker_id + ")");
+        it = w.current.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
 void broker::on_chunk(const std::string& identity,
                       worker* known,
                       std::uint64_t job_id,
@@ -475,6 +572,10 @@ bool broker::fits(const worker& w, const job& j) {
     return false;
   }
   const std::string& name = j.compiler;
+  if (j.proposal || w.service != "compile") {
+    return j.proposal && w.service == "propose" &&
+           std::find(w.compilers.begin(), w.compilers.end(), name) != w.compilers.end();
+  }
   if (!w.compilers.empty() &&
       std::find(w.compilers.begin(), w.compilers.end(), name) == w.compilers.end()) {
     return false;
@@ -530,7 +631,9 @@ void broker::dispatch() {
         best = &w;
       }
     }
-    if (!any_fit && unplaced_reason_.empty()) {
+    if (!any_fit && unplaced_reason_.empty() && it->proposal) {
+      unplaced_reason_ = "no " + it->compiler + " proposer worker connected";
+    } else if (!any_fit && unplaced_reason_.empty()) {
       const auto& argv = it->request.argv;
       const std::string compiler = argv.empty() ? "(no compiler)" : argv[0];
       unplaced_reason_ =
@@ -552,7 +655,11 @@ void broker::dispatch() {
     ++j.attempts;
     best->current.push_back(std::move(j));
     const auto& sent = best->current.back();
-    send(*best, sent.id, sent.run_id, sent.request);
+    if (sent.proposal) {
+      send(*best, sent.id, sent.run_id, *sent.proposal);
+    } else {
+      send(*best, sent.id, sent.run_id, sent.request);
+    }
   }
 }
 
@@ -651,6 +758,7 @@ void broker::run() {
     receive_all();
     const auto now = config_.clock();
     purge(now);
+    expire_proposals(now);
     dispatch();
     send_heartbeats(now);
     track_waiting(now);

@@ -22,6 +22,7 @@
 #include <zmq.hpp>
 
 #include "engine/broker/broker_stats.hpp"
+#include "messages/proposal.hpp"
 #include "messages/wire.hpp"
 #include "workers/protocol/curve_keys.hpp"
 
@@ -61,6 +62,7 @@ struct broker_config {
 class broker {
 public:
   using completion = std::function<void(const messages::compile_reply&)>;
+  using propose_completion = std::function<void(const messages::propose_reply&)>;
 
   explicit broker(broker_config config);
   ~broker();
@@ -80,6 +82,15 @@ public:
                        completion done,
                        std::string avoid_worker = {});
 
+  /// Thread-safe. A proposer job (messages/proposal.hpp) for a worker that said READY with service
+  /// "propose" and `proposer_kind` among its capabilities (READY's compilers: "rule", "llm").
+  /// `done` runs exactly once, on the broker thread; a job no worker answers within
+  /// request.timeout_ms fails with propose_status::timed_out, and one whose worker died is tried
+  /// on another (max_attempts), then fails with the reason.
+  std::uint64_t submit_proposal(std::string run_id,
+                                std::string proposer_kind,
+                                messages::propose_request request,
+                                propose_completion done);
   /// Runs on the broker thread once per loop turn (the engine uses it to supervise local workers).
   /// Set once, before or after start().
   void set_tick(std::function<void()> tick);
@@ -111,6 +122,11 @@ private:
     int attempts = 0;
     std::string avoid_worker;
     std::string compiler; ///< argv[0]'s file name, what workers' compilers and toolchains name
+    /// A proposer job instead of a compile job: `compiler` then holds the proposer kind, and the
+    /// job needs a worker of service "propose".
+    std::optional<messages::propose_request> proposal;
+    propose_completion propose_done;
+    std::chrono::steady_clock::time_point deadline{}; ///< proposer jobs: fail after this
     /// argv[0] is a path: workers run that binary, not the one READY named, and check its
     /// identity themselves (compile_status::toolchain_mismatch).
     bool compiler_is_path = false;
@@ -121,7 +137,8 @@ private:
     std::chrono::steady_clock::time_point expiry;
     std::chrono::steady_clock::time_point last_sent;
     std::uint32_t slots = 1;
-    std::vector<std::string> compilers;            ///< allow-listed names
+    std::string service = "compile";               ///< READY's service: "compile" or "propose"
+    std::vector<std::string> compilers;            ///< allow-listed names (proposer kinds)
     std::map<std::string, std::string> toolchains; ///< compiler name -> toolchain id
     std::vector<job> current;                      ///< at most `slots`
     /// Chunked artifacts being received, by job id; a job whose chunks broke the rules (out of
@@ -154,6 +171,11 @@ private:
   void send_disconnect(const std::string& identity, const std::string& reason);
   worker* find(const std::string& identity);
   void on_ready(const std::string& identity, worker* known, const std::string& body);
+  void on_propose_reply(const std::string& identity,
+                        worker* known,
+                        std::uint64_t job_id,
+                        const std::string& body);
+  void expire_proposals(std::chrono::steady_clock::time_point now);
   void on_chunk(const std::string& identity,
                 worker* known,
                 std::uint64_t job_id,

@@ -27,15 +27,23 @@ local_workers::~local_workers() {
 }
 
 pid_t local_workers::spawn_one() {
-  std::vector<std::string> args = {config_.executable.string(), "worker", "compile", "--connect",
-                                   config_.endpoint, "--heartbeat-ms",
-                                   std::to_string(config_.heartbeat.count()), "--liveness",
-                                   std::to_string(config_.liveness),
-                                   // the engine starts as many local workers as it wants jobs
-                                   "--slots", "1", "--quiet"};
-  for (const auto& compiler : config_.allowed_compilers) {
-    args.push_back("--allow-compiler");
-    args.push_back(compiler);
+  std::vector<std::string> args = {config_.executable.string()};
+  args.insert(args.end(), config_.command.begin(), config_.command.end());
+  const bool compile = config_.command == std::vector<std::string>{"worker", "compile"};
+  for (const std::string& arg :
+       {std::string("--connect"), config_.endpoint, std::string("--heartbeat-ms"),
+        std::to_string(config_.heartbeat.count()), std::string("--liveness"),
+        std::to_string(config_.liveness), std::string("--quiet")}) {
+    args.push_back(arg);
+  }
+  if (compile) {
+    // the engine starts as many local workers as it wants jobs
+    args.push_back("--slots");
+    args.push_back("1");
+    for (const auto& compiler : config_.allowed_compilers) {
+      args.push_back("--allow-compiler");
+      args.push_back(compiler);
+    }
   }
   std::vector<char*> argv;
   for (auto& arg : args) {
@@ -63,6 +71,9 @@ pid_t local_workers::spawn_one() {
     }
     if (getppid() != parent) {
       _exit(0);
+    }
+    for (const auto& [name, value] : config_.environment) {
+      setenv(name.c_str(), value.c_str(), 1);
     }
     execv(argv[0], argv.data());
     _exit(127);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 #include <sys/types.h>
+#include <utility>
 #include <vector>
 
 namespace rpl::engine {
@@ -20,6 +21,10 @@ struct local_workers_config {
   std::vector<std::string> allowed_compilers; ///< empty: the worker's default list
   std::size_t max_restarts = 0;               ///< 0: 2 × count
   std::vector<int> cpus; ///< CPUs the workers (and so their compilers) may run on; empty: any
+  /// The worker verb and its own options: {"worker", "compile"} (plus --slots 1 and the
+  /// allow-list) by default; a proposer worker is {"worker", "propose", "--kind", "rule"}.
+  std::vector<std::string> command = {"worker", "compile"};
+  std::vector<std::pair<std::string, std::string>> environment; ///< set in the worker only
 };
 
 class local_workers {

@@ -38,6 +38,7 @@ command_ptr make_keys_command();
 command_ptr make_workers_command();
 command_ptr make_isolate_command();
 command_ptr make_replay_command();
+command_ptr make_optimize_command();
 
 /// Set by the first SIGINT/SIGTERM (the verb stops in an orderly way); a second one exits the
 /// process at once with `interrupted` (130).

@@ -2,6 +2,9 @@
 
 #include "engine/commands/command.hpp"
 #include "workers/compile/compile_worker.hpp"
+#include "workers/proposers/llm/llm_proposer.hpp"
+#include "workers/proposers/proposer_worker.hpp"
+#include "workers/proposers/rule/rule_proposer.hpp"
 
 namespace rpl::engine::commands {
 
@@ -38,11 +41,72 @@ public:
                          "engine started with --curve-keys");
     compile_->add_option("--server-key", server_key_,
                          "The engine's public.key (with --curve-keys)");
+
+    propose_ = worker->add_subcommand(
+        "propose", "Proposer worker: source changes to a kernel (rule: libclang transforms; llm: "
+                   "an OpenAI-compatible endpoint)");
+    propose_->add_option("--kind", propose_options_.kind, "rule or llm")
+        ->required()
+        ->check(CLI::IsMember({"rule", "llm"}));
+    propose_->add_option("--connect", propose_options_.endpoint, "Engine endpoint")->required();
+    propose_->add_option("--heartbeat-ms", heartbeat_ms_, "Heartbeat interval")
+        ->check(CLI::Range(10, 60000));
+    propose_
+        ->add_option("--liveness", propose_options_.liveness,
+                     "Missed heartbeats before reconnecting")
+        ->check(CLI::Range(1, 100));
+    propose_->add_option("--llm-endpoint", llm_.endpoint,
+                         "OpenAI-compatible endpoint (http://host:port/v1); key in "
+                         "RPL_LLM_API_KEY");
+    propose_->add_option("--llm-model", llm_.model, "Model name");
+    propose_->add_option("--llm-timeout-s", llm_timeout_s_, "Per-request timeout (default 120)")
+        ->check(CLI::Range(1, 3600));
+    propose_->add_flag("--quiet", quiet_, "Log warnings and errors only");
+    propose_->add_flag("--once", propose_options_.once, "Serve one engine, then leave");
+    propose_->add_option("--curve-keys", curve_keys_, "This worker's CURVE key pair folder");
+    propose_->add_option("--server-key", server_key_, "The engine's public.key");
   }
 
-  bool chosen() const override { return compile_->parsed(); }
+  int run_propose() {
+    setup_logging(quiet_);
+    propose_options_.heartbeat = std::chrono::milliseconds(heartbeat_ms_);
+    if (curve_keys_.empty() != server_key_.empty()) {
+      std::fprintf(stderr, "rocm-perf worker propose: error: --curve-keys and --server-key go "
+                           "together; fix: pass both\n");
+      return bad_input;
+    }
+    if (!curve_keys_.empty()) {
+      try {
+        workers::require_curve("--curve-keys");
+        propose_options_.curve = workers::curve_client_keys{workers::read_keypair(curve_keys_),
+                                                            workers::read_public_key(server_key_)};
+      } catch (const workers::curve_error& error) {
+        std::fprintf(stderr, "rocm-perf worker propose: error: %s\n", error.what());
+        return bad_input;
+      }
+    }
+    workers::proposer_ptr proposer;
+    if (propose_options_.kind == "rule") {
+      proposer = std::make_unique<workers::rule_proposer>();
+    } else {
+      llm_.timeout = std::chrono::seconds(llm_timeout_s_);
+      proposer = std::make_unique<workers::llm_proposer>(llm_);
+    }
+    install_signal_handlers();
+    try {
+      return workers::run_proposer_worker(propose_options_, std::move(proposer), stop_requested());
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "rocm-perf worker propose: error: %s\n", error.what());
+      return bad_input;
+    }
+  }
+
+  bool chosen() const override { return compile_->parsed() || propose_->parsed(); }
 
   int run() override {
+    if (propose_->parsed()) {
+      return run_propose();
+    }
     setup_logging(quiet_);
     options_.heartbeat = std::chrono::milliseconds(heartbeat_ms_);
     options_.reconnect_initial = std::chrono::milliseconds(reconnect_ms_);
@@ -77,6 +141,10 @@ public:
 
 private:
   CLI::App* compile_ = nullptr;
+  CLI::App* propose_ = nullptr;
+  workers::proposer_worker_options propose_options_;
+  workers::llm_proposer_options llm_;
+  std::int64_t llm_timeout_s_ = 120;
   workers::compile_worker_options options_;
   bool quiet_ = false;
   std::int64_t heartbeat_ms_ = 1000;

@@ -13,7 +13,8 @@ namespace rpl::stages::optimize {
 
 /// The unified diff turning `before` into `after` ("--- a/NAME", "+++ b/NAME", @@ hunks with
 /// `context` lines around each change); empty when the texts are equal. Lines end with '\n'; a
-/// last line without one is marked "\ No newline at end of file" as diff(1) does.
+/// last line without one is marked "\ No newline at end of file" as diff(1) does. Minimal (Myers)
+/// while the texts differ by up to about a thousand lines; past that, correct but not minimal.
 std::string make_unified_diff(std::string_view before,
                               std::string_view after,
                               std::string_view name,
@@ -26,7 +27,10 @@ struct patch_result {
 };
 
 /// Applies `diff` (one file's unified diff, as make_unified_diff writes it or an LLM answers it:
-/// headers optional, hunk line counts checked) to `text`.
+/// headers optional, hunk line counts checked) to `text`. Also read: a markdown ```diff fence
+/// around it, and hunk headers without counts (`@@ -5 +5 @@`), whose lines then tell the counts.
+/// Each hunk must match exactly at its stated line or, nearest first, within 50 lines of it, after
+/// the previous hunk; CRLF lines match only CRLF lines.
 patch_result apply_unified_diff(std::string_view text, std::string_view diff);
 
 } // namespace rpl::stages::optimize

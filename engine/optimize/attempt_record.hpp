@@ -1,0 +1,38 @@
+#pragma once
+/// One iteration of the optimization loop for one kernel: a proposal and everything that happened
+/// to it (guards, compile, validation, measurement, verdict). Stored as a row of
+/// optimize_attempts (engine/optimize/optimize_journal.hpp) and as one JSON line of
+/// attempts.jsonl; fed back to the proposers as history (messages::proposal_attempt).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rpl::engine {
+
+struct attempt_record {
+  std::string kernel;
+  std::uint32_t sequence = 0; ///< 1, 2, ... per kernel
+  std::uint32_t iteration = 0;
+  std::string proposer; ///< "rule", "llm:<model>"
+  std::string proposal_id;
+  std::string title;
+  std::string rationale;
+  std::string diff; ///< against the source the proposal was made for (the incumbent)
+  std::string diff_hash;
+  std::uint32_t repair_round = 0;
+  /// Where it ended: "apply", "source_guard", "compile", "artifact_guard", "screen",
+  /// "validation", "measurement", "accepted".
+  std::string stage;
+  /// "rejected" (a guard or a validation said no), "failed" (it did not build or run),
+  /// "slower", "within_noise", "accepted", "resumed" (taken from an earlier run's journal).
+  std::string verdict;
+  std::string guard;  ///< the guard that caught it, by name ("new_global", "validation:odd_size")
+  std::string detail; ///< the finding, the compiler's errors, the figures
+  std::int64_t compile_ns = 0;
+  std::string validation;  ///< JSON: the cases and their outcomes
+  std::string measurement; ///< JSON: medians, relative change, interval, rounds
+  double speedup = 0.0;    ///< incumbent / candidate median, when measured
+};
+
+} // namespace rpl::engine

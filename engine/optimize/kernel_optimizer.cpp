@@ -1,0 +1,663 @@
+#include "engine/optimize/kernel_optimizer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <set>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "engine/autotune/candidate_screen.hpp"
+#include "engine/optimize/optimize_journal.hpp"
+#include "stages/optimize/artifact_guard.hpp"
+#include "stages/optimize/source_guard.hpp"
+#include "stages/optimize/unified_diff.hpp"
+#include "stages/optimize/validation_plan.hpp"
+#include "workers/lanes/lane_backend.hpp"
+
+namespace rpl::engine {
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+namespace opt = stages::optimize;
+
+constexpr std::size_t max_detail_bytes = 4000;
+
+std::string clip(std::string text, std::size_t limit = max_detail_bytes) {
+  if (text.size() > limit) {
+    text.resize(limit);
+    text += "\n[... cut]";
+  }
+  return text;
+}
+
+/// The guard to name when several fired: a new global is also a declaration outside the
+/// target, but "new_global" says what the change is.
+std::string most_specific(const std::vector<opt::guard_finding>& findings) {
+  for (const char* guard : {"kernel_missing", "signature_changed", "new_global", "inline_asm",
+                            "device_launch", "host_code", "directive_changed"}) {
+    for (const auto& f : findings) {
+      if (f.guard == guard) {
+        return f.guard;
+      }
+    }
+  }
+  return findings.front().guard;
+}
+
+/// A compiled source: its code object on disk (the lane loads it by path) and in memory.
+struct build {
+  bool ok = false;
+  std::string error; ///< the compiler's output or the reason
+  std::filesystem::path artifact;
+  std::vector<std::byte> bytes;
+  messages::compile_reply reply;
+};
+
+double median_of(std::vector<std::int64_t> samples) {
+  if (samples.empty()) {
+    return std::nan("");
+  }
+  std::sort(samples.begin(), samples.end());
+  const std::size_t n = samples.size();
+  return n % 2 == 1 ? static_cast<double>(samples[n / 2])
+                    : 0.5 * static_cast<double>(samples[n / 2 - 1] + samples[n / 2]);
+}
+
+/// The loop's state for one kernel.
+class optimizer {
+public:
+  optimizer(const kernel_target& target,
+            const optimizer_settings& settings,
+            const optimizer_services& services,
+            workers::lane_backend& lane,
+            optimize_journal& journal,
+            const std::atomic<bool>& stop)
+      : target_(target), settings_(settings), services_(services), lane_(lane), journal_(journal),
+        stop_(stop) {}
+
+  target_result run();
+
+private:
+  bool out_of_time() const {
+    return stop_ || (settings_.deadline && steady::now() >= *settings_.deadline);
+  }
+  build compile(const std::string& source_text);
+  bool replay() const { return !target_.replay_dir.empty(); }
+  std::optional<messages::kernel_launch> resolve(const stages::launch_spec& spec,
+                                                 std::string& error) const;
+  messages::measure_result run_lane(const std::filesystem::path& artifact,
+                                    const std::optional<messages::kernel_launch>& launch,
+                                    std::uint32_t runs,
+                                    std::uint32_t warmup);
+  /// Validation against the original; empty when every case passed, else the failing case.
+  std::string validate(const std::filesystem::path& artifact, nlohmann::json& record);
+  opt::paired_verdict compare(const std::filesystem::path& incumbent,
+                              const std::filesystem::path& challenger,
+                              std::uint32_t rounds,
+                              nlohmann::json& record);
+  bool prepare_original(target_result& result);
+  void iterate(target_result& result);
+  struct candidate;
+  /// The static checks of one proposal, then its compile started (asynchronously).
+  candidate prepare(const messages::proposal& proposal,
+                    const std::string& proposer,
+                    std::uint32_t repair_round);
+  /// The rest of the checks, on the GPU; returns the record (not yet journaled).
+  attempt_record judge(candidate& c);
+  /// Runs a batch of one proposer's proposals; true when one was accepted (the rest of the
+  /// batch is then dropped: it was made for the old incumbent).
+  bool run_batch(const std::string& kind,
+                 const std::string& proposer,
+                 const std::vector<messages::proposal>& proposals,
+                 target_result& result,
+                 bool& proposed_any);
+  void finish(attempt_record& attempt, target_result& result);
+  messages::propose_request make_request(std::uint32_t repair_round) const;
+  void resume_accepted(target_result& result);
+
+  const kernel_target& target_;
+  const optimizer_settings& settings_;
+  const optimizer_services& services_;
+  workers::lane_backend& lane_;
+  optimize_journal& journal_;
+  const std::atomic<bool>& stop_;
+
+  std::optional<opt::source_model> original_model_;
+  build original_;
+  std::string incumbent_text_;
+  std::filesystem::path incumbent_artifact_;
+  std::vector<messages::proposal_attempt> history_;
+  std::map<std::string, attempt_record> earlier_;
+  std::set<std::string> seen_hashes_;
+  std::uint32_t sequence_ = 0;
+  std::uint32_t iteration_ = 0;
+  std::uint64_t lane_sequence_ = 0;
+};
+
+build optimizer::compile(const std::string& source_text) {
+  build b;
+  std::vector<messages::source_file> sources = target_.sources;
+  const std::string name = target_.source_path.filename().string();
+  for (auto& s : sources) {
+    if (s.name == name) {
+      s.content = source_text;
+    }
+  }
+  b.reply = services_.compile(sources, target_.build_argv);
+  if (b.reply.status != messages::compile_status::ok || !b.reply.has_artifact) {
+    b.error = std::string(messages::to_string(b.reply.status)) +
+              (b.reply.error.empty() ? "" : ": " + b.reply.error) +
+              (b.reply.output.empty() ? "" : "\n" + b.reply.output);
+    return b;
+  }
+  const std::string hash = text_hash(std::string(b.reply.artifact.begin(), b.reply.artifact.end()));
+  std::error_code ec;
+  const auto dir = settings_.artifact_dir / target_.kernel;
+  std::filesystem::create_directories(dir, ec);
+  b.artifact = dir / (hash + ".co");
+  std::ofstream out(b.artifact, std::ios::binary | std::ios::trunc);
+  out.write(b.reply.artifact.data(), static_cast<std::streamsize>(b.reply.artifact.size()));
+  if (!out) {
+    b.error = "cannot write the code object to " + b.artifact.string();
+    return b;
+  }
+  b.bytes.resize(b.reply.artifact.size());
+  std::memcpy(b.bytes.data(), b.reply.artifact.data(), b.bytes.size());
+  b.ok = true;
+  return b;
+}
+
+std::optional<messages::kernel_launch> optimizer::resolve(const stages::launch_spec& spec,
+                                                          std::string& error) const {
+  auto resolved = stages::resolve_launch(spec, target_.config);
+  if (!resolved.ok()) {
+    error = resolved.error;
+    return std::nullopt;
+  }
+  auto launch = std::move(*resolved.launch);
+  // The original kernel defines "right", at the same geometry (its ABI is the candidate's).
+  messages::kernel_reference ref;
+  ref.code_object_path = original_.artifact.string();
+  ref.symbol = launch.symbol;
+  ref.grid = launch.grid;
+  ref.block = launch.block;
+  ref.shared_bytes = launch.shared_bytes;
+  launch.reference = ref;
+  return launch;
+}
+
+messages::measure_result optimizer::run_lane(const std::filesystem::path& artifact,
+                                             const std::optional<messages::kernel_launch>& launch,
+                                             std::uint32_t runs,
+                                             std::uint32_t warmup) {
+  messages::measure_request request;
+  request.candidate_key = target_.kernel + "#" + std::to_string(++lane_sequence_);
+  request.argv = {artifact.string()};
+  if (replay() && !target_.symbol.empty()) {
+    request.argv.push_back(target_.symbol);
+  }
+  request.runs = runs;
+  request.warmup = warmup;
+  request.timeout_ms = settings_.lane_timeout_ms;
+  request.launch = launch;
+  request.fixed_count = true;
+  return lane_.measure(request);
+}
+
+std::string optimizer::validate(const std::filesystem::path& artifact, nlohmann::json& record) {
+  record = nlohmann::json::array();
+  if (replay()) {
+    // The replay restores the captured memory and compares the candidate's outputs with what the
+    // original kernel wrote in the application.
+    const auto result = run_lane(artifact, std::nullopt, 1, 0);
+    const bool ok = result.status == messages::measure_status::ok;
+    const std::string label = "captured dispatch " + target_.replay_dir.filename().string();
+    record.push_back({{"case", label},
+                      {"status", ok ? "matched" : messages::to_string(result.status)},
+                      {"reason", result.reason}});
+    return ok ? std::string()
+              : label + ": " + messages::to_string(result.status) + ": " + result.reason;
+  }
+  for (const auto& c : opt::validation_cases(target_.launch, settings_.seed)) {
+    std::string error;
+    const auto launch = resolve(c.spec, error);
+    if (!launch) {
+      record.push_back({{"case", c.label}, {"status", "not_run"}, {"reason", error}});
+      continue; // a size the launch file cannot express is not the candidate's fault
+    }
+    const auto result = run_lane(artifact, *launch, 1, 0);
+    const bool ok = result.status == messages::measure_status::ok;
+    record.push_back({{"case", c.label},
+                      {"status", ok ? "matched" : messages::to_string(result.status)},
+                      {"reason", result.reason}});
+    if (!ok) {
+      return c.label + ": " +
+             (result.status == messages::measure_status::nonzero_exit
+                  ? "outputs differ from the original kernel's: "
+                  : std::string(messages::to_string(result.status)) + ": ") +
+             result.reason;
+    }
+  }
+  return {};
+}
+
+opt::paired_verdict optimizer::compare(const std::filesystem::path& incumbent,
+                                       const std::filesystem::path& challenger,
+                                       std::uint32_t rounds,
+                                       nlohmann::json& record) {
+  std::string error;
+  const auto launch = replay() ? std::nullopt : resolve(target_.launch, error);
+  std::vector<double> a, b;
+  for (std::uint32_t r = 0; r < rounds && (launch || replay()) && !stop_; ++r) {
+    // The order alternates, so that neither side always runs first (warm caches, clocks).
+    const bool incumbent_first = r % 2 == 0;
+    double ta = std::nan(""), tb = std::nan("");
+    for (int side = 0; side < 2; ++side) {
+      const bool is_incumbent = (side == 0) == incumbent_first;
+      const auto result =
+          run_lane(is_incumbent ? incumbent : challenger, *launch, settings_.runs_per_round, 1);
+      const double t = result.status == messages::measure_status::ok ? median_of(result.samples_ns)
+                                                                     : std::nan("");
+      (is_incumbent ? ta : tb) = t;
+    }
+    a.push_back(ta);
+    b.push_back(tb);
+  }
+  stages::finalist_config config;
+  config.target_noise = settings_.noise_target;
+  auto verdict = opt::judge_pair(a, b, config);
+  record = {{"incumbent_ns", a},
+            {"candidate_ns", b},
+            {"incumbent_median_ns", verdict.incumbent_median_ns},
+            {"candidate_median_ns", verdict.candidate_median_ns},
+            {"relative_change", verdict.relative_change.median},
+            {"interval", {verdict.relative_change.low, verdict.relative_change.high}},
+            {"confidence", verdict.relative_change.confidence},
+            {"separating_noise", verdict.separating_noise},
+            {"rounds", verdict.rounds},
+            {"outcome", opt::to_string(verdict.outcome)},
+            {"summary", verdict.summary}};
+  if (!error.empty()) {
+    record["error"] = error;
+  }
+  return verdict;
+}
+
+bool optimizer::prepare_original(target_result& result) {
+  std::string error;
+  original_model_ = services_.parse(target_.source_text, error);
+  if (!original_model_) {
+    result.error =
+        target_.source_path.string() + ": cannot parse the source for the guards: " + error;
+    return false;
+  }
+  original_ = compile(target_.source_text);
+  if (!original_.ok) {
+    result.error = "the original " + target_.source_path.string() +
+                   " does not build with --build-template: " + clip(original_.error, 2000);
+    return false;
+  }
+  // The original against itself: the lane works, the launch file fits the kernel, and its outputs
+  // are reproducible within tolerance (else no candidate could ever validate).
+  nlohmann::json record;
+  if (std::string failed = validate(original_.artifact, record); !failed.empty()) {
+    result.error = "the original kernel " + target_.kernel +
+                   " does not reproduce its own outputs (" + failed +
+                   "); fix: check the launch file's arguments and tolerances";
+    return false;
+  }
+  incumbent_text_ = target_.source_text;
+  incumbent_artifact_ = original_.artifact;
+  return true;
+}
+
+messages::propose_request optimizer::make_request(std::uint32_t repair_round) const {
+  messages::propose_request request;
+  request.kernel = target_.kernel;
+  request.source_name = target_.source_path.filename().string();
+  request.source = incumbent_text_;
+  request.language = target_.language;
+  request.compile_flags = target_.compile_flags;
+  request.block_threads = target_.block_threads;
+  request.analysis = target_.analysis;
+  request.history = history_;
+  request.repair_round = repair_round;
+  request.max_proposals = settings_.max_proposals;
+  request.timeout_ms = settings_.propose_timeout_ms;
+  return request;
+}
+
+/// A proposal on its way through the checks: the static ones and the compile can run for a whole
+/// batch at once (compiles in parallel on the workers), the GPU ones one after the other.
+struct optimizer::candidate {
+  attempt_record attempt;
+  std::string patched;
+  std::future<build> compiled;
+  steady::time_point compile_started;
+  bool done = false; ///< attempt.stage/verdict are final
+};
+
+optimizer::candidate optimizer::prepare(const messages::proposal& proposal,
+                                        const std::string& proposer,
+                                        std::uint32_t repair_round) {
+  candidate c;
+  attempt_record& a = c.attempt;
+  a.kernel = target_.kernel;
+  a.iteration = iteration_;
+  a.proposer = proposer;
+  a.proposal_id = proposal.id;
+  a.title = proposal.title;
+  a.rationale = clip(proposal.rationale, 2000);
+  a.diff = proposal.diff;
+  a.diff_hash = text_hash(incumbent_text_ + "\n\x01" + proposal.diff);
+  a.repair_round = repair_round;
+  const auto reject = [&](std::string stage, std::string guard, std::string detail) {
+    a.stage = std::move(stage);
+    a.verdict = "rejected";
+    a.guard = std::move(guard);
+    a.detail = clip(std::move(detail));
+    c.done = true;
+    return std::move(c);
+  };
+  const auto patched = opt::apply_unified_diff(incumbent_text_, proposal.diff);
+  if (!patched.ok) {
+    return reject("apply", "patch_does_not_apply", patched.error);
+  }
+  if (patched.text == incumbent_text_) {
+    return reject("apply", "empty_patch", "the diff changes nothing");
+  }
+  std::string parse_error;
+  const auto model = services_.parse(patched.text, parse_error);
+  if (!model) {
+    return reject("source_guard", "unparsable", parse_error);
+  }
+  // Against the user's original: whatever was accepted before must also have kept the rest
+  // of the translation unit as it was.
+  const auto findings = opt::check_source(*original_model_, target_.source_text, *model,
+                                          patched.text, target_.kernel);
+  if (!findings.empty()) {
+    std::string detail;
+    for (const auto& f : findings) {
+      detail += (detail.empty() ? "" : "\n") + f.guard + ": " + f.detail;
+    }
+    return reject("source_guard", most_specific(findings), detail);
+  }
+  c.patched = patched.text;
+  c.compile_started = steady::now();
+  c.compiled = std::async(std::launch::async, [this, text = c.patched] { return compile(text); });
+  return c;
+}
+
+attempt_record optimizer::judge(candidate& c) {
+  attempt_record& a = c.attempt;
+  if (c.done) {
+    return a;
+  }
+  build built = c.compiled.get();
+  a.compile_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - c.compile_started)
+          .count();
+  const auto reject = [&](std::string stage, std::string guard, std::string detail) {
+    a.stage = std::move(stage);
+    a.verdict = "rejected";
+    a.guard = std::move(guard);
+    a.detail = clip(std::move(detail));
+    return a;
+  };
+  if (!built.ok) {
+    a.stage = "compile";
+    a.verdict = "failed";
+    a.guard = "compile";
+    a.detail = clip(built.error);
+    return a;
+  }
+  std::vector<std::pair<std::string, std::string>> artifact_findings;
+  if (services_.check_artifact) {
+    artifact_findings = services_.check_artifact(original_.bytes, built.bytes, target_.kernel);
+  } else {
+    for (const auto& f :
+         opt::check_artifact(original_.bytes, built.bytes, target_.kernel, target_.kernel)) {
+      artifact_findings.emplace_back(f.guard, f.detail);
+    }
+  }
+  if (!artifact_findings.empty()) {
+    std::string detail;
+    for (const auto& [guard, text] : artifact_findings) {
+      detail += (detail.empty() ? "" : "\n") + guard + ": " + text;
+    }
+    return reject("artifact_guard", artifact_findings.front().first, detail);
+  }
+  {
+    std::string error;
+    const auto launch = replay() ? std::nullopt : resolve(target_.launch, error);
+    const auto screen =
+        screen_candidate(built.reply, built.artifact, launch, settings_.device_arch);
+    if (!screen.refusal.empty()) {
+      return reject("screen", "static_screen", screen.refusal);
+    }
+  }
+  nlohmann::json validation;
+  const std::string failed = validate(built.artifact, validation);
+  a.validation = validation.dump();
+  if (!failed.empty()) {
+    const std::string which = failed.rfind("odd size", 0) == 0       ? "validation:odd_size"
+                              : failed.rfind("smaller size", 0) == 0 ? "validation:smaller_size"
+                                                                     : "validation:launch_size";
+    return reject("validation", which, failed);
+  }
+  nlohmann::json measurement;
+  const auto verdict = compare(incumbent_artifact_, built.artifact, settings_.rounds, measurement);
+  a.measurement = measurement.dump();
+  a.stage = "measurement";
+  a.detail = verdict.summary;
+  if (verdict.candidate_median_ns > 0.0) {
+    a.speedup = verdict.incumbent_median_ns / verdict.candidate_median_ns;
+  }
+  switch (verdict.outcome) {
+  case opt::paired_outcome::faster:
+    a.stage = "accepted";
+    a.verdict = "accepted";
+    incumbent_text_ = c.patched;
+    incumbent_artifact_ = built.artifact;
+    break;
+  case opt::paired_outcome::within_noise: a.verdict = "within_noise"; break;
+  case opt::paired_outcome::slower: a.verdict = "slower"; break;
+  case opt::paired_outcome::not_measured:
+    a.verdict = "failed";
+    a.guard = "measurement";
+    break;
+  }
+  return a;
+}
+
+void optimizer::finish(attempt_record& attempt, target_result& result) {
+  attempt.sequence = ++sequence_;
+  journal_.record(attempt);
+  messages::proposal_attempt h;
+  h.proposal_id = attempt.proposal_id;
+  h.title = attempt.title;
+  h.diff = attempt.diff;
+  h.stage = attempt.stage;
+  h.verdict = attempt.verdict;
+  h.detail = clip(attempt.detail, 3000);
+  history_.push_back(std::move(h));
+  spdlog::info("{}: #{} {} [{}] {}: {}{}", target_.kernel, attempt.sequence, attempt.proposer,
+               attempt.title, attempt.stage, attempt.verdict,
+               attempt.guard.empty() ? "" : " (" + attempt.guard + ")");
+  result.attempts.push_back(attempt);
+}
+
+void optimizer::resume_accepted(target_result& result) {
+  earlier_ = journal_.earlier_attempts(target_.kernel);
+  for (const auto& accepted : journal_.earlier_accepted(target_.kernel)) {
+    const auto patched = opt::apply_unified_diff(incumbent_text_, accepted.diff);
+    if (!patched.ok) {
+      continue;
+    }
+    build b = compile(patched.text);
+    nlohmann::json record;
+    if (!b.ok || !validate(b.artifact, record).empty()) {
+      continue;
+    }
+    incumbent_text_ = patched.text;
+    incumbent_artifact_ = b.artifact;
+    attempt_record again = accepted;
+    again.verdict = "accepted";
+    again.stage = "accepted";
+    again.detail = "resumed: accepted by an earlier run (" + accepted.detail + ")";
+    result.attempts.push_back(again);
+    seen_hashes_.insert(accepted.diff_hash);
+    spdlog::info("{}: resumed the accepted change [{}]", target_.kernel, accepted.title);
+  }
+}
+
+bool optimizer::run_batch(const std::string& kind,
+                          const std::string& proposer,
+                          const std::vector<messages::proposal>& proposals,
+                          target_result& result,
+                          bool& proposed_any) {
+  std::vector<candidate> batch;
+  for (const auto& proposal : proposals) {
+    ++result.proposals_seen;
+    const std::string hash = text_hash(incumbent_text_ + "\n\x01" + proposal.diff);
+    if (seen_hashes_.count(hash) != 0) {
+      continue;
+    }
+    seen_hashes_.insert(hash);
+    if (settings_.resume) {
+      if (auto it = earlier_.find(hash); it != earlier_.end()) {
+        attempt_record old = it->second;
+        old.detail = "resumed: " + old.detail;
+        result.attempts.push_back(old);
+        continue;
+      }
+    }
+    proposed_any = true;
+    batch.push_back(prepare(proposal, proposer, 0));
+  }
+  for (auto& c : batch) {
+    if (out_of_time()) {
+      break;
+    }
+    attempt_record attempt = judge(c);
+    finish(attempt, result);
+    // Bounded repair: the compiler's (or the patcher's) complaint goes back to the proposer.
+    for (std::uint32_t round = 1;
+         kind != "rule" && round <= settings_.max_repairs &&
+         (attempt.stage == "compile" || attempt.stage == "apply") && !out_of_time();
+         ++round) {
+      const auto repair = services_.propose(kind, make_request(round));
+      if (repair.status != messages::propose_status::ok || repair.proposals.empty()) {
+        result.proposer_errors.push_back(
+            kind + " (repair " + std::to_string(round) +
+            "): " + (repair.error.empty() ? std::string("no proposal") : repair.error));
+        break;
+      }
+      candidate fixed = prepare(repair.proposals.front(), proposer, round);
+      seen_hashes_.insert(fixed.attempt.diff_hash);
+      attempt = judge(fixed);
+      finish(attempt, result);
+    }
+    if (attempt.verdict == "accepted") {
+      return true; // the rest was proposed for the old source: ask again
+    }
+  }
+  // Compiles still running for dropped candidates finish before the batch goes away.
+  return false;
+}
+
+void optimizer::iterate(target_result& result) {
+  for (iteration_ = 1; iteration_ <= settings_.iterations && !out_of_time(); ++iteration_) {
+    bool accepted_any = false;
+    bool proposed_any = false;
+    for (const auto& kind : settings_.proposers) {
+      if (out_of_time()) {
+        break;
+      }
+      const auto reply = services_.propose(kind, make_request(0));
+      if (reply.status != messages::propose_status::ok) {
+        result.proposer_errors.push_back(kind + ": " + messages::to_string(reply.status) + ": " +
+                                         reply.error);
+        spdlog::warn("{}: the {} proposer: {}: {}; going on without it this iteration",
+                     target_.kernel, kind, messages::to_string(reply.status), reply.error);
+        continue;
+      }
+      if (!reply.error.empty()) {
+        result.proposer_errors.push_back(kind + ": " + reply.error);
+      }
+      const std::string proposer = reply.proposer.empty() ? kind : reply.proposer;
+      if (run_batch(kind, proposer, reply.proposals, result, proposed_any)) {
+        accepted_any = true;
+        break;
+      }
+    }
+    if (!proposed_any && !accepted_any) {
+      spdlog::info("{}: iteration {}: no new proposal; stopping", target_.kernel, iteration_);
+      break;
+    }
+  }
+}
+
+target_result optimizer::run() {
+  target_result result;
+  result.kernel = target_.kernel;
+  result.source_path = target_.source_path;
+  if (!prepare_original(result)) {
+    journal_.record_target(target_.kernel, target_.source_path.string(), "failed", 0, 0,
+                           result.error, "");
+    return result;
+  }
+  if (settings_.resume) {
+    resume_accepted(result);
+  }
+  iterate(result);
+  result.best_source = incumbent_text_;
+  nlohmann::json record;
+  if (incumbent_text_ == target_.source_text) {
+    // Nothing accepted: the original's time for the report, from one more comparison with itself.
+    const auto verdict = compare(original_.artifact, original_.artifact, 5, record);
+    result.original_ns = result.best_ns = verdict.incumbent_median_ns;
+    result.status = "unchanged";
+  } else {
+    // The accepted chain against the original, measured afresh with twice the rounds.
+    result.final_comparison =
+        compare(original_.artifact, incumbent_artifact_, settings_.rounds * 2, record);
+    result.original_ns = result.final_comparison.incumbent_median_ns;
+    result.best_ns = result.final_comparison.candidate_median_ns;
+    if (result.final_comparison.outcome == opt::paired_outcome::faster) {
+      result.status = "improved";
+      result.accepted_diff = opt::make_unified_diff(target_.source_text, incumbent_text_,
+                                                    target_.source_path.filename().string());
+    } else {
+      result.status = "unchanged";
+      result.error = "the accepted changes did not hold up against the original in the final "
+                     "comparison: " +
+                     result.final_comparison.summary;
+      result.best_source = target_.source_text;
+    }
+  }
+  journal_.record_target(
+      target_.kernel, target_.source_path.string(), result.status, result.original_ns,
+      result.best_ns, result.status == "improved" ? result.final_comparison.summary : result.error,
+      result.accepted_diff);
+  return result;
+}
+
+} // namespace
+
+target_result optimize_kernel(const kernel_target& target,
+                              const optimizer_settings& settings,
+                              const optimizer_services& services,
+                              workers::lane_backend& lane,
+                              optimize_journal& journal,
+                              const std::atomic<bool>& stop) {
+  optimizer loop(target, settings, services, lane, journal, stop);
+  return loop.run();
+}
+
+} // namespace rpl::engine

@@ -1,0 +1,130 @@
+#pragma once
+/// The guarded closed loop for one kernel (docs/optimize.md): ask the proposers for changes,
+/// and for each proposal, cheapest check first and no GPU time before the last static one:
+///
+///   apply the diff to the incumbent source → source guard (only the target function changed; no
+///   new globals, includes, asm, host code, launches) → compile with the user's build template →
+///   artifact guard (same kernel symbols, same parameter layout, no new globals) → static screen →
+///   validation against the ORIGINAL kernel's outputs on fresh inputs at three sizes →
+///   interleaved paired measurement against the incumbent → accepted only when faster beyond the
+///   noise.
+///
+/// A proposal that does not compile goes back to its proposer with the compiler's errors, at most
+/// twice (repair rounds). Accepted changes compound: the next iteration proposes on the improved
+/// source, and everything is still validated against the original kernel. Each attempt is
+/// recorded in the journal as it ends. The services (compile, propose, parse) and the lane are
+/// seams, so tests drive the loop with fakes and the command with real processes.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/optimize/attempt_record.hpp"
+#include "messages/proposal.hpp"
+#include "messages/wire.hpp"
+#include "stages/optimize/paired_verdict.hpp"
+#include "stages/optimize/source_model.hpp"
+#include "stages/search/launch_spec.hpp"
+#include "stages/search/param_value.hpp"
+
+namespace rpl::workers {
+class lane_backend;
+}
+
+namespace rpl::engine {
+
+class optimize_journal;
+
+/// What the loop asks of the outside world.
+struct optimizer_services {
+  /// Compiles `sources` with `argv` ({OUT} unexpanded: the worker places it); blocking.
+  std::function<messages::compile_reply(const std::vector<messages::source_file>& sources,
+                                        const std::vector<std::string>& argv)>
+      compile;
+  /// Asks a proposer of `kind` ("rule", "llm"); blocking, bounded by request.timeout_ms.
+  std::function<messages::propose_reply(const std::string& kind,
+                                        const messages::propose_request& request)>
+      propose;
+  /// Parses a translation unit (libclang); nullopt with `error` set when it cannot.
+  std::function<std::optional<stages::optimize::source_model>(const std::string& text,
+                                                              std::string& error)>
+      parse;
+  /// Compares the candidate's code object with the original's (stages/optimize/artifact_guard);
+  /// empty: the stage itself. Tests replace it where their "code objects" are not real ones.
+  std::function<std::vector<std::pair<std::string, std::string>>(
+      const std::vector<std::byte>& original,
+      const std::vector<std::byte>& candidate,
+      const std::string& kernel)>
+      check_artifact;
+};
+
+/// One kernel to optimize, with everything resolved.
+struct kernel_target {
+  std::string kernel; ///< the launch symbol and the function's name in the source
+  std::filesystem::path source_path;
+  std::string source_text;                    ///< the user's file as read at the start
+  std::string language;                       ///< "cuda" or "hip"
+  std::vector<std::string> build_argv;        ///< the build template expanded, {OUT} left in place
+  std::vector<std::string> compile_flags;     ///< -D/-I/-std words of build_argv, for parsing
+  std::vector<messages::source_file> sources; ///< every --source; the target's is replaced
+  /// How candidates run: on the kernel lane from this launch file (validated at three sizes
+  /// against the original), or — when `replay_dir` is set — on the replay lane on a dispatch
+  /// captured from the application (validated against the captured outputs).
+  stages::launch_spec launch;
+  std::filesystem::path replay_dir;
+  std::string symbol; ///< the code-object symbol the replay launches (mangled); empty: captured
+  stages::configuration config; ///< --param values: the launch file's and template's names
+  std::uint32_t block_threads = 0;
+  std::string analysis; ///< the kernel's analysis as text, for proposers (may be empty)
+};
+
+struct optimizer_settings {
+  std::vector<std::string> proposers = {"rule"};
+  std::uint32_t iterations = 3;
+  std::uint32_t max_repairs = 2;
+  std::uint32_t max_proposals = 12; ///< per proposer and iteration
+  std::uint32_t rounds = 15;        ///< paired rounds per comparison
+  std::uint32_t runs_per_round = 5; ///< samples per side and round; their median is the round's
+  double noise_target = 0.01;
+  std::uint64_t seed = 1;                                        ///< of the validation inputs
+  std::optional<std::chrono::steady_clock::time_point> deadline; ///< --time-budget
+  std::filesystem::path artifact_dir; ///< where code objects are written for the lane
+  std::uint32_t propose_timeout_ms = 120000;
+  std::uint32_t lane_timeout_ms = 60000;
+  std::string device_arch; ///< for the static screen; empty: from the compile reply
+  bool resume = false;     ///< take verdicts of earlier attempts from the journal
+};
+
+struct target_result {
+  std::string kernel;
+  std::filesystem::path source_path;
+  /// "improved" (a change was accepted and the final comparison confirms it), "unchanged"
+  /// (nothing helped beyond the noise; the evidence is in attempts), "failed" (the original
+  /// could not be built, validated or measured: `error` says why).
+  std::string status = "failed";
+  std::string error;
+  double original_ns = 0.0;
+  double best_ns = 0.0;
+  stages::optimize::paired_verdict final_comparison; ///< original vs best, when improved
+  std::string best_source;
+  std::string accepted_diff; ///< original → best, for --out and --apply
+  std::vector<attempt_record> attempts;
+  std::uint32_t proposals_seen = 0;
+  std::vector<std::string> proposer_errors; ///< proposers that failed, and why
+};
+
+/// Runs the loop for `target` on `lane`; never throws for a candidate's failure.
+target_result optimize_kernel(const kernel_target& target,
+                              const optimizer_settings& settings,
+                              const optimizer_services& services,
+                              workers::lane_backend& lane,
+                              optimize_journal& journal,
+                              const std::atomic<bool>& stop);
+
+} // namespace rpl::engine

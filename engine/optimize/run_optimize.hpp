@@ -1,0 +1,64 @@
+#pragma once
+/// `rocm-perf optimize`: the guarded closed loop (engine/optimize/kernel_optimizer.hpp) for one
+/// kernel or several, with its processes around it: the broker on a private ipc:// socket, local
+/// compile workers, local proposer workers (`worker propose --kind rule|llm`), one kernel lane per
+/// GPU. Writes --out (report.json, report.md, one accepted .diff per kernel, optimize.sqlite,
+/// attempts.jsonl), applies accepted changes with a backup under --apply, and rolls them back.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rpl::engine {
+
+/// Bad input: the message names the input, the problem and a fix (exit 2).
+class optimize_input_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+struct optimize_options {
+  std::vector<std::filesystem::path> sources;
+  std::vector<std::string> kernels; ///< --kernel (repeatable); with --launch exactly one
+  std::filesystem::path launch;
+  std::string build_template;
+  std::vector<std::pair<std::string, std::string>> params; ///< --param NAME=VALUE
+  std::string proposer = "rule";                           ///< rule | llm | both
+  std::uint32_t iterations = 3;
+  std::chrono::seconds time_budget{0}; ///< 0: none
+  std::string devices = "0";           ///< "all" or a comma list
+  std::filesystem::path out = "optimize-out";
+  bool apply = false;
+  bool json = false;
+  bool resume = false;
+  std::string llm_endpoint;
+  std::string llm_model;
+  std::uint32_t llm_timeout_s = 120; ///< one proposer request, retries included
+  std::uint32_t rounds = 15;
+  std::uint32_t runs_per_round = 5;
+  double noise_target = 0.01;
+  std::uint64_t seed = 1;
+  std::size_t compile_workers = 0;         ///< 0: min(2, cores)
+  std::filesystem::path worker_executable; ///< empty: this executable
+  /// Application mode: `-- APP ARGS` profiled, its top K kernels found in the sources, each
+  /// measured on its captured dispatch (replay lane); --app-build rebuilds and re-profiles it.
+  std::vector<std::string> app;
+  std::size_t top = 3;
+  std::string app_build;
+  std::string device_arch; ///< for the static screen (sm_90); empty: unknown
+};
+
+/// Runs the verb; returns the exit code (0 done — whether or not a change was accepted, see the
+/// report — 1 failed, 3 no kernel could even be measured, 130 interrupted). Throws
+/// optimize_input_error for bad input.
+int run_optimize(const optimize_options& options, std::atomic<bool>& stop);
+
+/// `optimize --rollback DIR`: restores the files an --apply changed, byte for byte.
+int rollback_optimize(const std::filesystem::path& out, bool force);
+
+} // namespace rpl::engine

@@ -1,0 +1,390 @@
+#include "stages/optimize/rule_transforms.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <set>
+
+#include "stages/optimize/source_guard.hpp"
+#include "stages/optimize/unified_diff.hpp"
+
+namespace rpl::stages::optimize {
+
+namespace {
+
+constexpr std::array<int, 3> unroll_factors = {2, 4, 8};
+constexpr int min_blocks_per_sm = 2;
+
+struct text_edit {
+  std::size_t offset = 0;
+  std::size_t length = 0; ///< bytes replaced
+  std::string text;
+};
+
+std::string apply_edits(std::string_view text, std::vector<text_edit> edits) {
+  std::sort(edits.begin(), edits.end(),
+            [](const text_edit& a, const text_edit& b) { return a.offset > b.offset; });
+  std::string out(text);
+  for (const text_edit& e : edits) {
+    out.replace(e.offset, e.length, e.text);
+  }
+  return out;
+}
+
+bool is_ident(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+}
+
+/// Offsets of `name` as a whole word in [begin, end) of `text`, followed (after spaces) by `(`
+/// or `<` and not preceded by `.` or `->` or `::`: the calls and the declarator of a function.
+std::vector<std::size_t>
+call_sites(std::string_view text, std::string_view name, std::size_t begin, std::size_t end) {
+  std::vector<std::size_t> out;
+  std::size_t pos = begin;
+  while ((pos = text.find(name, pos)) != std::string_view::npos && pos < end) {
+    const std::size_t after = pos + name.size();
+    const bool word =
+        (pos == 0 || !is_ident(text[pos - 1])) && (after >= text.size() || !is_ident(text[after]));
+    std::size_t next = after;
+    while (next < text.size() && std::isspace(static_cast<unsigned char>(text[next]))) {
+      ++next;
+    }
+    std::size_t prev = pos;
+    while (prev > 0 && std::isspace(static_cast<unsigned char>(text[prev - 1]))) {
+      --prev;
+    }
+    const bool member =
+        prev > 0 && (text[prev - 1] == '.' || text[prev - 1] == '>' || text[prev - 1] == ':');
+    if (word && !member && next < text.size() && (text[next] == '(' || text[next] == '<')) {
+      out.push_back(pos);
+    }
+    pos = after;
+  }
+  return out;
+}
+
+/// The edit putting `#pragma unroll N` on its own line before the loop keyword at `offset`
+/// (`base` is subtracted from the offset, for edits of a copied function).
+text_edit unroll_edit(std::string_view text, std::size_t offset, int factor, std::size_t base) {
+  const std::size_t line_start = text.rfind('\n', offset == 0 ? 0 : offset - 1);
+  const std::size_t begin = line_start == std::string_view::npos ? 0 : line_start + 1;
+  const std::string_view lead = text.substr(begin, offset - begin);
+  const std::string pragma = "#pragma unroll " + std::to_string(factor);
+  if (lead.find_first_not_of(" \t") == std::string_view::npos) {
+    return {begin - base, 0, std::string(lead) + pragma + "\n"};
+  }
+  return {offset - base, 0, "\n" + pragma + "\n"};
+}
+
+/// Where to insert text before `d`: the start of its line, above the comment lines right before.
+std::size_t insertion_point(std::string_view text, const declaration& d) {
+  std::size_t pos = text.rfind('\n', d.range.begin == 0 ? 0 : d.range.begin - 1);
+  pos = pos == std::string_view::npos ? 0 : pos + 1;
+  while (pos > 0) {
+    const std::size_t prev_end = pos - 1; // the '\n' ending the previous line
+    const std::size_t prev_nl =
+        prev_end == 0 ? std::string_view::npos : text.rfind('\n', prev_end - 1);
+    const std::size_t prev_begin = prev_nl == std::string_view::npos ? 0 : prev_nl + 1;
+    std::string_view line = text.substr(prev_begin, prev_end - prev_begin);
+    const std::size_t first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos || line.substr(first, 2) != "//") {
+      break;
+    }
+    pos = prev_begin;
+  }
+  return pos;
+}
+
+std::string identifier_of(std::string_view name) {
+  std::string out;
+  for (const char c : name) {
+    out.push_back(is_ident(c) ? c : '_');
+  }
+  return out;
+}
+
+/// A function whose loops a proposal changes: in place (the region) or in a copy (shared).
+struct loop_owner {
+  const declaration* function = nullptr;
+  bool copy = false;
+  std::vector<const loop_info*> loops; ///< those without an unroll pragma, editable
+};
+
+class proposer {
+public:
+  proposer(const source_model& model,
+           std::string_view text,
+           std::string_view source_name,
+           std::string_view kernel,
+           const std::vector<std::string>& skip_ids)
+      : model_(model), text_(text), source_name_(source_name), kernel_name_(kernel),
+        skip_(skip_ids.begin(), skip_ids.end()) {}
+
+  std::vector<messages::proposal> run(std::uint32_t block_threads) {
+    kernel_ = nullptr;
+    for (const declaration& d : model_.declarations) {
+      if (d.kind == decl_kind::kernel && d.is_definition && d.has_body &&
+          (d.name == kernel_name_ || d.qualified_name == kernel_name_)) {
+        kernel_ = &d;
+      }
+    }
+    if (kernel_ == nullptr) {
+      return {};
+    }
+    region_ = target_region(model_, kernel_name_);
+    for (const loop_owner& owner : owners()) {
+      propose_unrolls(owner);
+    }
+    propose_launch_bounds(block_threads);
+    return std::move(out_);
+  }
+
+private:
+  std::vector<const declaration*> region_functions() const {
+    std::vector<const declaration*> out;
+    for (const declaration& d : model_.declarations) {
+      if (is_function(d.kind) && d.is_definition && d.has_body &&
+          region_.count(d.qualified_name) != 0) {
+        out.push_back(&d);
+      }
+    }
+    return out;
+  }
+
+  std::vector<loop_owner> owners() const {
+    std::vector<loop_owner> out;
+    const auto add = [&](const declaration* d, bool copy) {
+      loop_owner owner{d, copy, {}};
+      for (const loop_info& loop : d->loops) {
+        if (!loop.has_unroll_pragma && !loop.in_macro) {
+          owner.loops.push_back(&loop);
+        }
+      }
+      if (!owner.loops.empty()) {
+        out.push_back(std::move(owner));
+      }
+    };
+    const std::vector<const declaration*> region = region_functions();
+    for (const declaration* d : region) {
+      if (!d->from_macro) {
+        add(d, false);
+      }
+    }
+    // Device functions the region calls but shares with other callers: changed in a copy.
+    std::set<std::string> done;
+    for (const declaration* caller : region) {
+      for (const std::string& callee : caller->calls) {
+        if (region_.count(callee) != 0 || !done.insert(callee).second) {
+          continue;
+        }
+        std::vector<const declaration*> defs;
+        for (const declaration& d : model_.declarations) {
+          if (d.qualified_name == callee && is_function(d.kind) && d.is_definition) {
+            defs.push_back(&d);
+          }
+        }
+        // One definition only (no overloads), a plain device function written out.
+        if (defs.size() == 1 && defs.front()->kind == decl_kind::device_function &&
+            defs.front()->has_body && !defs.front()->from_macro && !defs.front()->is_template) {
+          add(defs.front(), true);
+        }
+      }
+    }
+    return out;
+  }
+
+  void emit(std::string id, std::string title, std::string rationale, const std::string& after) {
+    if (skip_.count(id) != 0 || after == text_) {
+      return;
+    }
+    messages::proposal p;
+    p.id = std::move(id);
+    p.title = std::move(title);
+    p.rationale = std::move(rationale);
+    p.diff = make_unified_diff(text_, after, source_name_);
+    out_.push_back(std::move(p));
+  }
+
+  /// The source with `edits` (offsets into the owner's function) applied: in place, or to a copy
+  /// of the function that the region calls instead of the original.
+  bool patched(const loop_owner& owner, const std::vector<text_edit>& edits, std::string& after) {
+    const declaration& f = *owner.function;
+    if (!owner.copy) {
+      std::vector<text_edit> shifted = edits;
+      for (text_edit& e : shifted) {
+        e.offset += f.range.begin;
+      }
+      after = apply_edits(text_, shifted);
+      return true;
+    }
+    const std::string copy_name = f.name + "_rpl_" + identifier_of(kernel_name_);
+    for (const declaration& d : model_.declarations) {
+      if (d.name == copy_name) {
+        return false; // a copy is there already: change it in place
+      }
+    }
+    const std::string_view original = text_.substr(f.range.begin, f.range.end - f.range.begin);
+    const std::vector<std::size_t> declarator =
+        call_sites(original, f.name, 0, f.body_offset - f.range.begin);
+    if (declarator.empty()) {
+      return false;
+    }
+    std::vector<text_edit> copy_edits = edits;
+    copy_edits.push_back({declarator.back(), f.name.size(), copy_name});
+    const std::string copy = apply_edits(original, copy_edits);
+
+    std::vector<text_edit> file_edits;
+    const declaration* first_caller = nullptr;
+    for (const declaration* caller : region_functions()) {
+      if (std::find(caller->calls.begin(), caller->calls.end(), f.qualified_name) ==
+          caller->calls.end()) {
+        continue;
+      }
+      const std::vector<std::size_t> sites =
+          call_sites(text_, f.name, caller->body_offset, caller->range.end);
+      if (sites.empty()) {
+        return false; // called through a macro or a pointer: cannot redirect
+      }
+      for (const std::size_t site : sites) {
+        file_edits.push_back({site, f.name.size(), copy_name});
+      }
+      if (first_caller == nullptr || caller->range.begin < first_caller->range.begin) {
+        first_caller = caller;
+      }
+    }
+    if (first_caller == nullptr || first_caller->range.begin < f.range.end) {
+      return false; // the copy must follow what the original declares before it
+    }
+    file_edits.push_back({insertion_point(text_, *first_caller), 0, copy + "\n\n"});
+    after = apply_edits(text_, file_edits);
+    return true;
+  }
+
+  void propose_unrolls(const loop_owner& owner) {
+    const declaration& f = *owner.function;
+    const std::string where = owner.copy ? " of `" + f.name + "` (in a copy that only `" +
+                                               std::string(kernel_name_) + "` calls)"
+                                         : " of `" + f.name + "`";
+    const std::string shared_note =
+        owner.copy ? " The loop is in a function other kernels share, so it changes in a copy "
+                     "for this kernel only."
+                   : "";
+    for (const loop_info* loop : owner.loops) {
+      for (const int n : unroll_factors) {
+        std::string after;
+        if (!patched(owner, {unroll_edit(text_, loop->keyword_offset, n, f.range.begin)}, after)) {
+          continue;
+        }
+        emit("rule:unroll:L" + std::to_string(loop->line) + ":" + std::to_string(n),
+             "#pragma unroll " + std::to_string(n) + " on the `" + loop->keyword +
+                 "` loop at line " + std::to_string(loop->line) + where,
+             "Unrolling by " + std::to_string(n) +
+                 " removes loop overhead (compare, branch, index update) and lets the compiler "
+                 "schedule " +
+                 std::to_string(n) +
+                 " iterations' loads together to hide memory latency; it costs registers and "
+                 "code size." +
+                 shared_note,
+             after);
+      }
+    }
+    if (owner.loops.size() < 2) {
+      return;
+    }
+    for (const int n : unroll_factors) {
+      std::vector<text_edit> edits;
+      for (const loop_info* loop : owner.loops) {
+        edits.push_back(unroll_edit(text_, loop->keyword_offset, n, f.range.begin));
+      }
+      std::string after;
+      if (!patched(owner, edits, after)) {
+        continue;
+      }
+      emit("rule:unroll-all:" + f.name + ":" + std::to_string(n),
+           "#pragma unroll " + std::to_string(n) + " on all " + std::to_string(owner.loops.size()) +
+               " loops without one" + where,
+           "Unrolling every loop that has no unroll pragma by " + std::to_string(n) +
+               " removes their loop overhead and exposes independent loads to the scheduler; "
+               "it costs registers and code size." +
+               shared_note,
+           after);
+    }
+  }
+
+  void propose_launch_bounds(std::uint32_t block_threads) {
+    const declaration& k = *kernel_;
+    if (k.from_macro) {
+      return;
+    }
+    const std::size_t head_end = k.body_offset;
+    const std::string_view head = text_.substr(k.range.begin, head_end - k.range.begin);
+    const std::size_t bounds = head.find("__launch_bounds__");
+    if (bounds == std::string_view::npos) {
+      if (block_threads == 0) {
+        return;
+      }
+      const std::vector<std::size_t> declarator =
+          call_sites(text_, k.name, k.range.begin, head_end);
+      if (declarator.empty()) {
+        return;
+      }
+      const std::string n = std::to_string(block_threads);
+      emit("rule:launch-bounds:" + n, "__launch_bounds__(" + n + ") on `" + k.name + "`",
+           "The kernel is launched with " + n +
+               " threads per block; saying so lets the compiler budget registers for that block "
+               "size instead of the 1024-thread maximum, which can avoid spills or allow more "
+               "resident blocks.",
+           apply_edits(text_, {{declarator.back(), 0, "__launch_bounds__(" + n + ") "}}));
+      return;
+    }
+    // Launch bounds with one argument: ask for a minimum of blocks per multiprocessor too.
+    const std::size_t open = head.find('(', bounds);
+    if (open == std::string_view::npos) {
+      return;
+    }
+    int depth = 0;
+    bool comma = false;
+    std::size_t close = std::string_view::npos;
+    for (std::size_t i = open; i < head.size(); ++i) {
+      depth += head[i] == '(' ? 1 : head[i] == ')' ? -1 : 0;
+      comma = comma || (depth == 1 && head[i] == ',');
+      if (depth == 0) {
+        close = i;
+        break;
+      }
+    }
+    if (close == std::string_view::npos || comma) {
+      return;
+    }
+    const std::string m = std::to_string(min_blocks_per_sm);
+    const std::string args(head.substr(open + 1, close - open - 1));
+    emit("rule:launch-bounds-min-blocks:" + m,
+         "__launch_bounds__(" + args + ", " + m + ") on `" + k.name + "`",
+         "Asking for at least " + m +
+             " resident blocks per multiprocessor caps the registers per thread so that they fit: "
+             "more warps to hide latency, at the risk of register spills.",
+         apply_edits(text_, {{k.range.begin + close, 0, ", " + m}}));
+  }
+
+  const source_model& model_;
+  std::string_view text_;
+  std::string_view source_name_;
+  std::string_view kernel_name_;
+  std::set<std::string> skip_;
+  const declaration* kernel_ = nullptr;
+  std::set<std::string> region_;
+  std::vector<messages::proposal> out_;
+};
+
+} // namespace
+
+std::vector<messages::proposal> rule_proposals(const source_model& model,
+                                               std::string_view text,
+                                               std::string_view source_name,
+                                               std::string_view kernel,
+                                               std::uint32_t block_threads,
+                                               const std::vector<std::string>& skip_ids) {
+  return proposer(model, text, source_name, kernel, skip_ids).run(block_threads);
+}
+
+} // namespace rpl::stages::optimize

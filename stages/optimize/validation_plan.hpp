@@ -1,0 +1,34 @@
+#pragma once
+/// What a candidate kernel must reproduce before it is timed: the original kernel's outputs (not
+/// a reference's), on fresh random inputs, at the launch file's problem size and at two others —
+/// one smaller (every size halved) and one odd-sized (every size cut to an odd number near three
+/// quarters) — with two input seeds at the launch size, one after the other in the same lane
+/// process, so that a kernel that caches results across calls or computes only the benchmark's
+/// size is caught. Output buffers start from random "poison" rather than zeros, so that a kernel
+/// which leaves an output (or part of one) unwritten, hoping it still holds a previous result,
+/// fails: the original and the candidate start from the same poison, so a kernel that
+/// legitimately reads its output (C += A * B) compares equal.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stages/search/launch_spec.hpp"
+
+namespace rpl::stages::optimize {
+
+struct validation_case {
+  std::string label; ///< "launch size M=2048 N=2048 K=2048, seed 1"
+  launch_spec spec;  ///< the launch file with this case's problem sizes and seeds
+};
+
+/// The cases for `spec`, seeds derived from `seed` (a run's own, so a rerun uses new inputs only
+/// when asked). A launch file without problem sizes has one size: its cases differ by seed only,
+/// and the plan says so in the labels.
+std::vector<validation_case> validation_cases(const launch_spec& spec, std::uint64_t seed);
+
+/// The problem size of `value` in the smaller and the odd case (exposed for tests).
+std::int64_t smaller_size(std::int64_t value);
+std::int64_t odd_size(std::int64_t value);
+
+} // namespace rpl::stages::optimize

@@ -1,0 +1,372 @@
+// The optimization loop (engine/optimize/kernel_optimizer.hpp) end to end over fakes of its
+// seams: a "compiler" whose code object is the source text itself, and a lane that reads markers
+// from that text (RPL_FAKE_NS(t): each launch takes t ns; RPL_FAKE_WRONG_ODD: wrong outputs when
+// a buffer has an odd element count; RPL_FAKE_WRONG_SEED2: wrong outputs for any input seed but
+// the first it saw, a kernel caching results across calls). The source guard runs for real on
+// libclang's parse (skipped where libclang cannot be loaded), and the journal is a real SQLite
+// file. What the real processes do is tested in tests/system/cli_optimize_test.cpp and, on a GPU,
+// tests/gpu/optimize_test.cpp.
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/optimize/kernel_optimizer.hpp"
+#include "engine/optimize/optimize_journal.hpp"
+#include "stages/optimize/unified_diff.hpp"
+#include "workers/lanes/lane_backend.hpp"
+#include "workers/source/clang_source.hpp"
+
+namespace rpl::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string original_source = R"(// A kernel for the optimizer's tests.
+extern "C" __global__ void scale(const float* in, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  // RPL_FAKE_NS(1000)
+  for (int j = 0; j < 1; ++j) {
+    if (i < n) {
+      out[i] = in[i] * 2.0f;
+    }
+  }
+}
+
+extern "C" __global__ void other(float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    out[i] = 0.0f;
+  }
+}
+)";
+
+const char* launch_json = R"({
+  "kernel": "scale", "problem": {"N": 4096},
+  "grid": ["(N + 255) / 256"], "block": [256],
+  "args": [
+    {"name": "in", "kind": "buffer", "type": "f32", "count": "N",
+     "init": {"random": {"seed": 1, "min": -1, "max": 1}}},
+    {"name": "out", "kind": "buffer", "type": "f32", "count": "N", "init": "zeros",
+     "output": true, "tolerance": {"abs": 1e-6, "rel": 1e-6}},
+    {"name": "n", "kind": "scalar", "type": "i32", "value": "N"}]})";
+
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Reads the markers of the "code object" (the source text).
+class marker_lane final : public workers::lane_backend {
+public:
+  messages::measure_result measure(const messages::measure_request& request) override {
+    ++calls;
+    messages::measure_result result;
+    result.lane = name_;
+    const std::string text = read(request.argv.at(0));
+    const auto& launch = *request.launch;
+    std::smatch m;
+    double ns = 1000.0;
+    if (std::regex_search(text, m, std::regex(R"(RPL_FAKE_NS\((\d+)\))"))) {
+      ns = std::stod(m[1]);
+    }
+    bool wrong = false;
+    if (text.find("RPL_FAKE_WRONG_ODD") != std::string::npos) {
+      for (const auto& arg : launch.args) {
+        wrong = wrong || (arg.kind == messages::kernel_arg_kind::buffer && arg.count % 2 == 1);
+      }
+    }
+    if (text.find("RPL_FAKE_WRONG_SEED2") != std::string::npos) {
+      const auto seed = launch.args.at(0).init.seed;
+      if (!first_seed) {
+        first_seed = seed;
+      }
+      wrong = wrong || seed != *first_seed;
+    }
+    if (wrong) {
+      result.status = messages::measure_status::nonzero_exit;
+      result.reason = "out[7] = 1.5, the reference has 0.25";
+      return result;
+    }
+    result.status = messages::measure_status::ok;
+    for (std::uint32_t i = 0; i < request.runs; ++i) {
+      result.samples_ns.push_back(
+          static_cast<std::int64_t>(ns * (1.0 + 0.001 * static_cast<double>((calls + i) % 3))));
+    }
+    return result;
+  }
+  const std::string& name() const override { return name_; }
+
+  int calls = 0;
+  std::optional<std::uint64_t> first_seed;
+
+private:
+  std::string name_ = "fake0";
+};
+
+class kernel_optimizer_test : public testing::Test {
+protected:
+  void SetUp() override {
+    std::string why;
+    if (!workers::libclang_available(why)) {
+      GTEST_SKIP() << "the source guard needs libclang: " << why;
+    }
+    dir_ = fs::path(testing::TempDir()) /
+           ("optimizer-" + std::to_string(::getpid()) + "-" +
+            testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    target_.kernel = "scale";
+    target_.source_path = dir_ / "k.cu";
+    target_.source_text = original_source;
+    target_.language = "cuda";
+    target_.build_argv = {"fakecc", "k.cu", "-o", "{OUT}"};
+    target_.sources = {{"k.cu", original_source}};
+    target_.launch = stages::parse_launch_spec(launch_json, "t.launch.json", dir_);
+    target_.block_threads = 256;
+    settings_.artifact_dir = dir_ / "artifacts";
+    settings_.iterations = 2;
+    settings_.rounds = 9;
+    settings_.runs_per_round = 3;
+    services_.compile = [this](const std::vector<messages::source_file>& files,
+                               const std::vector<std::string>&) {
+      ++compiles_;
+      messages::compile_reply reply;
+      const std::string& text = files.at(0).content;
+      if (text.find("COMPILE_ERROR") != std::string::npos) {
+        reply.status = messages::compile_status::failed;
+        reply.output = "k.cu(5): error: identifier \"COMPILE_ERROR\" is undefined";
+        return reply;
+      }
+      reply.status = messages::compile_status::ok;
+      reply.has_artifact = true;
+      reply.artifact.assign(text.begin(), text.end());
+      return reply;
+    };
+    services_.parse = [](const std::string& text,
+                         std::string& error) -> std::optional<stages::optimize::source_model> {
+      auto model = workers::parse_source(text, "k.cu", "cuda", {}, error);
+      if (!error.empty()) {
+        return std::nullopt;
+      }
+      return model;
+    };
+    services_.check_artifact = [](const std::vector<std::byte>&, const std::vector<std::byte>&,
+                                  const std::string&) {
+      return std::vector<std::pair<std::string, std::string>>{};
+    };
+  }
+
+  /// A proposer that offers each of `variants` (whole files) as a diff of the incumbent, every
+  /// time it is asked (the loop must not judge the same change twice).
+  void propose_variants(std::vector<std::pair<std::string, std::string>> variants) {
+    services_.propose = [this, variants](const std::string& kind,
+                                         const messages::propose_request& request) {
+      requests_.push_back(request);
+      messages::propose_reply reply;
+      reply.status = messages::propose_status::ok;
+      reply.proposer = kind;
+      for (const auto& [title, text] : variants) {
+        if (text != request.source) {
+          reply.proposals.push_back(
+              {"test:" + title, title, "because",
+               stages::optimize::make_unified_diff(request.source, text, "k.cu")});
+        }
+      }
+      return reply;
+    };
+  }
+
+  target_result run(const fs::path& journal_dir) {
+    optimize_journal journal(journal_dir);
+    std::atomic<bool> stop{false};
+    return optimize_kernel(target_, settings_, services_, lane_, journal, stop);
+  }
+
+  const attempt_record* find(const target_result& r, const std::string& title) {
+    for (const auto& a : r.attempts) {
+      if (a.title == title) {
+        return &a;
+      }
+    }
+    return nullptr;
+  }
+
+  fs::path dir_;
+  kernel_target target_;
+  optimizer_settings settings_;
+  optimizer_services services_;
+  marker_lane lane_;
+  int compiles_ = 0;
+  std::vector<messages::propose_request> requests_;
+};
+
+TEST_F(kernel_optimizer_test, accepts_a_change_faster_beyond_the_noise_and_no_slower_one) {
+  propose_variants(
+      {{"faster", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(800)")},
+       {"slower", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(1300)")}});
+  const auto r = run(dir_ / "out");
+  ASSERT_EQ(r.status, "improved") << r.error;
+  ASSERT_NE(find(r, "faster"), nullptr);
+  EXPECT_EQ(find(r, "faster")->verdict, "accepted");
+  // Proposed against the accepted source now: still slower than the incumbent.
+  ASSERT_NE(find(r, "slower"), nullptr);
+  EXPECT_EQ(find(r, "slower")->verdict, "slower");
+  EXPECT_NE(r.accepted_diff.find("RPL_FAKE_NS(800)"), std::string::npos);
+  EXPECT_NEAR(r.original_ns / r.best_ns, 1.25, 0.01);
+  EXPECT_EQ(r.final_comparison.outcome, stages::optimize::paired_outcome::faster);
+  // Journaled: one JSON line per attempt, and the SQLite rows.
+  std::ifstream jsonl(dir_ / "out" / "attempts.jsonl");
+  int lines = 0;
+  for (std::string line; std::getline(jsonl, line);) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, static_cast<int>(r.attempts.size()));
+  optimize_journal again(dir_ / "out");
+  EXPECT_EQ(again.earlier_accepted("scale").size(), 1u);
+}
+
+TEST_F(kernel_optimizer_test, nothing_faster_leaves_the_source_unchanged_with_the_evidence) {
+  propose_variants(
+      {{"same", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(1001)")},
+       {"slower", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(1500)")}});
+  const auto r = run(dir_ / "out");
+  EXPECT_EQ(r.status, "unchanged");
+  EXPECT_EQ(r.best_source, original_source);
+  EXPECT_TRUE(r.accepted_diff.empty());
+  EXPECT_EQ(find(r, "same")->verdict, "within_noise");
+  EXPECT_EQ(find(r, "slower")->verdict, "slower");
+  EXPECT_FALSE(find(r, "slower")->measurement.empty());
+}
+
+TEST_F(kernel_optimizer_test, rejects_the_odd_size_and_caching_cheats_in_validation) {
+  propose_variants({{"benchmark size only", replace(original_source, "RPL_FAKE_NS(1000)",
+                                                    "RPL_FAKE_NS(500) RPL_FAKE_WRONG_ODD")},
+                    {"cache across calls", replace(original_source, "RPL_FAKE_NS(1000)",
+                                                   "RPL_FAKE_NS(400) RPL_FAKE_WRONG_SEED2")}});
+  const auto r = run(dir_ / "out");
+  EXPECT_EQ(r.status, "unchanged");
+  ASSERT_NE(find(r, "benchmark size only"), nullptr);
+  EXPECT_EQ(find(r, "benchmark size only")->verdict, "rejected");
+  EXPECT_EQ(find(r, "benchmark size only")->guard, "validation:odd_size");
+  ASSERT_NE(find(r, "cache across calls"), nullptr);
+  EXPECT_EQ(find(r, "cache across calls")->guard, "validation:launch_size");
+  EXPECT_NE(find(r, "cache across calls")->detail.find("seed"), std::string::npos);
+}
+
+TEST_F(kernel_optimizer_test, source_guards_reject_before_any_compile) {
+  propose_variants(
+      {{"new global",
+        replace(original_source, "extern \"C\" __global__ void scale",
+                "__device__ float rpl_cache[4096];\nextern \"C\" __global__ void scale")},
+       {"other kernel", replace(original_source, "out[i] = 0.0f;", "out[i] = 1.0f;")},
+       {"new include", "#include <cstdio>\n" + original_source}});
+  const int before = compiles_;
+  const auto r = run(dir_ / "out");
+  EXPECT_EQ(compiles_, before + 1) << "only the original may have been compiled";
+  EXPECT_EQ(find(r, "new global")->guard, "new_global");
+  EXPECT_EQ(find(r, "other kernel")->guard, "outside_target_changed");
+  EXPECT_EQ(find(r, "new include")->guard, "directive_changed");
+  for (const auto& a : r.attempts) {
+    EXPECT_EQ(a.stage, "source_guard") << a.title;
+  }
+}
+
+TEST_F(kernel_optimizer_test, an_llm_compile_error_is_repaired_within_two_rounds) {
+  settings_.proposers = {"llm"};
+  services_.propose = [this](const std::string&, const messages::propose_request& request) {
+    requests_.push_back(request);
+    messages::propose_reply reply;
+    reply.status = messages::propose_status::ok;
+    reply.proposer = "llm:scripted";
+    std::string text;
+    if (request.repair_round == 0 && requests_.size() == 1) {
+      text = replace(original_source, "  // RPL_FAKE_NS(1000)\n",
+                     "  // RPL_FAKE_NS(700)\n  COMPILE_ERROR;\n");
+    } else if (request.repair_round == 1) {
+      text = replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(700)");
+    } else {
+      return reply;
+    }
+    reply.proposals.push_back({"llm:" + std::to_string(requests_.size()), "try", "why",
+                               stages::optimize::make_unified_diff(request.source, text, "k.cu")});
+    return reply;
+  };
+  const auto r = run(dir_ / "out");
+  ASSERT_GE(requests_.size(), 2u);
+  EXPECT_EQ(requests_[1].repair_round, 1u);
+  ASSERT_FALSE(requests_[1].history.empty());
+  EXPECT_NE(requests_[1].history.back().detail.find("COMPILE_ERROR"), std::string::npos)
+      << "the compiler's error goes back to the proposer";
+  ASSERT_GE(r.attempts.size(), 2u);
+  EXPECT_EQ(r.attempts[0].stage, "compile");
+  EXPECT_EQ(r.attempts[1].repair_round, 1u);
+  EXPECT_EQ(r.attempts[1].verdict, "accepted");
+  EXPECT_EQ(r.status, "improved");
+}
+
+TEST_F(kernel_optimizer_test, a_failing_proposer_ends_only_itself) {
+  settings_.proposers = {"llm", "rule"};
+  services_.propose = [](const std::string& kind, const messages::propose_request& request) {
+    messages::propose_reply reply;
+    if (kind == "llm") {
+      reply.status = messages::propose_status::timed_out;
+      reply.error = "the endpoint http://127.0.0.1:9/v1 did not answer within 2000 ms";
+      return reply;
+    }
+    reply.status = messages::propose_status::ok;
+    reply.proposals.push_back(
+        {"rule:x", "faster", "r",
+         stages::optimize::make_unified_diff(
+             request.source, replace(request.source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(800)"),
+             "k.cu")});
+    return reply;
+  };
+  settings_.iterations = 1;
+  const auto r = run(dir_ / "out");
+  EXPECT_EQ(r.status, "improved");
+  ASSERT_FALSE(r.proposer_errors.empty());
+  EXPECT_NE(r.proposer_errors.front().find("did not answer"), std::string::npos);
+}
+
+TEST_F(kernel_optimizer_test, resume_does_not_judge_a_diff_twice) {
+  propose_variants(
+      {{"faster", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(800)")},
+       {"slower", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(1300)")}});
+  const auto first = run(dir_ / "out");
+  ASSERT_EQ(first.status, "improved");
+  settings_.resume = true;
+  const int calls_before = lane_.calls;
+  const auto second = run(dir_ / "out");
+  EXPECT_EQ(second.status, "improved");
+  // The second run validates the original and the resumed chain and re-measures the final
+  // comparison, but no proposal is measured again.
+  for (const auto& a : second.attempts) {
+    EXPECT_NE(a.detail.find("resumed"), std::string::npos) << a.title << ": " << a.detail;
+  }
+  // Validation of the original and of the resumed chain (4 cases each), and the final comparison
+  // (2 x rounds, both sides): nothing for the proposals themselves.
+  EXPECT_LE(lane_.calls - calls_before, static_cast<int>(8 + settings_.rounds * 4));
+}
+
+} // namespace
+} // namespace rpl::engine

@@ -1,0 +1,226 @@
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "stages/optimize/rule_transforms.hpp"
+#include "stages/optimize/source_guard.hpp"
+#include "stages/optimize/unified_diff.hpp"
+
+namespace rpl::stages::optimize {
+namespace {
+
+// A hand-made model of a small source (no libclang in unit tests): a device function `tile`
+// shared by kernels `target` and `other`, with two loops, one already unrolled.
+const std::string source = R"(#include <cuda_runtime.h>
+
+__device__ void tile(float* x) {
+  for (int i = 0; i < 8; ++i) {
+    x[i] += 1.0f;
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    x[j] *= 2.0f;
+  }
+  while (x[0] > 1.0f) {
+    x[0] -= 1.0f;
+  }
+}
+
+/// The kernel to tune.
+__global__ void target(float* x) {
+  for (int k = 0; k < 2; ++k) {
+    tile(x + k);
+  }
+}
+
+__global__ void __launch_bounds__(128) other(float* x) {
+  tile(x);
+}
+)";
+
+std::vector<std::string> tokenize(std::string_view text) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+    } else if (c == '#') { // a directive inside a body: its tokens
+      out.emplace_back("#");
+      ++i;
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.') {
+      std::size_t j = i;
+      while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) ||
+                                 text[j] == '_' || text[j] == '.')) {
+        ++j;
+      }
+      out.emplace_back(text.substr(i, j - i));
+      i = j;
+    } else {
+      out.emplace_back(1, c);
+      ++i;
+    }
+  }
+  return out;
+}
+
+/// The model of `text`, a variant of `source`: declarations found by their first line.
+source_model model_of(const std::string& text) {
+  source_model m;
+  m.directives = scan_directives(text.substr(0, text.find("__device__")));
+  const auto add = [&](const std::string& name, decl_kind kind, const std::string& start,
+                       std::vector<std::string> calls) {
+    const std::size_t begin = text.find(start);
+    if (begin == std::string::npos) {
+      return;
+    }
+    // The body ends at the first "\n}\n" after the start.
+    const std::size_t end = text.find("\n}\n", begin) + 2;
+    declaration d;
+    d.name = d.qualified_name = d.mangled_name = name;
+    d.kind = kind;
+    d.range = {begin, end};
+    d.line = line_of(text, begin);
+    d.is_definition = d.has_body = true;
+    d.body_offset = text.find('{', begin);
+    d.tokens = tokenize(std::string_view(text).substr(begin, end - begin));
+    d.calls = std::move(calls);
+    d.parameters = {{"float *", "x"}};
+    d.has_launch_bounds =
+        text.substr(begin, d.body_offset - begin).find("__launch_bounds__") != std::string::npos;
+    // Loops: each "for (" / "while (" at depth by indentation (2 spaces: depth 0).
+    for (const std::string keyword : {"for (", "while ("}) {
+      for (std::size_t pos = text.find(keyword, d.body_offset); pos < end;
+           pos = text.find(keyword, pos + 1)) {
+        loop_info loop;
+        loop.keyword = keyword.substr(0, keyword.size() - 2);
+        loop.keyword_offset = pos;
+        loop.line = line_of(text, pos);
+        const std::size_t line_begin = text.rfind('\n', pos) + 1;
+        loop.depth = static_cast<unsigned>((pos - line_begin) / 2 - 1);
+        loop.has_unroll_pragma = unroll_pragma_precedes(text, pos);
+        d.loops.push_back(loop);
+      }
+    }
+    std::sort(d.loops.begin(), d.loops.end(), [](const loop_info& a, const loop_info& b) {
+      return a.keyword_offset < b.keyword_offset;
+    });
+    m.declarations.push_back(std::move(d));
+  };
+  // In source order: the copy (when there is one) comes before the target kernel.
+  add("tile", decl_kind::device_function, "__device__ void tile(", {});
+  add("tile_rpl_target", decl_kind::device_function, "__device__ void tile_rpl_target(", {});
+  const bool copied = text.find("tile_rpl_target(x + k)") != std::string::npos;
+  add("target", decl_kind::kernel, "__global__ void", {copied ? "tile_rpl_target" : "tile"});
+  add("other", decl_kind::kernel, "__global__ void __launch_bounds__(128) other", {"tile"});
+  std::sort(
+      m.declarations.begin(), m.declarations.end(),
+      [](const declaration& a, const declaration& b) { return a.range.begin < b.range.begin; });
+  return m;
+}
+
+std::vector<std::string> ids(const std::vector<messages::proposal>& proposals) {
+  std::vector<std::string> out;
+  for (const messages::proposal& p : proposals) {
+    out.push_back(p.id);
+  }
+  return out;
+}
+
+TEST(rule_transforms, proposes_unrolls_then_launch_bounds_in_priority_order) {
+  const source_model model = model_of(source);
+  const auto proposals = rule_proposals(model, source, "k.cu", "target", 256, {});
+  EXPECT_EQ(ids(proposals),
+            (std::vector<std::string>{"rule:unroll:L18:2", "rule:unroll:L18:4", "rule:unroll:L18:8",
+                                      "rule:unroll:L4:2", "rule:unroll:L4:4", "rule:unroll:L4:8",
+                                      "rule:unroll:L11:2", "rule:unroll:L11:4", "rule:unroll:L11:8",
+                                      "rule:unroll-all:tile:2", "rule:unroll-all:tile:4",
+                                      "rule:unroll-all:tile:8", "rule:launch-bounds:256"}));
+  for (const messages::proposal& p : proposals) {
+    EXPECT_FALSE(p.title.empty());
+    EXPECT_FALSE(p.rationale.empty());
+    EXPECT_EQ(p.diff.rfind("--- a/k.cu\n+++ b/k.cu\n", 0), 0u) << p.diff;
+  }
+}
+
+TEST(rule_transforms, unrolls_a_loop_of_the_kernel_in_place) {
+  const source_model model = model_of(source);
+  const auto proposals = rule_proposals(model, source, "k.cu", "target", 0, {});
+  ASSERT_FALSE(proposals.empty());
+  const patch_result patched = apply_unified_diff(source, proposals[0].diff);
+  ASSERT_TRUE(patched.ok) << patched.error;
+  EXPECT_NE(patched.text.find("(float* x) {\n  #pragma unroll 2\n  for (int k = 0"),
+            std::string::npos)
+      << patched.text;
+}
+
+TEST(rule_transforms, loops_of_a_shared_function_change_in_a_copy_that_passes_the_guard) {
+  const source_model before = model_of(source);
+  const auto proposals = rule_proposals(before, source, "k.cu", "target", 0, {});
+  const auto it = std::find_if(proposals.begin(), proposals.end(), [](const messages::proposal& p) {
+    return p.id == "rule:unroll:L4:4";
+  });
+  ASSERT_NE(it, proposals.end());
+  const patch_result patched = apply_unified_diff(source, it->diff);
+  ASSERT_TRUE(patched.ok) << patched.error;
+  const std::string& after = patched.text;
+  // The copy sits above the kernel's comment; only the target calls it; `tile` is unchanged.
+  EXPECT_LT(after.find("__device__ void tile_rpl_target(float* x) {\n  #pragma unroll 4\n  for"),
+            after.find("/// The kernel to tune."));
+  EXPECT_NE(after.find("    tile_rpl_target(x + k);"), std::string::npos);
+  EXPECT_NE(after.find("  tile(x);\n"), std::string::npos);
+  EXPECT_NE(after.find(source.substr(source.find("__device__"), 100)), std::string::npos);
+  const source_model model_after = model_of(after);
+  const auto findings = check_source(before, source, model_after, after, "target");
+  for (const guard_finding& f : findings) {
+    ADD_FAILURE() << f.guard << ": " << f.detail;
+  }
+}
+
+TEST(rule_transforms, every_proposal_passes_the_guard) {
+  const source_model before = model_of(source);
+  for (const messages::proposal& p : rule_proposals(before, source, "k.cu", "target", 256, {})) {
+    const patch_result patched = apply_unified_diff(source, p.diff);
+    ASSERT_TRUE(patched.ok) << p.id << ": " << patched.error;
+    for (const guard_finding& f :
+         check_source(before, source, model_of(patched.text), patched.text, "target")) {
+      ADD_FAILURE() << p.id << ": " << f.guard << ": " << f.detail;
+    }
+  }
+}
+
+TEST(rule_transforms, single_argument_launch_bounds_get_a_min_blocks_variant) {
+  const source_model model = model_of(source);
+  const auto proposals = rule_proposals(model, source, "k.cu", "other", 128, {});
+  // `other`'s only loops are in `tile`, shared with `target`: copied; then min blocks.
+  ASSERT_FALSE(proposals.empty());
+  EXPECT_EQ(proposals.back().id, "rule:launch-bounds-min-blocks:2");
+  const patch_result patched = apply_unified_diff(source, proposals.back().diff);
+  ASSERT_TRUE(patched.ok) << patched.error;
+  EXPECT_NE(patched.text.find("__launch_bounds__(128, 2) other"), std::string::npos);
+}
+
+TEST(rule_transforms, skips_ids_already_tried_and_unknown_kernels) {
+  const source_model model = model_of(source);
+  const auto all = rule_proposals(model, source, "k.cu", "target", 256, {});
+  const auto rest = rule_proposals(model, source, "k.cu", "target", 256,
+                                   {"rule:unroll:L18:2", "rule:launch-bounds:256"});
+  EXPECT_EQ(rest.size() + 2, all.size());
+  EXPECT_TRUE(rule_proposals(model, source, "k.cu", "missing", 256, {}).empty());
+}
+
+TEST(rule_transforms, ids_are_stable_for_the_same_source) {
+  const source_model model = model_of(source);
+  const auto first = rule_proposals(model, source, "k.cu", "target", 256, {});
+  const auto second = rule_proposals(model, source, "k.cu", "target", 256, {});
+  ASSERT_EQ(first.size(), second.size());
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    EXPECT_EQ(first[i].id, second[i].id);
+    EXPECT_EQ(first[i].diff, second[i].diff);
+  }
+}
+
+} // namespace
+} // namespace rpl::stages::optimize
