@@ -306,9 +306,12 @@ bool optimizer::prepare_original(target_result& result) {
   // are reproducible within tolerance (else no candidate could ever validate).
   nlohmann::json record;
   if (std::string failed = validate(original_.artifact, record); !failed.empty()) {
-    result.error = "the original kernel " + target_.kernel +
-                   " does not reproduce its own outputs (" + failed +
-                   "); fix: check the launch file's arguments and tolerances";
+    const bool wrong = failed.find("outputs differ") != std::string::npos;
+    result.error =
+        wrong
+            ? "the original kernel " + target_.kernel + " does not reproduce its own outputs (" +
+                  failed + "); fix: check the launch file's arguments and tolerances"
+            : "the original kernel " + target_.kernel + " could not be run on the lane: " + failed;
     return false;
   }
   incumbent_text_ = target_.source_text;

@@ -88,7 +88,7 @@ struct optimizer_settings {
   std::vector<std::string> proposers = {"rule"};
   std::uint32_t iterations = 3;
   std::uint32_t max_repairs = 2;
-  std::uint32_t max_proposals = 12; ///< per proposer and iteration
+  std::uint32_t max_proposals = 32; ///< per proposer and iteration
   std::uint32_t rounds = 15;        ///< paired rounds per comparison
   std::uint32_t runs_per_round = 5; ///< samples per side and round; their median is the round's
   double noise_target = 0.01;

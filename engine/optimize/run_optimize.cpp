@@ -425,11 +425,12 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
   for (auto& t : threads) {
     t.join();
   }
+  // The broker first: its tick supervises the workers and would restart them as they stop.
+  engine_broker.stop();
   for (auto& pool : proposer_pools) {
     pool->stop();
   }
   compilers.stop();
-  engine_broker.stop();
 
   nlohmann::json application;
   if (!options.app.empty()) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <regex>
 #include <set>
 
 #include "stages/optimize/source_guard.hpp"
@@ -135,6 +136,9 @@ public:
     for (const loop_owner& owner : owners()) {
       propose_unrolls(owner);
     }
+    for (const loop_owner& owner : owners(true)) {
+      propose_padding(owner);
+    }
     propose_launch_bounds(block_threads);
     return std::move(out_);
   }
@@ -151,7 +155,8 @@ private:
     return out;
   }
 
-  std::vector<loop_owner> owners() const {
+  /// The functions whose loops (or, with `all`, whose bodies) a proposal may change.
+  std::vector<loop_owner> owners(bool all = false) const {
     std::vector<loop_owner> out;
     const auto add = [&](const declaration* d, bool copy) {
       loop_owner owner{d, copy, {}};
@@ -160,7 +165,7 @@ private:
           owner.loops.push_back(&loop);
         }
       }
-      if (!owner.loops.empty()) {
+      if (all || !owner.loops.empty()) {
         out.push_back(std::move(owner));
       }
     };
@@ -308,6 +313,102 @@ private:
                "it costs registers and code size." +
                shared_note,
            after);
+    }
+  }
+
+  /// Two-dimensional `__shared__` arrays of the function, with the offset (into the function's
+  /// text) of their inner dimension's expression, when every use of the array indexes both
+  /// dimensions (a use through a pointer would assume the unpadded layout).
+  struct shared_array {
+    std::string name;
+    std::size_t inner_begin = 0, inner_end = 0; ///< the expression between the second [ ]
+  };
+  std::vector<shared_array> shared_arrays(std::string_view f) const {
+    std::vector<shared_array> out;
+    const std::regex decl(
+        R"(__shared__\s+[A-Za-z_][\w:<>\s]*?\s([A-Za-z_]\w*)\s*\[[^\[\]]+\]\s*\[([^\[\]]+)\]\s*;)");
+    const std::string body(f);
+    for (auto it = std::sregex_iterator(body.begin(), body.end(), decl);
+         it != std::sregex_iterator(); ++it) {
+      const std::string name = (*it)[1];
+      const std::size_t decl_end = static_cast<std::size_t>(it->position(0) + it->length(0));
+      bool indexed = true;
+      for (std::size_t at = body.find(name, decl_end); at != std::string::npos && indexed;
+           at = body.find(name, at + name.size())) {
+        if ((at > 0 && is_ident(body[at - 1])) ||
+            (at + name.size() < body.size() && is_ident(body[at + name.size()]))) {
+          continue;
+        }
+        // name [ ... ] [ ... ]
+        std::size_t i = at + name.size();
+        for (int dims = 0; dims < 2 && indexed; ++dims) {
+          while (i < body.size() && std::isspace(static_cast<unsigned char>(body[i])) != 0) {
+            ++i;
+          }
+          if (i >= body.size() || body[i] != '[') {
+            indexed = false;
+            break;
+          }
+          int depth = 0;
+          for (; i < body.size(); ++i) {
+            depth += body[i] == '[' ? 1 : body[i] == ']' ? -1 : 0;
+            if (depth == 0) {
+              ++i;
+              break;
+            }
+          }
+        }
+      }
+      std::string inner = (*it)[2];
+      while (!inner.empty() && std::isspace(static_cast<unsigned char>(inner.back())) != 0) {
+        inner.pop_back();
+      }
+      const bool padded = inner.size() >= 3 && inner.compare(inner.size() - 3, 3, "+ 1") == 0;
+      if (indexed && !padded) {
+        out.push_back({name, static_cast<std::size_t>(it->position(2)),
+                       static_cast<std::size_t>(it->position(2) + it->length(2))});
+      }
+    }
+    return out;
+  }
+
+  void propose_padding(const loop_owner& owner) {
+    const declaration& f = *owner.function;
+    const std::string_view body = text_.substr(f.range.begin, f.range.end - f.range.begin);
+    const auto arrays = shared_arrays(body);
+    const std::string where = owner.copy ? " of `" + f.name + "` (in a copy that only `" +
+                                               std::string(kernel_name_) + "` calls)"
+                                         : " of `" + f.name + "`";
+    const auto pad = [&](const shared_array& a) {
+      const std::string inner(body.substr(a.inner_begin, a.inner_end - a.inner_begin));
+      const bool simple = inner.find_first_of("+-*/%?<>&|") == std::string::npos;
+      return text_edit{a.inner_begin, a.inner_end - a.inner_begin,
+                       (simple ? inner : "(" + inner + ")") + " + 1"};
+    };
+    const std::string rationale =
+        "A two-dimensional shared array whose rows are a multiple of the 32 banks long puts the "
+        "elements of one column in one bank, so the threads of a warp that write (or read) a "
+        "column are served one after the other; one padding element per row spreads them over "
+        "all banks. Every use indexes both dimensions, so only the layout changes.";
+    for (const shared_array& a : arrays) {
+      std::string after;
+      if (patched(owner, {pad(a)}, after)) {
+        emit("rule:pad-shared:" + f.name + ":" + a.name,
+             "pad the shared array `" + a.name + "` by one element per row" + where, rationale,
+             after);
+      }
+    }
+    if (arrays.size() >= 2) {
+      std::vector<text_edit> edits;
+      for (const shared_array& a : arrays) {
+        edits.push_back(pad(a));
+      }
+      std::string after;
+      if (patched(owner, edits, after)) {
+        emit("rule:pad-shared-all:" + f.name,
+             "pad all " + std::to_string(arrays.size()) + " two-dimensional shared arrays" + where,
+             rationale, after);
+      }
     }
   }
 
