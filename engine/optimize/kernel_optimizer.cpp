@@ -594,9 +594,9 @@ void optimizer::iterate(target_result& result) {
         result.proposer_errors.push_back(kind + ": " + reply.error);
       }
       const std::string proposer = reply.proposer.empty() ? kind : reply.proposer;
+      // Every proposer is asked each iteration, against the incumbent as it is by then.
       if (run_batch(kind, proposer, reply.proposals, result, proposed_any)) {
         accepted_any = true;
-        break;
       }
     }
     if (!proposed_any && !accepted_any) {
