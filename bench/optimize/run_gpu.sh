@@ -8,7 +8,7 @@
 #   tests   the gpu tests of optimize (tests/gpu/optimize_test.cpp)
 #   gemm    the README's command on examples/cuda/gemm.cu (rule proposer, default settings)
 #   copy    examples/cuda/stream_copy.cu, a memory-bound kernel where no rule should help
-#   app     -- multistream: --top 3 --devices all, then --top 2 --app-build
+#   app     -- pipeline (examples/cuda/pipeline.cu): --top 3 --devices all --app-build
 # Each step's report goes to OUT/STEP/ (report.md, report.json, attempts.jsonl); a table last.
 set -u
 carry=$(cd "$1" && pwd); out=$2; shift 2
@@ -49,14 +49,15 @@ for step in "$@"; do
             --build-template "nvcc -cubin -arch=$arch stream_copy.cu -o {OUT}" --arch "$arch" \
             --out "$out/copy" ;;
     app)
-      nvcc -O3 -arch="$arch" "$root/examples/cuda/multistream.cu" -o "$work/multistream" > "$out/app-nvcc.log" 2>&1
-      run app-top3 rocm-perf optimize --source "$root/examples/cuda/multistream.cu" --top 3 \
-        --devices all --build-template "nvcc -cubin -arch=$arch multistream.cu -o {OUT}" \
-        --iterations 1 --rounds 7 --out "$out/app-top3" -- "$work/multistream"
-      run app-build rocm-perf optimize --source "$root/examples/cuda/multistream.cu" --top 2 \
-        --build-template "nvcc -cubin -arch=$arch multistream.cu -o {OUT}" \
-        --app-build "nvcc -O3 -arch=$arch multistream.cu -o multistream" \
-        --iterations 1 --rounds 7 --out "$out/app-build" -- multistream ;;
+      # examples/cuda/pipeline.cu: three kernels, each captured and replayed; two GPUs share them,
+      # and --app-build rebuilds the program from the accepted changes and profiles it again.
+      mkdir -p "$work/app" && nvcc -O3 -arch="$arch" "$root/examples/cuda/pipeline.cu" \
+        -o "$work/bin/pipeline" > "$out/app-nvcc.log" 2>&1
+      run app rocm-perf optimize --source "$root/examples/cuda/pipeline.cu" --top 3 \
+        --devices all --build-template "nvcc -cubin -arch=$arch pipeline.cu -o {OUT}" \
+        --app-build "nvcc -O3 -arch=$arch pipeline.cu -o pipeline" \
+        --iterations 1 --rounds 7 --runs-per-round 3 --time-budget 200 \
+        --out "$out/app" -- pipeline ;;
     *) echo "unknown step $step" ;;
   esac
 done

@@ -53,8 +53,9 @@ public:
                      "One LLM request at most, retries included (default 120)")
         ->check(CLI::Range(1, 3600));
     cmd_->add_option("--rounds", options_.rounds,
-                     "Paired rounds per comparison (default 15; the final one takes twice)")
-        ->check(CLI::Range(3, 1000));
+                     "Paired rounds per comparison (default 15, at least 6: fewer cannot reach "
+                     "95 % confidence; the final comparison takes twice as many)")
+        ->check(CLI::Range(6, 1000));
     cmd_->add_option("--runs-per-round", options_.runs_per_round,
                      "Launches per side and round (default 5)")
         ->check(CLI::Range(1, 10000));

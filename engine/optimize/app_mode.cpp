@@ -1,5 +1,7 @@
 #include "engine/optimize/app_mode.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -376,6 +378,11 @@ profile_app(const std::vector<std::string>& argv, const fs::path& root, const ap
 
 } // namespace
 
+/// One run of the application under the tracer or the capture library: an application that
+/// waits on itself across streams (a host function holding a stream while another dispatch is
+/// captured) never ends under capture; the kernel is then skipped with the reason.
+constexpr std::chrono::milliseconds app_run_timeout{std::chrono::seconds(180)};
+
 app_tools default_app_tools() {
   app_tools tools;
   tools.record = [](const std::vector<std::string>& argv, const fs::path& folder) {
@@ -386,7 +393,12 @@ app_tools default_app_tools() {
           "librpl_cupti_tracer.so was not found beside rocm-perf; fix: build with the CUDA "
           "toolkit (RPL_BUILD_CUDA=ON) or set RPL_CUPTI_TRACER");
     }
-    workers::cupti_recorder recorder({*library});
+    workers::cupti_recorder_options options;
+    options.library = *library;
+    options.timeout = app_run_timeout;
+    workers::cupti_recorder recorder(options);
+    spdlog::info("profiling the application under the CUPTI tracer (at most {} s)",
+                 app_run_timeout.count() / 1000);
     return recorder.record(argv, folder, 1);
   };
   tools.capture = [](const std::vector<std::string>& argv, const std::string& symbol,
@@ -404,8 +416,11 @@ app_tools default_app_tools() {
     options.dispatch = 0;
     options.out = out;
     options.library = *library;
+    options.timeout = app_run_timeout;
     std::error_code ec;
     fs::create_directories(out, ec);
+    spdlog::info("capturing the first dispatch of {} (at most {} s)", symbol,
+                 app_run_timeout.count() / 1000);
     const auto result = workers::capture::run_capture(options);
     if (result.status == "captured") {
       return std::string();

@@ -27,6 +27,8 @@ namespace opt = stages::optimize;
 
 constexpr std::size_t max_detail_bytes = 4000;
 
+std::atomic<std::uint64_t> partial_sequence{0};
+
 std::string clip(std::string text, std::size_t limit = max_detail_bytes) {
   if (text.size() > limit) {
     text.resize(limit);
@@ -119,6 +121,7 @@ private:
   void finish(attempt_record& attempt, target_result& result);
   messages::propose_request make_request(std::uint32_t repair_round) const;
   void resume_accepted(target_result& result);
+  void run_loop(target_result& result);
 
   const kernel_target& target_;
   const optimizer_settings& settings_;
@@ -137,6 +140,7 @@ private:
   std::uint32_t sequence_ = 0;
   std::uint32_t iteration_ = 0;
   std::uint64_t lane_sequence_ = 0;
+  std::string step_ = "starting"; ///< what the loop was doing, for an internal error's message
 };
 
 build optimizer::compile(const std::string& source_text) {
@@ -160,10 +164,19 @@ build optimizer::compile(const std::string& source_text) {
   const auto dir = settings_.artifact_dir / target_.kernel;
   std::filesystem::create_directories(dir, ec);
   b.artifact = dir / (hash + ".co");
-  std::ofstream out(b.artifact, std::ios::binary | std::ios::trunc);
-  out.write(b.reply.artifact.data(), static_cast<std::streamsize>(b.reply.artifact.size()));
-  if (!out) {
-    b.error = "cannot write the code object to " + b.artifact.string();
+  // Written aside and renamed: a lane may be reading the same content-addressed file right now.
+  const auto partial = dir / (hash + ".co." + std::to_string(++partial_sequence) + ".partial");
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    out.write(b.reply.artifact.data(), static_cast<std::streamsize>(b.reply.artifact.size()));
+    if (!out) {
+      b.error = "cannot write the code object to " + partial.string();
+      return b;
+    }
+  }
+  std::filesystem::rename(partial, b.artifact, ec);
+  if (ec) {
+    b.error = "cannot write the code object to " + b.artifact.string() + ": " + ec.message();
     return b;
   }
   b.bytes.resize(b.reply.artifact.size());
@@ -260,7 +273,7 @@ opt::paired_verdict optimizer::compare(const std::filesystem::path& incumbent,
     for (int side = 0; side < 2; ++side) {
       const bool is_incumbent = (side == 0) == incumbent_first;
       const auto result =
-          run_lane(is_incumbent ? incumbent : challenger, *launch, settings_.runs_per_round, 1);
+          run_lane(is_incumbent ? incumbent : challenger, launch, settings_.runs_per_round, 1);
       const double t = result.status == messages::measure_status::ok ? median_of(result.samples_ns)
                                                                      : std::nan("");
       (is_incumbent ? ta : tb) = t;
@@ -290,12 +303,14 @@ opt::paired_verdict optimizer::compare(const std::filesystem::path& incumbent,
 
 bool optimizer::prepare_original(target_result& result) {
   std::string error;
+  step_ = "parsing the original source";
   original_model_ = services_.parse(target_.source_text, error);
   if (!original_model_) {
     result.error =
         target_.source_path.string() + ": cannot parse the source for the guards: " + error;
     return false;
   }
+  step_ = "compiling the original";
   original_ = compile(target_.source_text);
   if (!original_.ok) {
     result.error = "the original " + target_.source_path.string() +
@@ -305,6 +320,7 @@ bool optimizer::prepare_original(target_result& result) {
   // The original against itself: the lane works, the launch file fits the kernel, and its outputs
   // are reproducible within tolerance (else no candidate could ever validate).
   nlohmann::json record;
+  step_ = "validating the original on the lane";
   if (std::string failed = validate(original_.artifact, record); !failed.empty()) {
     const bool wrong = failed.find("outputs differ") != std::string::npos;
     result.error =
@@ -348,6 +364,7 @@ struct optimizer::candidate {
 optimizer::candidate optimizer::prepare(const messages::proposal& proposal,
                                         const std::string& proposer,
                                         std::uint32_t repair_round) {
+  step_ = "checking " + proposal.id + " (apply, source guard)";
   candidate c;
   attempt_record& a = c.attempt;
   a.kernel = target_.kernel;
@@ -401,6 +418,7 @@ attempt_record optimizer::judge(candidate& c) {
   if (c.done) {
     return a;
   }
+  step_ = "judging " + a.proposal_id + " (compile)";
   build built = c.compiled.get();
   a.compile_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - c.compile_started)
@@ -435,6 +453,7 @@ attempt_record optimizer::judge(candidate& c) {
     }
     return reject("artifact_guard", artifact_findings.front().first, detail);
   }
+  step_ = "judging " + a.proposal_id + " (artifact guard passed; static screen)";
   {
     std::string error;
     const auto launch = replay() ? std::nullopt : resolve(target_.launch, error);
@@ -445,6 +464,7 @@ attempt_record optimizer::judge(candidate& c) {
     }
   }
   nlohmann::json validation;
+  step_ = "judging " + a.proposal_id + " (validation)";
   const std::string failed = validate(built.artifact, validation);
   a.validation = validation.dump();
   if (!failed.empty()) {
@@ -454,6 +474,7 @@ attempt_record optimizer::judge(candidate& c) {
     return reject("validation", which, failed);
   }
   nlohmann::json measurement;
+  step_ = "judging " + a.proposal_id + " (measurement)";
   const auto verdict = compare(incumbent_artifact_, built.artifact, settings_.rounds, measurement);
   a.measurement = measurement.dump();
   a.stage = "measurement";
@@ -582,6 +603,7 @@ void optimizer::iterate(target_result& result) {
       if (out_of_time()) {
         break;
       }
+      step_ = "asking the " + kind + " proposer";
       const auto reply = services_.propose(kind, make_request(0));
       if (reply.status != messages::propose_status::ok) {
         result.proposer_errors.push_back(kind + ": " + messages::to_string(reply.status) + ": " +
@@ -610,10 +632,23 @@ target_result optimizer::run() {
   target_result result;
   result.kernel = target_.kernel;
   result.source_path = target_.source_path;
+  try {
+    run_loop(result);
+  } catch (const std::exception& error) {
+    // Nothing a candidate does may end the run; an error of ours ends this kernel only.
+    result.status = "failed";
+    result.error = "internal error while " + step_ + ": " + error.what();
+    journal_.record_target(target_.kernel, target_.source_path.string(), "failed", 0, 0,
+                           result.error, "");
+  }
+  return result;
+}
+
+void optimizer::run_loop(target_result& result) {
   if (!prepare_original(result)) {
     journal_.record_target(target_.kernel, target_.source_path.string(), "failed", 0, 0,
                            result.error, "");
-    return result;
+    return;
   }
   if (settings_.resume) {
     resume_accepted(result);
@@ -648,7 +683,6 @@ target_result optimizer::run() {
       target_.kernel, target_.source_path.string(), result.status, result.original_ns,
       result.best_ns, result.status == "improved" ? result.final_comparison.summary : result.error,
       result.accepted_diff);
-  return result;
 }
 
 } // namespace

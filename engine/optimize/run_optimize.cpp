@@ -19,6 +19,7 @@
 #include "engine/optimize/kernel_optimizer.hpp"
 #include "engine/optimize/optimize_journal.hpp"
 #include "engine/optimize/optimize_report.hpp"
+#include "stages/optimize/unified_diff.hpp"
 #include "stages/search/command_template.hpp"
 #include "workers/compile/compile_worker.hpp"
 #include "workers/lanes/kernel/kernel_lane.hpp"
@@ -255,6 +256,31 @@ std::vector<kernel_target> make_targets(const optimize_options& options,
   return {t};
 }
 
+/// The accepted changes of every kernel, combined per source file: several kernels of one file
+/// each changed their own function, so their diffs against the original apply one after the
+/// other. A diff that does not apply on top of the others is left out and named in `conflicts`.
+std::map<fs::path, std::string> combined_changes(const std::vector<target_result>& results,
+                                                 std::vector<std::string>& conflicts) {
+  std::map<fs::path, std::string> texts;
+  for (const auto& r : results) {
+    if (r.status != "improved") {
+      continue;
+    }
+    auto it = texts.find(r.source_path);
+    if (it == texts.end()) {
+      it = texts.emplace(r.source_path, read_text(r.source_path, "--source")).first;
+    }
+    const auto patched = stages::optimize::apply_unified_diff(it->second, r.accepted_diff);
+    if (patched.ok) {
+      it->second = patched.text;
+    } else {
+      conflicts.push_back(r.kernel + "'s change does not apply on top of the others in " +
+                          r.source_path.string() + ": " + patched.error);
+    }
+  }
+  return texts;
+}
+
 /// A blocking call on the broker: submit, then wait for the completion callback.
 template <class Reply, class Submit> Reply call_broker(Submit submit) {
   auto promise = std::make_shared<std::promise<Reply>>();
@@ -389,36 +415,50 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
   // One lane per device, one thread per lane; targets dealt out round-robin.
   std::vector<target_result> results(targets.size());
   std::vector<std::thread> threads;
+  const auto run_device = [&](std::size_t d) {
+    workers::kernel_lane_options lane_options;
+    lane_options.name = "gpu" + std::to_string(devices[d]);
+    lane_options.device = devices[d];
+    lane_options.program = workers::default_kernel_lane_program();
+    workers::kernel_lane kernel_lane(lane_options);
+    for (std::size_t i = d; i < targets.size(); i += devices.size()) {
+      std::unique_ptr<workers::replay_lane> replay;
+      if (!targets[i].replay_dir.empty()) {
+        workers::replay_lane_options r;
+        r.name = lane_options.name;
+        r.capture = targets[i].replay_dir;
+        r.program = *workers::replay::find_cuda_replay_program();
+        r.device = devices[d];
+        replay = std::make_unique<workers::replay_lane>(std::move(r));
+      }
+      workers::lane_backend& lane =
+          replay ? static_cast<workers::lane_backend&>(*replay) : kernel_lane;
+      optimizer_services local = services;
+      local.parse = [&, i](const std::string& text,
+                           std::string& error) -> std::optional<stages::optimize::source_model> {
+        auto model = workers::parse_source(text, targets[i].source_path.filename().string(),
+                                           targets[i].language, targets[i].compile_flags, error);
+        if (!error.empty()) {
+          return std::nullopt;
+        }
+        return model;
+      };
+      results[i] = optimize_kernel(targets[i], settings, local, lane, journal, stop);
+    }
+  };
   for (std::size_t d = 0; d < devices.size() && d < targets.size(); ++d) {
     threads.emplace_back([&, d] {
-      workers::kernel_lane_options lane_options;
-      lane_options.name = "gpu" + std::to_string(devices[d]);
-      lane_options.device = devices[d];
-      lane_options.program = workers::default_kernel_lane_program();
-      workers::kernel_lane kernel_lane(lane_options);
-      for (std::size_t i = d; i < targets.size(); i += devices.size()) {
-        std::unique_ptr<workers::replay_lane> replay;
-        if (!targets[i].replay_dir.empty()) {
-          workers::replay_lane_options r;
-          r.name = lane_options.name;
-          r.capture = targets[i].replay_dir;
-          r.program = *workers::replay::find_cuda_replay_program();
-          r.device = devices[d];
-          replay = std::make_unique<workers::replay_lane>(std::move(r));
-        }
-        workers::lane_backend& lane =
-            replay ? static_cast<workers::lane_backend&>(*replay) : kernel_lane;
-        optimizer_services local = services;
-        local.parse = [&, i](const std::string& text,
-                             std::string& error) -> std::optional<stages::optimize::source_model> {
-          auto model = workers::parse_source(text, targets[i].source_path.filename().string(),
-                                             targets[i].language, targets[i].compile_flags, error);
-          if (!error.empty()) {
-            return std::nullopt;
+      try {
+        run_device(d);
+      } catch (const std::exception& error) {
+        for (std::size_t i = d; i < targets.size(); i += devices.size()) {
+          if (results[i].kernel.empty()) {
+            results[i].kernel = targets[i].kernel;
+            results[i].source_path = targets[i].source_path;
+            results[i].error = std::string("the lane of device ") +
+                               std::to_string(devices[d]) + " failed: " + error.what();
           }
-          return model;
-        };
-        results[i] = optimize_kernel(targets[i], settings, local, lane, journal, stop);
+        }
       }
     });
   }
@@ -441,12 +481,12 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
                      {"critical_path_ns", before.critical_path_ns},
                      {"summary", before.summary}}}};
     if (!options.app_build.empty() && !stop) {
+      std::vector<std::string> conflicts;
       std::map<std::string, std::string> patched;
-      for (const auto& r : results) {
-        if (r.status == "improved") {
-          patched[r.source_path.filename().string()] = r.best_source;
-        }
+      for (const auto& [path, text] : combined_changes(results, conflicts)) {
+        patched[path.filename().string()] = text;
       }
+      application["not_combined"] = conflicts;
       try {
         const auto after =
             reprofile_app(options.app_build, options.sources, patched, options.app, options.out);
@@ -496,6 +536,21 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
     std::cout << report.dump(2) << '\n';
   } else {
     std::cout << optimize_summary_text(results, options.out);
+    if (!application.is_null()) {
+      std::cout << "application before: " << application["before"].value("summary", "") << '\n';
+      if (application.contains("after")) {
+        std::cout << "application after:  " << application["after"].value("summary", "")
+                  << "\n  GPU time " << application.value("gpu_time_speedup", 0.0)
+                  << "x, critical path " << application.value("critical_path_speedup", 0.0)
+                  << "x (before / after, one profiled run each)\n";
+      } else if (application.contains("after_error")) {
+        std::cout << "application after: " << application["after_error"].get<std::string>()
+                  << '\n';
+      }
+      for (const auto& line : application["skipped"]) {
+        std::cout << "skipped: " << line.get<std::string>() << '\n';
+      }
+    }
   }
   if (stop) {
     return 130;

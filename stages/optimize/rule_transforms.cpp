@@ -133,13 +133,14 @@ public:
       return {};
     }
     region_ = target_region(model_, kernel_name_);
-    for (const loop_owner& owner : owners()) {
-      propose_unrolls(owner);
-    }
+    // Most promising first: a loop with a run on a time budget may not reach the last ones.
     for (const loop_owner& owner : owners(true)) {
       propose_padding(owner);
     }
     propose_launch_bounds(block_threads);
+    for (const loop_owner& owner : owners()) {
+      propose_unrolls(owner);
+    }
     return std::move(out_);
   }
 

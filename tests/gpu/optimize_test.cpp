@@ -271,7 +271,7 @@ TEST_F(OptimizeGpu, every_cheat_of_the_catalogue_is_rejected_by_its_guard) {
   auto args = gemm_args(dir / "out");
   args.insert(args.end(), {"--proposer", "llm", "--llm-endpoint", server.endpoint(), "--llm-model",
                            "scripted", "--iterations", std::to_string(cheats.size()), "--rounds",
-                           "5", "--runs-per-round", "3"});
+                           "6", "--runs-per-round", "3"});
   int exit_code = -1;
   const auto report = run(args, exit_code);
   ASSERT_EQ(exit_code, 0) << report.dump(2);
@@ -299,7 +299,7 @@ TEST_F(OptimizeGpu, an_llm_compile_error_is_repaired_within_two_rounds) {
   auto args = gemm_args(dir / "out");
   args.insert(args.end(),
               {"--proposer", "llm", "--llm-endpoint", server.endpoint(), "--llm-model", "scripted",
-               "--iterations", "1", "--rounds", "5", "--runs-per-round", "3"});
+               "--iterations", "1", "--rounds", "6", "--runs-per-round", "3"});
   int exit_code = -1;
   const auto report = run(args, exit_code);
   ASSERT_EQ(exit_code, 0) << report.dump(2);

@@ -12,7 +12,9 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <mutex>
 #include <set>
+#include <thread>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -366,6 +368,42 @@ TEST_F(kernel_optimizer_test, resume_does_not_judge_a_diff_twice) {
   // Validation of the original and of the resumed chain (4 cases each), and the final comparison
   // (2 x rounds, both sides): nothing for the proposals themselves.
   EXPECT_LE(lane_.calls - calls_before, static_cast<int>(8 + settings_.rounds * 4));
+}
+
+TEST_F(kernel_optimizer_test, two_kernels_are_optimized_at_once_on_two_lanes) {
+  // --devices all: one thread and one lane per GPU, one journal, libclang parsing in both.
+  propose_variants(
+      {{"faster", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(800)")},
+       {"slower", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(1300)")}});
+  optimize_journal journal(dir_ / "out");
+  std::atomic<bool> stop{false};
+  kernel_target second = target_;
+  second.source_path = dir_ / "k2.cu";
+  second.sources = {{"k2.cu", original_source}};
+  optimizer_settings second_settings = settings_;
+  second_settings.artifact_dir = dir_ / "artifacts2"; // one folder per kernel name, as in a run
+  marker_lane lane2;
+  std::vector<target_result> results(2);
+  std::mutex services_mutex; // the fakes' counters are not thread-safe; the loop's parse is
+  optimizer_services shared = services_;
+  const auto compile = services_.compile;
+  const auto propose = services_.propose;
+  shared.compile = [&](const std::vector<messages::source_file>& f,
+                       const std::vector<std::string>& a) {
+    std::lock_guard lock(services_mutex);
+    return compile(f, a);
+  };
+  shared.propose = [&](const std::string& k, const messages::propose_request& r) {
+    std::lock_guard lock(services_mutex);
+    return propose(k, r);
+  };
+  std::thread other([&] {
+    results[1] = optimize_kernel(second, second_settings, shared, lane2, journal, stop);
+  });
+  results[0] = optimize_kernel(target_, settings_, shared, lane_, journal, stop);
+  other.join();
+  EXPECT_EQ(results[0].status, "improved") << results[0].error;
+  EXPECT_EQ(results[1].status, "improved") << results[1].error;
 }
 
 } // namespace
