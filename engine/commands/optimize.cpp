@@ -72,6 +72,12 @@ public:
     cmd_->add_option("--app-build", options_.app_build,
                      "With -- APP: rebuild it from the patched sources ({SRC_DIR}: a scratch "
                      "copy of them) and profile it again");
+    cmd_->add_option("--listen", options_.listen,
+                     "Endpoint for remote proposers and compile workers (with --curve-keys and "
+                     "--allow-keys), e.g. tcp://0.0.0.0:5556");
+    cmd_->add_option("--curve-keys", options_.curve_keys, "This engine's CURVE key pair folder");
+    cmd_->add_option("--allow-keys", options_.allow_keys,
+                     "The public keys of the workers and proposers it admits");
     cmd_->add_flag("--quiet", quiet_, "Log warnings and errors only");
     cmd_->add_option("app", options_.app, "-- APP [ARGS...]: the application to profile")
         ->expected(-1);

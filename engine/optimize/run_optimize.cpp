@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <zmq.hpp>
 
 #include "engine/broker/broker.hpp"
 #include "engine/broker/local_workers.hpp"
@@ -24,6 +25,7 @@
 #include "workers/compile/compile_worker.hpp"
 #include "workers/lanes/kernel/kernel_lane.hpp"
 #include "workers/lanes/replay/replay_lane.hpp"
+#include "workers/protocol/curve_keys.hpp"
 #include "workers/replay/replay_run.hpp"
 #include "workers/source/clang_source.hpp"
 #include "workers/source/source_patch.hpp"
@@ -305,10 +307,27 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
   }
   if (options.proposer == "llm" || options.proposer == "both") {
     kinds.push_back("llm");
-    if (options.llm_endpoint.empty() || options.llm_model.empty()) {
+    if ((options.llm_endpoint.empty() || options.llm_model.empty()) && options.listen.empty()) {
       throw optimize_input_error("--proposer " + options.proposer +
                                  " needs --llm-endpoint URL and --llm-model NAME (the key, if any, "
-                                 "in RPL_LLM_API_KEY); fix: pass both, or --proposer rule");
+                                 "in RPL_LLM_API_KEY), or --listen for a remote LLM proposer; "
+                                 "fix: pass both, or --proposer rule");
+    }
+  }
+  std::optional<broker_curve> curve;
+  if (!options.listen.empty() || !options.curve_keys.empty() || !options.allow_keys.empty()) {
+    if (options.listen.empty() || options.curve_keys.empty() || options.allow_keys.empty()) {
+      throw optimize_input_error(
+          "--listen, --curve-keys and --allow-keys go together: remote proposers and compile "
+          "workers are admitted only with CURVE keys; fix: rocm-perf keys generate DIR (here and "
+          "on each worker), then --listen tcp://0.0.0.0:5556 --curve-keys DIR --allow-keys FILE");
+    }
+    try {
+      workers::require_curve("--curve-keys");
+      curve = broker_curve{workers::read_keypair(options.curve_keys),
+                           workers::read_allow_list(options.allow_keys), options.listen};
+    } catch (const workers::curve_error& error) {
+      throw optimize_input_error(error.what());
     }
   }
   if (kinds.empty()) {
@@ -346,8 +365,14 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
   private_dir ipc;
   broker_config bconfig;
   bconfig.bind_endpoints.push_back("ipc://" + (ipc.path() / "broker.ipc").string());
+  bconfig.curve = curve;
   broker engine_broker(bconfig);
-  engine_broker.start();
+  try {
+    engine_broker.start();
+  } catch (const zmq::error_t& error) {
+    throw optimize_input_error(std::string("--listen: cannot bind: ") + error.what() +
+                               "; fix: a free port on an address of this host");
+  }
   const fs::path self = options.worker_executable.empty() ? fs::read_symlink("/proc/self/exe")
                                                           : options.worker_executable;
   local_workers_config compile_config;
@@ -361,6 +386,12 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
   compilers.start();
   std::vector<std::unique_ptr<local_workers>> proposer_pools;
   for (const auto& kind : kinds) {
+    if (kind == "llm" && options.llm_endpoint.empty()) {
+      spdlog::info("no --llm-endpoint: LLM proposals come from remote `worker propose --kind llm` "
+                   "processes connecting to {}",
+                   options.listen.front());
+      continue;
+    }
     local_workers_config config = compile_config;
     config.count = 1;
     config.command = {"worker", "propose", "--kind", kind};
@@ -455,8 +486,8 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
           if (results[i].kernel.empty()) {
             results[i].kernel = targets[i].kernel;
             results[i].source_path = targets[i].source_path;
-            results[i].error = std::string("the lane of device ") +
-                               std::to_string(devices[d]) + " failed: " + error.what();
+            results[i].error = std::string("the lane of device ") + std::to_string(devices[d]) +
+                               " failed: " + error.what();
           }
         }
       }
@@ -544,8 +575,7 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
                   << "x, critical path " << application.value("critical_path_speedup", 0.0)
                   << "x (before / after, one profiled run each)\n";
       } else if (application.contains("after_error")) {
-        std::cout << "application after: " << application["after_error"].get<std::string>()
-                  << '\n';
+        std::cout << "application after: " << application["after_error"].get<std::string>() << '\n';
       }
       for (const auto& line : application["skipped"]) {
         std::cout << "skipped: " << line.get<std::string>() << '\n';

@@ -50,6 +50,12 @@ struct optimize_options {
   std::vector<std::string> app;
   std::size_t top = 3;
   std::string app_build;
+  /// Remote proposers (and compile workers): CURVE endpoints they connect to, always with
+  /// --curve-keys (the engine's pair) and --allow-keys (the workers' public keys): a proposer's
+  /// answers steer what the engine compiles, so no unauthenticated peer is taken.
+  std::vector<std::string> listen;
+  std::filesystem::path curve_keys;
+  std::filesystem::path allow_keys;
   std::string device_arch; ///< for the static screen (sm_90); empty: unknown
 };
 

@@ -98,6 +98,10 @@ TEST(cli_optimize, other_bad_input_is_named_with_exit_2) {
   devices.insert(devices.end(), {"--devices", "0,x"});
   expect_bad_input(devices, "is not a device index");
 
+  auto listen = args;
+  listen.insert(listen.end(), {"--listen", "tcp://127.0.0.1:5599"});
+  expect_bad_input(listen, "--listen, --curve-keys and --allow-keys go together");
+
   expect_bad_input({"optimize", "--proposer", "magic"}, "--proposer");
 }
 

@@ -129,15 +129,15 @@ std::vector<std::string> ids(const std::vector<messages::proposal>& proposals) {
   return out;
 }
 
-TEST(rule_transforms, proposes_unrolls_then_launch_bounds_in_priority_order) {
+TEST(rule_transforms, proposes_launch_bounds_then_unrolls_in_priority_order) {
   const source_model model = model_of(source);
   const auto proposals = rule_proposals(model, source, "k.cu", "target", 256, {});
   EXPECT_EQ(ids(proposals),
-            (std::vector<std::string>{"rule:unroll:L18:2", "rule:unroll:L18:4", "rule:unroll:L18:8",
-                                      "rule:unroll:L4:2", "rule:unroll:L4:4", "rule:unroll:L4:8",
-                                      "rule:unroll:L11:2", "rule:unroll:L11:4", "rule:unroll:L11:8",
-                                      "rule:unroll-all:tile:2", "rule:unroll-all:tile:4",
-                                      "rule:unroll-all:tile:8", "rule:launch-bounds:256"}));
+            (std::vector<std::string>{
+                "rule:launch-bounds:256", "rule:unroll:L18:2", "rule:unroll:L18:4",
+                "rule:unroll:L18:8", "rule:unroll:L4:2", "rule:unroll:L4:4", "rule:unroll:L4:8",
+                "rule:unroll:L11:2", "rule:unroll:L11:4", "rule:unroll:L11:8",
+                "rule:unroll-all:tile:2", "rule:unroll-all:tile:4", "rule:unroll-all:tile:8"}));
   for (const messages::proposal& p : proposals) {
     EXPECT_FALSE(p.title.empty());
     EXPECT_FALSE(p.rationale.empty());
@@ -194,10 +194,13 @@ TEST(rule_transforms, every_proposal_passes_the_guard) {
 TEST(rule_transforms, single_argument_launch_bounds_get_a_min_blocks_variant) {
   const source_model model = model_of(source);
   const auto proposals = rule_proposals(model, source, "k.cu", "other", 128, {});
-  // `other`'s only loops are in `tile`, shared with `target`: copied; then min blocks.
-  ASSERT_FALSE(proposals.empty());
-  EXPECT_EQ(proposals.back().id, "rule:launch-bounds-min-blocks:2");
-  const patch_result patched = apply_unified_diff(source, proposals.back().diff);
+  // `other`'s only loops are in `tile`, shared with `target`: copied; and min blocks.
+  const auto it = std::find_if(proposals.begin(), proposals.end(), [](const messages::proposal& p) {
+    return p.id == "rule:launch-bounds-min-blocks:2";
+  });
+  ASSERT_NE(it, proposals.end());
+  EXPECT_EQ(it, proposals.begin()) << "launch bounds come before the unrolls";
+  const patch_result patched = apply_unified_diff(source, it->diff);
   ASSERT_TRUE(patched.ok) << patched.error;
   EXPECT_NE(patched.text.find("__launch_bounds__(128, 2) other"), std::string::npos);
 }
@@ -220,6 +223,51 @@ TEST(rule_transforms, ids_are_stable_for_the_same_source) {
     EXPECT_EQ(first[i].id, second[i].id);
     EXPECT_EQ(first[i].diff, second[i].diff);
   }
+}
+
+} // namespace
+} // namespace rpl::stages::optimize
+
+namespace rpl::stages::optimize {
+namespace {
+
+source_model one_kernel(const std::string& text, const std::string& name) {
+  source_model m;
+  declaration d;
+  d.name = d.qualified_name = d.mangled_name = name;
+  d.kind = decl_kind::kernel;
+  d.range = {0, text.size()};
+  d.line = 1;
+  d.is_definition = d.has_body = true;
+  d.body_offset = text.find('{');
+  m.declarations.push_back(d);
+  return m;
+}
+
+TEST(rule_transforms, pads_a_shared_array_indexed_in_both_dimensions) {
+  const std::string text = "__global__ void t(float* x) {\n"
+                           "  __shared__ float tile[32][32];\n"
+                           "  tile[threadIdx.y][threadIdx.x] = x[threadIdx.x];\n"
+                           "  __syncthreads();\n"
+                           "  x[threadIdx.x] = tile[threadIdx.x][threadIdx.y];\n"
+                           "}\n";
+  const auto proposals = rule_proposals(one_kernel(text, "t"), text, "t.cu", "t", 0, {});
+  ASSERT_EQ(ids(proposals), std::vector<std::string>{"rule:pad-shared:t:tile"});
+  const patch_result patched = apply_unified_diff(text, proposals[0].diff);
+  ASSERT_TRUE(patched.ok) << patched.error;
+  EXPECT_NE(patched.text.find("__shared__ float tile[32][32 + 1];"), std::string::npos);
+  // Padded already: not again.
+  EXPECT_TRUE(
+      rule_proposals(one_kernel(patched.text, "t"), patched.text, "t.cu", "t", 0, {}).empty());
+}
+
+TEST(rule_transforms, does_not_pad_an_array_used_through_a_row_pointer) {
+  const std::string text = "__global__ void t(float* x) {\n"
+                           "  __shared__ float tile[32][32];\n"
+                           "  float* row = tile[threadIdx.y];\n"
+                           "  row[threadIdx.x] = x[threadIdx.x];\n"
+                           "}\n";
+  EXPECT_TRUE(rule_proposals(one_kernel(text, "t"), text, "t.cu", "t", 0, {}).empty());
 }
 
 } // namespace
