@@ -1,7 +1,5 @@
 #include "engine/optimize/app_mode.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +9,8 @@
 #include <sstream>
 #include <string_view>
 #include <utility>
+
+#include <spdlog/spdlog.h>
 
 #include "engine/commands/analysis_output.hpp"
 #include "engine/optimize/run_optimize.hpp"

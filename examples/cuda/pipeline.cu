@@ -50,8 +50,8 @@ pl_transpose(const float* __restrict__ in, float* __restrict__ out, int rows, in
   }
 }
 
-extern "C" __global__ void pl_scale(float* __restrict__ out, const float* __restrict__ in, float a,
-                                    size_t n) {
+extern "C" __global__ void
+pl_scale(float* __restrict__ out, const float* __restrict__ in, float a, size_t n) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     out[i] = a * in[i];

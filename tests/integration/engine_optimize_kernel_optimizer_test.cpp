@@ -11,12 +11,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <mutex>
+#include <regex>
 #include <set>
-#include <thread>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -397,9 +397,8 @@ TEST_F(kernel_optimizer_test, two_kernels_are_optimized_at_once_on_two_lanes) {
     std::lock_guard lock(services_mutex);
     return propose(k, r);
   };
-  std::thread other([&] {
-    results[1] = optimize_kernel(second, second_settings, shared, lane2, journal, stop);
-  });
+  std::thread other(
+      [&] { results[1] = optimize_kernel(second, second_settings, shared, lane2, journal, stop); });
   results[0] = optimize_kernel(target_, settings_, shared, lane_, journal, stop);
   other.join();
   EXPECT_EQ(results[0].status, "improved") << results[0].error;
