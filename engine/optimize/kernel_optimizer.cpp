@@ -141,6 +141,9 @@ private:
   std::uint32_t iteration_ = 0;
   std::uint64_t lane_sequence_ = 0;
   std::string step_ = "starting"; ///< what the loop was doing, for an internal error's message
+  /// Without a profile (--launch): the original's resources and occupancy from the static
+  /// screen, and its time, for the proposers.
+  std::string static_analysis_;
 };
 
 build optimizer::compile(const std::string& source_text) {
@@ -332,6 +335,19 @@ bool optimizer::prepare_original(target_result& result) {
   }
   incumbent_text_ = target_.source_text;
   incumbent_artifact_ = original_.artifact;
+  if (!replay()) {
+    std::string launch_error;
+    const auto launch = resolve(target_.launch, launch_error);
+    const auto screen =
+        screen_candidate(original_.reply, original_.artifact, launch, settings_.device_arch);
+    if (!screen.record.is_null()) {
+      static_analysis_ = "Static analysis of the original kernel (resources from the compiler or "
+                         "the code object, theoretical occupancy at the launch's geometry): " +
+                         screen.record.dump();
+    } else if (!screen.skipped.empty()) {
+      static_analysis_ = "No static analysis: " + screen.skipped;
+    }
+  }
   return true;
 }
 
@@ -343,7 +359,7 @@ messages::propose_request optimizer::make_request(std::uint32_t repair_round) co
   request.language = target_.language;
   request.compile_flags = target_.compile_flags;
   request.block_threads = target_.block_threads;
-  request.analysis = target_.analysis;
+  request.analysis = target_.analysis.empty() ? static_analysis_ : target_.analysis;
   request.history = history_;
   request.repair_round = repair_round;
   request.max_proposals = settings_.max_proposals;

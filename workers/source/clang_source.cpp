@@ -953,6 +953,11 @@ so::source_model parse_source(std::string_view text,
   if (api == nullptr) {
     return {};
   }
+  // One parse at a time in a process: libLLVM's crash-recovery setup (clang_createIndex) races
+  // with itself when two threads parse at once (--devices all, ThreadSanitizer saw it), and a
+  // parse takes a second or two against minutes of measurement.
+  static std::mutex parse_mutex;
+  const std::lock_guard lock(parse_mutex);
   if (language != "cuda" && language != "hip") {
     error = "parse_source: language '" + std::string(language) + "' of " + std::string(file_name) +
             " is not supported; fix: use \"cuda\" or \"hip\"";
