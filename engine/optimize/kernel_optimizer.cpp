@@ -162,7 +162,8 @@ build optimizer::compile(const std::string& source_text) {
               (b.reply.output.empty() ? "" : "\n" + b.reply.output);
     return b;
   }
-  const std::string hash = text_hash(std::string(b.reply.artifact.begin(), b.reply.artifact.end()));
+  const std::string hash =
+      text_hash(std::string_view(b.reply.artifact.data(), b.reply.artifact.size()));
   std::error_code ec;
   const auto dir = settings_.artifact_dir / target_.kernel;
   std::filesystem::create_directories(dir, ec);

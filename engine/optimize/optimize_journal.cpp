@@ -1,11 +1,12 @@
 #include "engine/optimize/optimize_journal.hpp"
 
 #include <chrono>
-#include <cstdio>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/store/utc_time.hpp"
+#include "stages/search/candidate_key.hpp"
 #include "stages/sqlite/sqlite_statement.hpp"
 
 namespace rpl::engine {
@@ -25,24 +26,6 @@ CREATE TABLE IF NOT EXISTS optimize_attempts (
   validation TEXT, measurement TEXT, speedup REAL, created_at TEXT);
 CREATE INDEX IF NOT EXISTS optimize_attempts_kernel ON optimize_attempts(kernel, diff_hash);
 )sql";
-
-std::string now_text() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
-nlohmann::json parsed_or_text(const std::string& text) {
-  if (text.empty()) {
-    return nullptr;
-  }
-  auto parsed = nlohmann::json::parse(text, nullptr, false);
-  return parsed.is_discarded() ? nlohmann::json(text) : parsed;
-}
 
 attempt_record read_attempt(const sql::statement& row) {
   attempt_record a;
@@ -73,15 +56,16 @@ constexpr const char* attempt_columns =
 
 } // namespace
 
-std::string text_hash(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
+nlohmann::json json_or_text(const std::string& text) {
+  if (text.empty()) {
+    return nullptr;
   }
-  char out[17];
-  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
-  return out;
+  auto parsed = nlohmann::json::parse(text, nullptr, false);
+  return parsed.is_discarded() ? nlohmann::json(text) : parsed;
+}
+
+std::string text_hash(std::string_view text) {
+  return stages::content_hash(text);
 }
 
 struct optimize_journal::impl {
@@ -135,7 +119,7 @@ void optimize_journal::record(const attempt_record& a) {
       .bind_text(16, a.validation)
       .bind_text(17, a.measurement)
       .bind_double(18, a.speedup)
-      .bind_text(19, now_text());
+      .bind_text(19, utc_timestamp());
   insert.step();
   nlohmann::json line = {{"kernel", a.kernel},
                          {"sequence", a.sequence},
@@ -152,8 +136,8 @@ void optimize_journal::record(const attempt_record& a) {
                          {"guard", a.guard},
                          {"detail", a.detail},
                          {"compile_ns", a.compile_ns},
-                         {"validation", parsed_or_text(a.validation)},
-                         {"measurement", parsed_or_text(a.measurement)},
+                         {"validation", json_or_text(a.validation)},
+                         {"measurement", json_or_text(a.measurement)},
                          {"speedup", a.speedup}};
   impl_->jsonl << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   impl_->jsonl.flush();
@@ -176,7 +160,7 @@ void optimize_journal::record_target(const std::string& kernel,
       .bind_double(5, best_ns)
       .bind_text(6, summary)
       .bind_text(7, accepted_diff)
-      .bind_text(8, now_text());
+      .bind_text(8, utc_timestamp());
   upsert.step();
 }
 

@@ -12,7 +12,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "engine/optimize/attempt_record.hpp"
 
@@ -47,7 +50,10 @@ private:
   std::unique_ptr<impl> impl_;
 };
 
-/// A 64-bit FNV-1a hash of `text` as 16 hex digits: the identity of a diff.
-std::string text_hash(const std::string& text);
+/// The identity of a diff or a code object: stages::content_hash (32 hex digits).
+std::string text_hash(std::string_view text);
+
+/// A stored JSON text as JSON again (null when empty; the text itself when it does not parse).
+nlohmann::json json_or_text(const std::string& text);
 
 } // namespace rpl::engine

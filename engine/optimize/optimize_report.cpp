@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/optimize/optimize_journal.hpp"
+
 namespace rpl::engine {
 
 namespace {
@@ -15,14 +17,6 @@ std::string us(double ns) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f us", ns / 1000.0);
   return text;
-}
-
-nlohmann::json parsed(const std::string& text) {
-  if (text.empty()) {
-    return nullptr;
-  }
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  return j.is_discarded() ? nlohmann::json(text) : j;
 }
 
 nlohmann::json to_json(const attempt_record& a) {
@@ -37,8 +31,8 @@ nlohmann::json to_json(const attempt_record& a) {
           {"guard", a.guard},
           {"detail", a.detail},
           {"speedup", a.speedup},
-          {"validation", parsed(a.validation)},
-          {"measurement", parsed(a.measurement)}};
+          {"validation", json_or_text(a.validation)},
+          {"measurement", json_or_text(a.measurement)}};
 }
 
 } // namespace

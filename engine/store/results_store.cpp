@@ -4,6 +4,7 @@
 #include <cmath>
 #include <ctime>
 
+#include "engine/store/utc_time.hpp"
 #include "stages/sqlite/sqlite_statement.hpp"
 
 namespace rpl::engine {
@@ -127,16 +128,6 @@ CREATE TABLE IF NOT EXISTS verdicts(
   relative_change REAL,
   PRIMARY KEY (run_id, key));
 )sql";
-
-std::string now_utc() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 /// A failed SQLite call as the store_error it has always been reported as.
 store_error to_store_error(const sqlite::sqlite_error& error) {
@@ -291,7 +282,7 @@ void results_store::create_run(const run_record& run) try {
   sqlite::statement s(*db_, "INSERT INTO runs(run_id, fingerprint, status, started_at, updated_at, "
                             "space_file, strategy, seed, budget, planned, settings_json) VALUES "
                             "(?,?,?,?,?,?,?,?,?,?,?)");
-  const auto now = now_utc();
+  const auto now = utc_timestamp();
   s.bind_text(1, run.run_id).bind_text(2, run.fingerprint).bind_text(3, run.status);
   s.bind_text(4, now).bind_text(5, now);
   s.bind_text(6, run.space_file).bind_text(7, run.strategy);
@@ -304,7 +295,7 @@ void results_store::create_run(const run_record& run) try {
 
 void results_store::set_run_status(const std::string& run_id, const std::string& status) try {
   sqlite::statement s(*db_, "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?");
-  s.bind_text(1, status).bind_text(2, now_utc()).bind_text(3, run_id);
+  s.bind_text(1, status).bind_text(2, utc_timestamp()).bind_text(3, run_id);
   s.step();
 } catch (const sqlite::sqlite_error& error) {
   throw to_store_error(error);
@@ -336,7 +327,7 @@ void results_store::record(const std::string& run_id, const candidate_record& c)
       s.bind_int64(14, static_cast<std::int64_t>(c.stats.n)).bind_double(15, c.stats.median);
       s.bind_double(16, c.stats.mean).bind_double(17, c.stats.stddev).bind_double(18, c.stats.cv);
       s.bind_double(19, c.stats.min).bind_double(20, c.stats.max);
-      s.bind_text(21, stages::to_string(c.stats.stability)).bind_text(22, now_utc());
+      s.bind_text(21, stages::to_string(c.stats.stability)).bind_text(22, utc_timestamp());
       s.step();
     }
     {
@@ -436,7 +427,7 @@ void results_store::record(const std::string& run_id, const candidate_record& c)
     }
     {
       sqlite::statement& s = fresh(q.touch_run);
-      s.bind_text(1, now_utc()).bind_text(2, run_id);
+      s.bind_text(1, utc_timestamp()).bind_text(2, run_id);
       s.step();
     }
     fresh(q.commit).step();
@@ -548,7 +539,7 @@ void results_store::record_final_round(const std::string& run_id,
   sqlite::statement s(*db_,
                       "INSERT OR REPLACE INTO final_rounds(run_id, decision_json, recorded_at) "
                       "VALUES (?,?,?)");
-  s.bind_text(1, run_id).bind_text(2, decision.dump()).bind_text(3, now_utc());
+  s.bind_text(1, run_id).bind_text(2, decision.dump()).bind_text(3, utc_timestamp());
   s.step();
 } catch (const sqlite::sqlite_error& error) {
   throw to_store_error(error);
@@ -577,7 +568,7 @@ void results_store::record_determinism_check(const std::string& run_id,
       .bind_text(5, check.hash_a)
       .bind_text(6, check.hash_b)
       .bind_int64(7, check.hash_a == check.hash_b ? 1 : 0)
-      .bind_text(8, now_utc());
+      .bind_text(8, utc_timestamp());
   s.step();
 } catch (const sqlite::sqlite_error& error) {
   throw to_store_error(error);
@@ -591,7 +582,7 @@ void results_store::remember_compile(const std::string& build_key,
   s.bind_text(1, build_key)
       .bind_text(2, entry.artifact_hash)
       .bind_text(3, entry.reply_hex)
-      .bind_text(4, now_utc());
+      .bind_text(4, utc_timestamp());
   s.step();
 } catch (const sqlite::sqlite_error& error) {
   throw to_store_error(error);

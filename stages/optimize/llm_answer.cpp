@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "stages/optimize/unified_diff.hpp"
+#include "stages/search/candidate_key.hpp"
 
 namespace rpl::stages::optimize {
 namespace {
@@ -597,21 +598,6 @@ std::optional<std::string> title_of(std::string_view line) {
   return std::string(strip_markdown(text));
 }
 
-std::uint64_t fnv1a(std::string_view text) {
-  std::uint64_t hash = 14695981039346656037ull;
-  for (const char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
-
-std::string hex12(std::uint64_t value) {
-  char buffer[17];
-  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(value));
-  return std::string(buffer, 12);
-}
-
 std::string with_crlf(std::string_view text) {
   std::string out;
   out.reserve(text.size() + text.size() / 32);
@@ -777,7 +763,7 @@ parsed_answer parse_llm_answer(std::string_view content,
   }
 
   result.ok = true;
-  result.proposal.id = "llm:" + hex12(fnv1a(diff));
+  result.proposal.id = "llm:" + content_hash(diff).substr(0, 12);
   result.proposal.title = clip_words(title, limits.title_chars);
   result.proposal.rationale = clip_words(rationale, limits.rationale_chars);
   result.proposal.diff = std::move(diff);
