@@ -23,6 +23,7 @@
 #include "stages/optimize/unified_diff.hpp"
 #include "stages/search/command_template.hpp"
 #include "workers/compile/compile_worker.hpp"
+#include "workers/devices/nvidia_gpu.hpp"
 #include "workers/lanes/kernel/kernel_lane.hpp"
 #include "workers/lanes/replay/replay_lane.hpp"
 #include "workers/protocol/curve_keys.hpp"
@@ -71,16 +72,13 @@ std::vector<std::string> parse_flags(const std::vector<std::string>& argv) {
 std::vector<int> parse_devices(const std::string& text) {
   std::vector<int> devices;
   if (text == "all") {
-    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-    int count = 0;
-    if (visible != nullptr && *visible != '\0') {
-      count = 1 + static_cast<int>(std::count(visible, visible + std::strlen(visible), ','));
-    } else {
-      for (; count < 64 && fs::exists("/dev/nvidia" + std::to_string(count)); ++count) {
-      }
+    // The driver's indices, as CUDA_VISIBLE_DEVICES names them; without a GPU, device 0, whose
+    // lane then says why it cannot start.
+    for (const auto& gpu : workers::list_nvidia_gpus()) {
+      devices.push_back(gpu.index);
     }
-    for (int i = 0; i < std::max(count, 1); ++i) {
-      devices.push_back(i);
+    if (devices.empty()) {
+      devices.push_back(0);
     }
     return devices;
   }
