@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "stages/optimize/loop_vectorizer.hpp"
 #include "stages/optimize/source_guard.hpp"
 #include "stages/optimize/unified_diff.hpp"
 
@@ -136,6 +137,9 @@ public:
     // Most promising first: a loop with a run on a time budget may not reach the last ones.
     for (const loop_owner& owner : owners(true)) {
       propose_padding(owner);
+    }
+    for (const loop_owner& owner : owners()) {
+      propose_vector_loads(owner);
     }
     propose_launch_bounds(block_threads);
     for (const loop_owner& owner : owners()) {
@@ -313,6 +317,39 @@ private:
                " removes their loop overhead and exposes independent loads to the scheduler; "
                "it costs registers and code size." +
                shared_note,
+           after);
+    }
+  }
+
+  void propose_vector_loads(const loop_owner& owner) {
+    const declaration& f = *owner.function;
+    for (const loop_info* loop : owner.loops) {
+      const std::optional<vectorized_loop> v =
+          vectorize_grid_stride_loop(text_, loop->keyword_offset, f.parameters);
+      if (!v) {
+        continue;
+      }
+      std::string after;
+      if (!patched(owner,
+                   {{v->replaced.begin - f.range.begin, v->replaced.end - v->replaced.begin,
+                     v->replacement}},
+                   after)) {
+        continue;
+      }
+      std::string arrays;
+      for (const std::string& a : v->arrays) {
+        arrays += (arrays.empty() ? "`" : ", `") + a + "`";
+      }
+      emit("rule:vector:L" + std::to_string(loop->line) + ":" + v->vector_type,
+           v->vector_type + " loads and stores in the grid-stride loop at line " +
+               std::to_string(loop->line) + " of `" + f.name + "`",
+           "The loop touches " + arrays + " only at its index, one element per access; " +
+               std::to_string(v->width) + " elements per 16-byte " + v->vector_type +
+               " access need a quarter of the memory instructions (fewer, wider transactions "
+               "in flight per thread). The vector loop runs only when every array is 16-byte "
+               "aligned (checked at run time, else the original loop runs), and a tail loop "
+               "takes the last n % " +
+               std::to_string(v->width) + " elements, so any size stays right.",
            after);
     }
   }

@@ -210,6 +210,18 @@ TEST(clang_source, rule_proposals_for_multistream_pass_the_source_guard) {
   expect_proposals_pass_guard("stream_copy.cu", "stream_copy", 256, 4);
 }
 
+TEST(clang_source, a_vector_load_proposal_for_pipeline_passes_the_source_guard) {
+  RPL_REQUIRE_LIBCLANG();
+  // pl_scale's grid-stride loop: float4 loads and stores, launch bounds, unroll 2, 4, 8.
+  expect_proposals_pass_guard("pipeline.cu", "pl_scale", 256, 5);
+  const std::string text = read_example("pipeline.cu");
+  const auto proposals =
+      so::rule_proposals(parse_ok(text, "pipeline.cu"), text, "pipeline.cu", "pl_scale", 256, {});
+  ASSERT_FALSE(proposals.empty());
+  EXPECT_EQ(proposals.front().id.rfind("rule:vector:L", 0), 0U) << proposals.front().id;
+  EXPECT_NE(proposals.front().id.find(":float4"), std::string::npos);
+}
+
 TEST(clang_source, cheats_on_a_parsed_gemm_are_rejected_by_name) {
   RPL_REQUIRE_LIBCLANG();
   const std::string text = read_example("gemm.cu");
