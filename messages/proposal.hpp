@@ -45,11 +45,21 @@ struct propose_request {
   std::uint32_t timeout_ms = 120000; ///< the engine gives up on the reply after this long
 };
 
+/// A compile-time knob a proposal introduces: `#define NAME default` under `#ifndef NAME` in its
+/// diff (so `-DNAME=v` overrides it). The engine searches the proposal's knobs over their values
+/// with autotune's strategies and goes on with the fastest configuration written in.
+struct tunable_macro {
+  std::string name;
+  std::vector<std::int64_t> values; ///< the default first
+  std::int64_t default_value = 0;   ///< the value the diff defines: the code as it was
+};
+
 struct proposal {
   std::string id;        ///< stable for the same change of the same source ("rule:unroll:L42:4")
   std::string title;     ///< one line: "#pragma unroll 4 on the k0 loop (line 42)"
   std::string rationale; ///< why it could help, for the report
   std::string diff;      ///< unified diff of source_name (---/+++ headers, @@ hunks)
+  std::vector<tunable_macro> tunables; ///< empty for a plain change
 };
 
 enum class propose_status : std::uint8_t {

@@ -219,6 +219,7 @@ RPL_MSGPACK_MAP(rpl::messages::propose_request,
                 repair_round,
                 max_proposals,
                 timeout_ms)
-RPL_MSGPACK_MAP(rpl::messages::proposal, id, title, rationale, diff)
+RPL_MSGPACK_MAP(rpl::messages::tunable_macro, name, values, default_value)
+RPL_MSGPACK_MAP(rpl::messages::proposal, id, title, rationale, diff, tunables)
 RPL_MSGPACK_MAP(
     rpl::messages::propose_reply, status, proposer, worker_id, error, proposals, elapsed_ns)

@@ -56,6 +56,10 @@ public:
                      "Paired rounds per comparison (default 15, at least 6: fewer cannot reach "
                      "95 % confidence; the final comparison takes twice as many)")
         ->check(CLI::Range(6, 1000));
+    cmd_->add_option("--tune-budget", options_.tune_budget,
+                     "Configurations timed per proposal with tunable macros (the rule "
+                     "proposer's unroll knobs; default 24, 0: skip such proposals)")
+        ->check(CLI::Range(0, 100000));
     cmd_->add_option("--runs-per-round", options_.runs_per_round,
                      "Launches per side and round (default 5)")
         ->check(CLI::Range(1, 10000));

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -14,8 +15,10 @@
 #include "engine/optimize/optimize_journal.hpp"
 #include "stages/optimize/artifact_guard.hpp"
 #include "stages/optimize/source_guard.hpp"
+#include "stages/optimize/tunable_macros.hpp"
 #include "stages/optimize/unified_diff.hpp"
 #include "stages/optimize/validation_plan.hpp"
+#include "stages/search/strategy.hpp"
 #include "workers/lanes/lane_backend.hpp"
 
 namespace rpl::engine {
@@ -109,8 +112,13 @@ private:
   candidate prepare(const messages::proposal& proposal,
                     const std::string& proposer,
                     std::uint32_t repair_round);
-  /// The rest of the checks, on the GPU; returns the record (not yet journaled).
-  attempt_record judge(candidate& c);
+  /// The rest of the checks, on the GPU; returns the record (not yet journaled). `alone`: a
+  /// configuration of a tunable proposal, timed by itself instead of against the incumbent.
+  attempt_record judge(candidate& c, bool alone = false);
+  /// Searches a proposal's tunable macros; the fastest configuration as a plain proposal, or
+  /// nullopt when none beat the defaults (every configuration tried is recorded).
+  std::optional<messages::proposal>
+  tune(const messages::proposal& proposal, const std::string& proposer, target_result& result);
   /// Runs a batch of one proposer's proposals; true when one was accepted (the rest of the
   /// batch is then dropped: it was made for the old incumbent).
   bool run_batch(const std::string& kind,
@@ -118,7 +126,7 @@ private:
                  const std::vector<messages::proposal>& proposals,
                  target_result& result,
                  bool& proposed_any);
-  void finish(attempt_record& attempt, target_result& result);
+  void finish(attempt_record& attempt, target_result& result, bool to_history = true);
   messages::propose_request make_request(std::uint32_t repair_round) const;
   void resume_accepted(target_result& result);
   void run_loop(target_result& result);
@@ -430,7 +438,7 @@ optimizer::candidate optimizer::prepare(const messages::proposal& proposal,
   return c;
 }
 
-attempt_record optimizer::judge(candidate& c) {
+attempt_record optimizer::judge(candidate& c, bool alone) {
   attempt_record& a = c.attempt;
   if (c.done) {
     return a;
@@ -490,6 +498,24 @@ attempt_record optimizer::judge(candidate& c) {
                                                                      : "validation:launch_size";
     return reject("validation", which, failed);
   }
+  if (alone) {
+    step_ = "timing " + a.proposal_id;
+    std::string error;
+    const auto launch = replay() ? std::nullopt : resolve(target_.launch, error);
+    const auto timed = run_lane(built.artifact, launch, settings_.runs_per_round * 3, 1);
+    a.stage = "tuning";
+    if (timed.status != messages::measure_status::ok || timed.samples_ns.empty()) {
+      a.verdict = "failed";
+      a.guard = "measurement";
+      a.detail = clip(std::string(messages::to_string(timed.status)) + ": " + timed.reason);
+      return a;
+    }
+    const double median = median_of(timed.samples_ns);
+    a.verdict = "measured";
+    a.measurement = nlohmann::json{{"median_ns", median}, {"samples_ns", timed.samples_ns}}.dump();
+    a.detail = "median " + std::to_string(median / 1000.0) + " us alone";
+    return a;
+  }
   nlohmann::json measurement;
   step_ = "judging " + a.proposal_id + " (measurement)";
   const auto verdict = compare(incumbent_artifact_, built.artifact, settings_.rounds, measurement);
@@ -516,9 +542,13 @@ attempt_record optimizer::judge(candidate& c) {
   return a;
 }
 
-void optimizer::finish(attempt_record& attempt, target_result& result) {
+void optimizer::finish(attempt_record& attempt, target_result& result, bool to_history) {
   attempt.sequence = ++sequence_;
   journal_.record(attempt);
+  if (!to_history) {
+    result.attempts.push_back(attempt);
+    return;
+  }
   messages::proposal_attempt h;
   h.proposal_id = attempt.proposal_id;
   h.title = attempt.title;
@@ -557,12 +587,167 @@ void optimizer::resume_accepted(target_result& result) {
   }
 }
 
+std::optional<messages::proposal> optimizer::tune(const messages::proposal& proposal,
+                                                  const std::string& proposer,
+                                                  target_result& result) {
+  step_ = "tuning " + proposal.id;
+  attempt_record summary;
+  summary.kernel = target_.kernel;
+  summary.iteration = iteration_;
+  summary.proposer = proposer;
+  summary.proposal_id = proposal.id;
+  summary.title = proposal.title;
+  summary.rationale = clip(proposal.rationale, 2000);
+  summary.diff = proposal.diff;
+  summary.diff_hash = text_hash(incumbent_text_ + "\n\x01" + proposal.diff);
+  summary.stage = "tuning";
+  const auto give_up = [&](std::string verdict, std::string guard, std::string detail) {
+    summary.verdict = std::move(verdict);
+    summary.guard = std::move(guard);
+    summary.detail = clip(std::move(detail));
+    finish(summary, result);
+    return std::nullopt;
+  };
+  const auto patched = opt::apply_unified_diff(incumbent_text_, proposal.diff);
+  if (!patched.ok) {
+    summary.stage = "apply";
+    return give_up("rejected", "patch_does_not_apply", patched.error);
+  }
+  if (settings_.tune_budget == 0) {
+    return give_up("skipped", "", "--tune-budget 0: proposals with tunable macros are not tried");
+  }
+  const std::vector<stages::configuration> space = opt::knob_configurations(proposal.tunables);
+  if (space.empty()) {
+    return give_up("rejected", "tunables", "a tunable macro without values");
+  }
+  const std::size_t budget = std::min<std::size_t>(space.size(), settings_.tune_budget);
+  const std::string strategy_name = space.size() <= budget ? "exhaustive" : "model";
+  const auto strategy = stages::make_strategy(strategy_name, space, budget, settings_.seed);
+  const std::string name = target_.source_path.filename().string();
+  std::optional<std::size_t> best;
+  std::map<std::size_t, double> times;
+  std::set<std::string> configured; // texts: two configurations may compile to one source
+  std::size_t tried = 0;
+  while (!out_of_time()) {
+    // A few configurations at a time: their compiles run in parallel, their timings in turn.
+    std::vector<std::pair<std::size_t, candidate>> batch;
+    std::vector<std::pair<std::size_t, attempt_record>> resumed;
+    for (int k = 0; k < 4; ++k) {
+      const auto index = strategy->next();
+      if (!index) {
+        break;
+      }
+      ++tried;
+      std::string text = patched.text;
+      std::string error;
+      if (!opt::set_knobs(text, proposal.tunables, space[*index], error)) {
+        return give_up("rejected", "tunables", error);
+      }
+      messages::proposal variant;
+      variant.id = proposal.id + "{" + opt::describe(space[*index]) + "}";
+      variant.title = opt::describe(space[*index]);
+      variant.rationale = "a configuration of " + proposal.id;
+      variant.diff = opt::make_unified_diff(incumbent_text_, text, name);
+      const std::string hash = text_hash(incumbent_text_ + "\n\x01" + variant.diff);
+      if (settings_.resume) {
+        if (auto it = earlier_.find(hash); it != earlier_.end() && it->second.stage == "tuning" &&
+                                           it->second.verdict == "measured") {
+          resumed.emplace_back(*index, it->second);
+          continue;
+        }
+      }
+      batch.emplace_back(*index, prepare(variant, proposer, 0));
+    }
+    if (batch.empty() && resumed.empty()) {
+      break;
+    }
+    const auto observe = [&](std::size_t index, const attempt_record& a) {
+      stages::observation o;
+      o.index = index;
+      o.config = &space[index];
+      if (a.verdict == "measured") {
+        const double median =
+            nlohmann::json::parse(a.measurement, nullptr, false).value("median_ns", 0.0);
+        if (median > 0.0) {
+          o.value_ns = median;
+          times[index] = median;
+          if (!best || median < times[*best]) {
+            best = index;
+          }
+        }
+      }
+      if (!o.value_ns) {
+        o.failure = a.stage + ": " + a.verdict + (a.guard.empty() ? "" : " (" + a.guard + ")");
+      }
+      strategy->observe(o);
+    };
+    for (auto& [index, old] : resumed) {
+      old.detail = "resumed: " + old.detail;
+      result.attempts.push_back(old);
+      observe(index, old);
+    }
+    for (auto& [index, c] : batch) {
+      if (out_of_time()) {
+        break;
+      }
+      attempt_record a = judge(c, true);
+      finish(a, result, false);
+      observe(index, a);
+    }
+  }
+  if (out_of_time()) {
+    // Interrupted: the configurations timed so far are in the journal, and --resume takes them
+    // up; no verdict for the whole proposal yet.
+    spdlog::info("{}: tuning {} stopped after {} configurations", target_.kernel, proposal.id,
+                 tried);
+    return std::nullopt;
+  }
+  const std::string searched = "searched " + std::to_string(tried) + " of " +
+                               std::to_string(space.size()) + " configurations (" + strategy_name +
+                               ", --tune-budget " + std::to_string(settings_.tune_budget) + ")";
+  if (!best) {
+    return give_up("failed", "tuning", searched + "; none was measured");
+  }
+  // Every knob at its default: the code as it was.
+  std::size_t default_index = space.size();
+  for (std::size_t i = 0; i < space.size() && default_index == space.size(); ++i) {
+    bool all = true;
+    for (std::size_t k = 0; k < proposal.tunables.size(); ++k) {
+      const auto* v = std::get_if<std::int64_t>(&space[i].params[k].second);
+      all = all && v != nullptr && *v == proposal.tunables[k].default_value;
+    }
+    default_index = all ? i : default_index;
+  }
+  const auto defaults = times.find(default_index);
+  std::string figures = searched + "; fastest " + opt::describe(space[*best]) + ": " +
+                        std::to_string(times[*best] / 1000.0) + " us alone";
+  if (defaults != times.end()) {
+    figures += ", defaults " + std::to_string(defaults->second / 1000.0) + " us";
+  }
+  if (*best == default_index) {
+    return give_up("unchanged", "", figures + "; the defaults are the fastest, nothing to try");
+  }
+  summary.verdict = "tuned";
+  summary.detail = clip(figures + "; it goes on against the incumbent");
+  finish(summary, result);
+  std::string text = patched.text;
+  std::string error;
+  opt::set_knobs(text, proposal.tunables, space[*best], error);
+  messages::proposal chosen;
+  chosen.id = proposal.id + ":" + opt::describe(space[*best]);
+  chosen.title = proposal.title + ", tuned: " + opt::describe(space[*best]);
+  chosen.rationale = proposal.rationale + " Tuning " + figures + ".";
+  chosen.diff = opt::make_unified_diff(incumbent_text_, text, name);
+  return chosen;
+}
+
 bool optimizer::run_batch(const std::string& kind,
                           const std::string& proposer,
                           const std::vector<messages::proposal>& proposals,
                           target_result& result,
                           bool& proposed_any) {
   std::vector<candidate> batch;
+  std::vector<const messages::proposal*> tunable; ///< per batch entry: searched first, or null
   for (const auto& proposal : proposals) {
     ++result.proposals_seen;
     const std::string hash = text_hash(incumbent_text_ + "\n\x01" + proposal.diff);
@@ -579,11 +764,21 @@ bool optimizer::run_batch(const std::string& kind,
       }
     }
     proposed_any = true;
-    batch.push_back(prepare(proposal, proposer, 0));
+    // A proposal with tunable macros is searched when its turn comes (it needs the GPU).
+    tunable.push_back(proposal.tunables.empty() ? nullptr : &proposal);
+    batch.push_back(proposal.tunables.empty() ? prepare(proposal, proposer, 0) : candidate{});
   }
-  for (auto& c : batch) {
+  for (std::size_t i = 0; i < batch.size(); ++i) {
     if (out_of_time()) {
       break;
+    }
+    candidate& c = batch[i];
+    if (tunable[i] != nullptr) {
+      const auto chosen = tune(*tunable[i], proposer, result);
+      if (!chosen) {
+        continue;
+      }
+      c = prepare(*chosen, proposer, 0);
     }
     attempt_record attempt = judge(c);
     finish(attempt, result);

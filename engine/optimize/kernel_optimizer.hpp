@@ -9,6 +9,11 @@
 ///   interleaved paired measurement against the incumbent → accepted only when faster beyond the
 ///   noise.
 ///
+/// A proposal with tunable macros (messages::tunable_macro) is searched first: its configurations,
+/// chosen by autotune's strategies within --tune-budget, each go through the same checks and are
+/// timed alone on the lane; the fastest, if not the defaults, then goes on as a plain proposal
+/// with its values written in.
+///
 /// A proposal that does not compile goes back to its proposer with the compiler's errors, at most
 /// twice (repair rounds). Accepted changes compound: the next iteration proposes on the improved
 /// source, and everything is still validated against the original kernel. Each attempt is
@@ -95,6 +100,9 @@ struct optimizer_settings {
   std::uint64_t seed = 1;                                        ///< of the validation inputs
   std::optional<std::chrono::steady_clock::time_point> deadline; ///< --time-budget
   std::filesystem::path artifact_dir; ///< where code objects are written for the lane
+  /// Configurations measured per proposal with tunable macros (autotune's exhaustive strategy
+  /// when the space fits, else its model strategy); 0: such proposals are skipped.
+  std::uint32_t tune_budget = 24;
   std::uint32_t propose_timeout_ms = 120000;
   std::uint32_t lane_timeout_ms = 60000;
   std::string device_arch; ///< for the static screen; empty: from the compile reply

@@ -430,6 +430,7 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
   settings.iterations = options.iterations;
   settings.rounds = options.rounds;
   settings.runs_per_round = options.runs_per_round;
+  settings.tune_budget = options.tune_budget;
   settings.noise_target = options.noise_target;
   settings.seed = options.seed;
   settings.artifact_dir = options.out / "artifacts";

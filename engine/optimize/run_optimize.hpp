@@ -41,6 +41,7 @@ struct optimize_options {
   std::uint32_t llm_timeout_s = 120; ///< one proposer request, retries included
   std::uint32_t rounds = 15;
   std::uint32_t runs_per_round = 5;
+  std::uint32_t tune_budget = 24; ///< configurations per proposal with tunable macros
   double noise_target = 0.01;
   std::uint64_t seed = 1;
   std::size_t compile_workers = 0;         ///< 0: min(2, cores)

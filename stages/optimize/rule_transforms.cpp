@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <regex>
 #include <set>
 
 #include "stages/optimize/loop_vectorizer.hpp"
 #include "stages/optimize/source_guard.hpp"
+#include "stages/optimize/tunable_macros.hpp"
 #include "stages/optimize/unified_diff.hpp"
 
 namespace rpl::stages::optimize {
@@ -142,7 +144,17 @@ public:
       propose_vector_loads(owner);
     }
     propose_launch_bounds(block_threads);
-    for (const loop_owner& owner : owners()) {
+    for (loop_owner& owner : owners()) {
+      // Loops that can take an unroll knob are tuned together; the others get fixed factors.
+      std::vector<const loop_info*> fixed;
+      std::vector<const loop_info*> knobs;
+      for (const loop_info* loop : owner.loops) {
+        if (!knobbed(*loop)) {
+          (takes_knob(*loop) ? knobs : fixed).push_back(loop);
+        }
+      }
+      propose_unroll_knobs(owner, knobs);
+      owner.loops = fixed;
       propose_unrolls(owner);
     }
     return std::move(out_);
@@ -268,6 +280,108 @@ private:
     file_edits.push_back({insertion_point(text_, *first_caller), 0, copy + "\n\n"});
     after = apply_edits(text_, file_edits);
     return true;
+  }
+
+  /// Whether the loop has an unroll knob's block right before it (an accepted knob proposal).
+  bool knobbed(const loop_info& loop) const {
+    static const std::regex block(R"(#pragma unroll rpl_unroll_\w+[ \t]*\n#endif[ \t]*\n[ \t]*$)");
+    const std::size_t from = loop.keyword_offset > 200 ? loop.keyword_offset - 200 : 0;
+    const std::string before(text_.substr(from, loop.keyword_offset - from));
+    return std::regex_search(before, block);
+  }
+
+  /// Whether a declaration may go right before the loop: it starts a statement of a block (after
+  /// `;`, `{` or `}`, not as the body of an `if`, `else` or loop, nor after a label), and it has
+  /// no knob yet. At most four loops per function take knobs (5^4 configurations).
+  bool takes_knob(const loop_info& loop) const {
+    std::size_t at = loop.keyword_offset;
+    for (;;) {
+      const std::size_t line_begin = text_.rfind('\n', at == 0 ? 0 : at - 1);
+      const std::size_t from = line_begin == std::string_view::npos ? 0 : line_begin + 1;
+      const std::string_view before = text_.substr(from, at - from);
+      const std::size_t last = before.find_last_not_of(" \t");
+      if (last != std::string_view::npos) {
+        const std::size_t first = before.find_first_not_of(" \t");
+        if (before.substr(first, 2) == "//" || before[first] == '#') {
+          if (before.find("#pragma unroll") != std::string_view::npos ||
+              before.find("#endif") != std::string_view::npos) {
+            return false; // a pragma or a knob's block ends right here
+          }
+          if (from == 0) {
+            return false;
+          }
+          at = from - 1; // a comment line: look above it
+          continue;
+        }
+        const char c = before[last];
+        return c == ';' || c == '{' || c == '}';
+      }
+      if (from == 0) {
+        return false;
+      }
+      at = from - 1;
+    }
+  }
+
+  void propose_unroll_knobs(const loop_owner& owner, std::vector<const loop_info*> loops) {
+    if (loops.size() > 4) {
+      loops.resize(4); // the outermost first in source order: those matter most
+    }
+    if (loops.empty()) {
+      return;
+    }
+    const declaration& f = *owner.function;
+    std::vector<text_edit> edits;
+    messages::proposal knobs;
+    std::string names;
+    std::set<unsigned> lines;
+    for (const loop_info* loop : loops) {
+      if (!lines.insert(loop->line).second) {
+        continue; // two loops on one line: one knob name, so only the first
+      }
+      const std::string suffix = "L" + std::to_string(loop->line);
+      const std::string macro = "RPL_UNROLL_" + suffix;
+      const std::size_t line_begin =
+          text_.rfind('\n', loop->keyword_offset == 0 ? 0 : loop->keyword_offset - 1);
+      const std::size_t from = line_begin == std::string_view::npos ? 0 : line_begin + 1;
+      const std::string_view lead = text_.substr(from, loop->keyword_offset - from);
+      const bool own_line = lead.find_first_not_of(" \t") == std::string_view::npos;
+      const std::string block = unroll_knob_block(macro, "rpl_unroll_" + suffix, lead);
+      edits.push_back(own_line ? text_edit{from - f.range.begin, 0, block}
+                               : text_edit{loop->keyword_offset - f.range.begin, 0, "\n" + block});
+      messages::tunable_macro knob;
+      knob.name = macro;
+      knob.values = unroll_knob_values();
+      knob.default_value = 0;
+      knobs.tunables.push_back(std::move(knob));
+      names += (names.empty() ? "`" : ", `") + macro + "`";
+    }
+    std::string after;
+    if (!patched(owner, edits, after)) {
+      return;
+    }
+    const std::string where = owner.copy ? " of `" + f.name + "` (in a copy that only `" +
+                                               std::string(kernel_name_) + "` calls)"
+                                         : " of `" + f.name + "`";
+    const std::size_t configurations = static_cast<std::size_t>(
+        std::pow(static_cast<double>(unroll_knob_values().size()), knobs.tunables.size()));
+    const std::string id = "rule:unroll-knobs:" + f.name;
+    if (skip_.count(id) != 0 || after == text_) {
+      return;
+    }
+    knobs.id = id;
+    knobs.title = "tunable unroll factors " + names + " for the " +
+                  std::to_string(knobs.tunables.size()) + " loop" +
+                  (knobs.tunables.size() == 1 ? "" : "s") + where;
+    knobs.rationale =
+        "Each loop gets a macro for its `#pragma unroll` factor (0: the compiler's choice, as "
+        "now; 1: none; 2, 4, 8), so that the best combination is searched as autotune searches a "
+        "space (" +
+        std::to_string(configurations) +
+        " configurations) instead of one factor at a time; the macros stay in the source, "
+        "overridable with -D.";
+    knobs.diff = make_unified_diff(text_, after, source_name_);
+    out_.push_back(std::move(knobs));
   }
 
   void propose_unrolls(const loop_owner& owner) {

@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <map>
+#include <regex>
 
 namespace rpl::stages::optimize {
 
@@ -242,6 +243,14 @@ bool is_unroll_pragma(std::string_view directive) {
          n.rfind("#pragma nounroll", 0) == 0 || n.rfind("# pragma nounroll", 0) == 0;
 }
 
+/// A line of a tunable macro's block (tunable_macros.hpp): `#ifndef RPL_X`, `#define RPL_X 4`,
+/// `#if RPL_X > 0`, `#endif`. Nothing else: no other name, no value but an integer.
+bool is_knob_directive(std::string_view directive) {
+  static const std::regex knob(
+      R"(#\s*(ifndef RPL_[A-Z0-9_]+|define RPL_[A-Z0-9_]+ -?[0-9]+|if RPL_[A-Z0-9_]+ > 0|endif))");
+  return std::regex_match(normalized(directive), knob);
+}
+
 /// What the guards count inside function bodies.
 struct body_counts {
   std::map<std::string, int> storage;  ///< static, __device__, __constant__, __managed__
@@ -454,7 +463,8 @@ std::vector<guard_finding> check_source(const source_model& before,
     }
   }
 
-  // directive_changed: file scope, and directives inside the region other than unroll pragmas.
+  // directive_changed: file scope, and directives inside the region other than unroll pragmas
+  // and the lines of tunable macros' blocks.
   {
     std::vector<std::string> db, da;
     for (const directive_info& d : before.directives) {
@@ -485,7 +495,8 @@ std::vector<guard_finding> check_source(const source_model& before,
       std::multiset<std::string> out;
       for (const directive_info& d : scan_directives(text)) {
         for (const declaration* decl : decls) {
-          if (decl->range.contains(d.range.begin) && !is_unroll_pragma(d.text)) {
+          if (decl->range.contains(d.range.begin) && !is_unroll_pragma(d.text) &&
+              !is_knob_directive(d.text)) {
             out.insert(normalized(d.text));
           }
         }

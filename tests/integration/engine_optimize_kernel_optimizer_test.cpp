@@ -10,6 +10,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <regex>
@@ -82,6 +83,9 @@ class marker_lane final : public workers::lane_backend {
 public:
   messages::measure_result measure(const messages::measure_request& request) override {
     ++calls;
+    if (on_measure) {
+      on_measure(request);
+    }
     messages::measure_result result;
     result.lane = name_;
     const std::string text = read(request.argv.at(0));
@@ -96,6 +100,13 @@ public:
     double ns = 1000.0;
     if (std::regex_search(text, m, std::regex(R"(RPL_FAKE_NS\((\d+)\))"))) {
       ns = std::stod(m[1]);
+    }
+    // Tunable macros: A in 0..3 takes 10 % off per step, B = 1 adds 20 %.
+    if (std::regex_search(text, m, std::regex(R"(#define RPL_FAKE_KNOB_A (\d+))"))) {
+      ns *= 1.0 - 0.1 * std::stod(m[1]);
+    }
+    if (std::regex_search(text, m, std::regex(R"(#define RPL_FAKE_KNOB_B (\d+))")) && m[1] == "1") {
+      ns *= 1.2;
     }
     bool wrong = false;
     if (text.find("RPL_FAKE_WRONG_ODD") != std::string::npos) {
@@ -124,6 +135,7 @@ public:
   }
   const std::string& name() const override { return name_; }
 
+  std::function<void(const messages::measure_request&)> on_measure;
   int calls = 0;
   int replays = 0;
   std::string symbol;
@@ -215,8 +227,8 @@ protected:
 
   target_result run(const fs::path& journal_dir) {
     optimize_journal journal(journal_dir);
-    std::atomic<bool> stop{false};
-    return optimize_kernel(target_, settings_, services_, lane_, journal, stop);
+    stop_ = false;
+    return optimize_kernel(target_, settings_, services_, lane_, journal, stop_);
   }
 
   const attempt_record* find(const target_result& r, const std::string& title) {
@@ -235,7 +247,23 @@ protected:
   marker_lane lane_;
   int compiles_ = 0;
   std::vector<messages::propose_request> requests_;
+  std::atomic<bool> stop_{false};
 };
+
+/// A proposal with two tunable macros in the kernel's body (the lane reads their values).
+messages::proposal knob_proposal(const std::string& source) {
+  const std::string knobs = "#ifndef RPL_FAKE_KNOB_A\n#define RPL_FAKE_KNOB_A 0\n#endif\n"
+                            "#ifndef RPL_FAKE_KNOB_B\n#define RPL_FAKE_KNOB_B 0\n#endif\n";
+  messages::proposal p;
+  p.id = "rule:knobs";
+  p.title = "two knobs";
+  p.rationale = "tune them";
+  p.diff = stages::optimize::make_unified_diff(
+      source, replace(source, "  // RPL_FAKE_NS(1000)\n", knobs + "  // RPL_FAKE_NS(1000)\n"),
+      "k.cu");
+  p.tunables = {{"RPL_FAKE_KNOB_A", {0, 1, 2, 3}, 0}, {"RPL_FAKE_KNOB_B", {0, 1}, 0}};
+  return p;
+}
 
 TEST_F(kernel_optimizer_test, accepts_a_change_faster_beyond_the_noise_and_no_slower_one) {
   propose_variants(
@@ -432,6 +460,102 @@ TEST_F(kernel_optimizer_test, two_kernels_are_optimized_at_once_on_two_lanes) {
   other.join();
   EXPECT_EQ(results[0].status, "improved") << results[0].error;
   EXPECT_EQ(results[1].status, "improved") << results[1].error;
+}
+
+} // namespace
+} // namespace rpl::engine
+
+namespace rpl::engine {
+namespace {
+
+TEST_F(kernel_optimizer_test, tunable_macros_are_searched_and_the_fastest_goes_on) {
+  services_.propose = [this](const std::string&, const messages::propose_request& request) {
+    requests_.push_back(request);
+    messages::propose_reply reply;
+    reply.status = messages::propose_status::ok;
+    if (request.source == original_source) {
+      reply.proposals.push_back(knob_proposal(request.source));
+    }
+    return reply;
+  };
+  const auto r = run(dir_ / "out");
+  ASSERT_EQ(r.status, "improved") << r.error;
+  // 8 configurations fit the budget (24): all timed alone, in the journal, not in the history.
+  int measured = 0;
+  for (const auto& a : r.attempts) {
+    measured += a.stage == "tuning" && a.verdict == "measured" ? 1 : 0;
+  }
+  EXPECT_EQ(measured, 8);
+  const attempt_record* summary = find(r, "two knobs");
+  ASSERT_NE(summary, nullptr);
+  EXPECT_EQ(summary->verdict, "tuned");
+  EXPECT_NE(summary->detail.find("searched 8 of 8 configurations (exhaustive"), std::string::npos)
+      << summary->detail;
+  EXPECT_NE(summary->detail.find("fastest RPL_FAKE_KNOB_A=3, RPL_FAKE_KNOB_B=0"), std::string::npos)
+      << summary->detail;
+  const attempt_record* chosen = find(r, "two knobs, tuned: RPL_FAKE_KNOB_A=3, RPL_FAKE_KNOB_B=0");
+  ASSERT_NE(chosen, nullptr);
+  EXPECT_EQ(chosen->verdict, "accepted");
+  EXPECT_NE(r.best_source.find("#define RPL_FAKE_KNOB_A 3\n"), std::string::npos);
+  EXPECT_NE(r.best_source.find("#ifndef RPL_FAKE_KNOB_A\n"), std::string::npos)
+      << "the knob stays overridable with -D";
+  ASSERT_GE(requests_.size(), 2U);
+  EXPECT_EQ(requests_[1].history.size(), 2U) << "the summary and the chosen change, no configs";
+}
+
+TEST_F(kernel_optimizer_test, defaults_that_win_end_the_tuning_without_a_candidate) {
+  services_.propose = [](const std::string&, const messages::propose_request& request) {
+    messages::propose_reply reply;
+    reply.status = messages::propose_status::ok;
+    auto p = knob_proposal(request.source);
+    p.tunables = {{"RPL_FAKE_KNOB_B", {0, 1}, 0}}; // B = 1 is only slower
+    reply.proposals.push_back(p);
+    return reply;
+  };
+  settings_.iterations = 1;
+  const auto r = run(dir_ / "out");
+  EXPECT_EQ(r.status, "unchanged");
+  const attempt_record* summary = find(r, "two knobs");
+  ASSERT_NE(summary, nullptr);
+  EXPECT_EQ(summary->verdict, "unchanged") << summary->detail;
+  EXPECT_NE(summary->detail.find("the defaults are the fastest"), std::string::npos);
+  EXPECT_EQ(r.attempts.size(), 3U) << "two configurations and the summary";
+}
+
+TEST_F(kernel_optimizer_test, a_budget_below_the_space_uses_the_model_strategy_and_resume_reuses) {
+  services_.propose = [](const std::string&, const messages::propose_request& request) {
+    messages::propose_reply reply;
+    reply.status = messages::propose_status::ok;
+    reply.proposals.push_back(knob_proposal(request.source));
+    return reply;
+  };
+  settings_.iterations = 1;
+  settings_.tune_budget = 5;
+  // Stopped after three configurations were timed: no verdict on the proposal yet.
+  int timed = 0;
+  lane_.on_measure = [&](const messages::measure_request& request) {
+    if (request.runs == settings_.runs_per_round * 3 && ++timed == 3) {
+      stop_ = true;
+    }
+  };
+  const auto first = run(dir_ / "out");
+  EXPECT_EQ(find(first, "two knobs"), nullptr);
+  lane_.on_measure = nullptr;
+  settings_.resume = true;
+  const auto second = run(dir_ / "out");
+  int resumed = 0, measured = 0;
+  for (const auto& a : second.attempts) {
+    if (a.stage == "tuning" && a.verdict == "measured") {
+      ++measured;
+      resumed += a.detail.rfind("resumed: ", 0) == 0 ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(resumed, 3);
+  EXPECT_EQ(measured, 5);
+  const attempt_record* summary = find(second, "two knobs");
+  ASSERT_NE(summary, nullptr);
+  EXPECT_NE(summary->detail.find("searched 5 of 8 configurations (model"), std::string::npos)
+      << summary->detail;
 }
 
 } // namespace

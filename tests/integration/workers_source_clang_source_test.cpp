@@ -194,11 +194,12 @@ void expect_proposals_pass_guard(const std::string& file,
 
 TEST(clang_source, rule_proposals_for_gemm_pass_the_source_guard) {
   RPL_REQUIRE_LIBCLANG();
-  // 3 loops x (2, 4, 8) and 3 all-loop proposals, in a copy of sgemm_tile; its two shared
-  // panels padded, each and both; launch bounds with a minimum of 2 blocks.
-  expect_proposals_pass_guard("gemm.cu", "rpl_sgemm_tiled", 256, 16);
-  // sgemm_naive is shared by two kernels too; sgemm_reference has no launch bounds.
-  expect_proposals_pass_guard("gemm.cu", "sgemm_reference", 256, 4);
+  // sgemm_tile's two shared panels padded, each and both, in a copy of it; launch bounds with a
+  // minimum of 2 blocks; unroll knobs for its 3 loops (in the copy).
+  expect_proposals_pass_guard("gemm.cu", "rpl_sgemm_tiled", 256, 5);
+  // sgemm_naive is shared by two kernels too: its loop's knob in a copy; sgemm_reference has no
+  // launch bounds.
+  expect_proposals_pass_guard("gemm.cu", "sgemm_reference", 256, 2);
 }
 
 TEST(clang_source, rule_proposals_for_multistream_pass_the_source_guard) {
@@ -207,13 +208,13 @@ TEST(clang_source, rule_proposals_for_multistream_pass_the_source_guard) {
   expect_proposals_pass_guard("multistream.cu", "ms_combine", 256, 1);
   // A macro-made kernel whose loop is in a host-device function: nothing to propose.
   expect_proposals_pass_guard("multistream.cu", "ms_spin_a", 1024, 0);
-  expect_proposals_pass_guard("stream_copy.cu", "stream_copy", 256, 4);
+  expect_proposals_pass_guard("stream_copy.cu", "stream_copy", 256, 2);
 }
 
 TEST(clang_source, a_vector_load_proposal_for_pipeline_passes_the_source_guard) {
   RPL_REQUIRE_LIBCLANG();
-  // pl_scale's grid-stride loop: float4 loads and stores, launch bounds, unroll 2, 4, 8.
-  expect_proposals_pass_guard("pipeline.cu", "pl_scale", 256, 5);
+  // pl_scale's grid-stride loop: float4 loads and stores, launch bounds, an unroll knob.
+  expect_proposals_pass_guard("pipeline.cu", "pl_scale", 256, 3);
   const std::string text = read_example("pipeline.cu");
   const auto proposals =
       so::rule_proposals(parse_ok(text, "pipeline.cu"), text, "pipeline.cu", "pl_scale", 256, {});

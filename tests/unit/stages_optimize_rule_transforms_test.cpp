@@ -23,9 +23,10 @@ __device__ void tile(float* x) {
   for (int j = 0; j < 4; ++j) {
     x[j] *= 2.0f;
   }
-  while (x[0] > 1.0f) {
-    x[0] -= 1.0f;
-  }
+  if (x[0] > 0.0f)
+    while (x[0] > 1.0f) {
+      x[0] -= 1.0f;
+    }
 }
 
 /// The kernel to tune.
@@ -129,53 +130,76 @@ std::vector<std::string> ids(const std::vector<messages::proposal>& proposals) {
   return out;
 }
 
-TEST(rule_transforms, proposes_launch_bounds_then_unrolls_in_priority_order) {
+TEST(rule_transforms, proposes_launch_bounds_then_knobs_then_unrolls_in_priority_order) {
   const source_model model = model_of(source);
   const auto proposals = rule_proposals(model, source, "k.cu", "target", 256, {});
+  // The kernel's loop and tile's first loop take knobs; tile's `while` is the body of an `if`
+  // (no declaration can go before it): fixed factors, in a copy.
   EXPECT_EQ(ids(proposals),
-            (std::vector<std::string>{
-                "rule:launch-bounds:256", "rule:unroll:L18:2", "rule:unroll:L18:4",
-                "rule:unroll:L18:8", "rule:unroll:L4:2", "rule:unroll:L4:4", "rule:unroll:L4:8",
-                "rule:unroll:L11:2", "rule:unroll:L11:4", "rule:unroll:L11:8",
-                "rule:unroll-all:tile:2", "rule:unroll-all:tile:4", "rule:unroll-all:tile:8"}));
+            (std::vector<std::string>{"rule:launch-bounds:256", "rule:unroll-knobs:target",
+                                      "rule:unroll-knobs:tile", "rule:unroll:L12:2",
+                                      "rule:unroll:L12:4", "rule:unroll:L12:8"}));
   for (const messages::proposal& p : proposals) {
     EXPECT_FALSE(p.title.empty());
     EXPECT_FALSE(p.rationale.empty());
     EXPECT_EQ(p.diff.rfind("--- a/k.cu\n+++ b/k.cu\n", 0), 0u) << p.diff;
+    EXPECT_EQ(p.tunables.empty(), p.id.rfind("rule:unroll-knobs:", 0) != 0) << p.id;
   }
 }
 
-TEST(rule_transforms, unrolls_a_loop_of_the_kernel_in_place) {
+TEST(rule_transforms, an_unroll_knob_goes_in_place_and_compiles_to_the_code_as_it_was) {
   const source_model model = model_of(source);
   const auto proposals = rule_proposals(model, source, "k.cu", "target", 0, {});
   ASSERT_FALSE(proposals.empty());
+  ASSERT_EQ(proposals[0].id, "rule:unroll-knobs:target");
+  ASSERT_EQ(proposals[0].tunables.size(), 1U);
+  const messages::tunable_macro& knob = proposals[0].tunables[0];
+  EXPECT_EQ(knob.name, "RPL_UNROLL_L19");
+  EXPECT_EQ(knob.default_value, 0);
+  EXPECT_EQ(knob.values, (std::vector<std::int64_t>{0, 1, 2, 4, 8}));
   const patch_result patched = apply_unified_diff(source, proposals[0].diff);
   ASSERT_TRUE(patched.ok) << patched.error;
-  EXPECT_NE(patched.text.find("(float* x) {\n  #pragma unroll 2\n  for (int k = 0"),
+  EXPECT_NE(patched.text.find("(float* x) {\n#ifndef RPL_UNROLL_L19\n#define RPL_UNROLL_L19 0\n"
+                              "#endif\n#if RPL_UNROLL_L19 > 0\n  constexpr int rpl_unroll_L19 = "
+                              "RPL_UNROLL_L19;\n#pragma unroll rpl_unroll_L19\n#endif\n"
+                              "  for (int k = 0"),
             std::string::npos)
       << patched.text;
+  // A knobbed loop gets no knob and no fixed factor again.
+  for (const auto& p :
+       rule_proposals(model_of(patched.text), patched.text, "k.cu", "target", 0, {})) {
+    EXPECT_NE(p.id, "rule:unroll-knobs:target");
+    EXPECT_EQ(p.id.find(":L19:"), std::string::npos) << p.id;
+  }
 }
 
 TEST(rule_transforms, loops_of_a_shared_function_change_in_a_copy_that_passes_the_guard) {
   const source_model before = model_of(source);
   const auto proposals = rule_proposals(before, source, "k.cu", "target", 0, {});
-  const auto it = std::find_if(proposals.begin(), proposals.end(), [](const messages::proposal& p) {
-    return p.id == "rule:unroll:L4:4";
-  });
-  ASSERT_NE(it, proposals.end());
-  const patch_result patched = apply_unified_diff(source, it->diff);
-  ASSERT_TRUE(patched.ok) << patched.error;
-  const std::string& after = patched.text;
-  // The copy sits above the kernel's comment; only the target calls it; `tile` is unchanged.
-  EXPECT_LT(after.find("__device__ void tile_rpl_target(float* x) {\n  #pragma unroll 4\n  for"),
-            after.find("/// The kernel to tune."));
-  EXPECT_NE(after.find("    tile_rpl_target(x + k);"), std::string::npos);
-  EXPECT_NE(after.find("  tile(x);\n"), std::string::npos);
-  EXPECT_NE(after.find(source.substr(source.find("__device__"), 100)), std::string::npos);
-  const source_model model_after = model_of(after);
-  const auto findings = check_source(before, source, model_after, after, "target");
-  for (const guard_finding& f : findings) {
-    ADD_FAILURE() << f.guard << ": " << f.detail;
+  for (const char* id : {"rule:unroll:L12:4", "rule:unroll-knobs:tile"}) {
+    const auto it = std::find_if(proposals.begin(), proposals.end(),
+                                 [&](const messages::proposal& p) { return p.id == id; });
+    ASSERT_NE(it, proposals.end()) << id;
+    const patch_result patched = apply_unified_diff(source, it->diff);
+    ASSERT_TRUE(patched.ok) << patched.error;
+    const std::string& after = patched.text;
+    // The copy sits above the kernel's comment; only the target calls it; `tile` is unchanged.
+    const std::size_t copy = after.find("__device__ void tile_rpl_target(float* x) {\n");
+    EXPECT_LT(copy, after.find("/// The kernel to tune.")) << id;
+    EXPECT_NE(after.find(std::string(id) == "rule:unroll:L12:4"
+                             ? "  if (x[0] > 0.0f)\n    #pragma unroll 4\n    while"
+                             : "#pragma unroll rpl_unroll_L4\n#endif\n  for (int i = 0",
+                         copy),
+              std::string::npos)
+        << after;
+    EXPECT_NE(after.find("    tile_rpl_target(x + k);"), std::string::npos);
+    EXPECT_NE(after.find("  tile(x);\n"), std::string::npos);
+    EXPECT_NE(after.find(source.substr(source.find("__device__"), 100)), std::string::npos);
+    const source_model model_after = model_of(after);
+    const auto findings = check_source(before, source, model_after, after, "target");
+    for (const guard_finding& f : findings) {
+      ADD_FAILURE() << id << ": " << f.guard << ": " << f.detail;
+    }
   }
 }
 
@@ -209,7 +233,7 @@ TEST(rule_transforms, skips_ids_already_tried_and_unknown_kernels) {
   const source_model model = model_of(source);
   const auto all = rule_proposals(model, source, "k.cu", "target", 256, {});
   const auto rest = rule_proposals(model, source, "k.cu", "target", 256,
-                                   {"rule:unroll:L18:2", "rule:launch-bounds:256"});
+                                   {"rule:unroll-knobs:target", "rule:launch-bounds:256"});
   EXPECT_EQ(rest.size() + 2, all.size());
   EXPECT_TRUE(rule_proposals(model, source, "k.cu", "missing", 256, {}).empty());
 }

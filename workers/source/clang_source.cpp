@@ -506,9 +506,17 @@ private:
     unsigned line = 0, column = 0, offset = 0;
     api_.clang_getExpansionLocation(loc, &file, &line, &column, &offset);
     // Not clang_Location_isFromMainFile: it says no for a macro expanded in the main file.
-    return {offset, line,
-            file != nullptr && main_file_ != nullptr &&
-                api_.clang_File_isEqual(file, main_file_) != 0};
+    return {offset, line, is_main(file)};
+  }
+
+  /// clang_File_isEqual compares unique ids, which two unsaved (in-memory) files can share: the
+  /// source and the texture stand-in header. Their names tell them apart.
+  bool is_main(CXFile file) const {
+    if (file == nullptr || main_file_ == nullptr ||
+        api_.clang_File_isEqual(file, main_file_) == 0) {
+      return false;
+    }
+    return file == main_file_ || take(api_, api_.clang_getFileName(file)) == main_name_;
   }
 
   bool spelled_in_macro(CXSourceLocation loc) const {
@@ -525,6 +533,7 @@ private:
     if (file == nullptr) {
       return;
     }
+    main_name_ = take(api_, api_.clang_getFileName(file));
     const CXSourceRange all = api_.clang_getRange(
         api_.clang_getLocationForOffset(tu_, file, 0),
         api_.clang_getLocationForOffset(tu_, file, static_cast<unsigned>(text_.size())));
@@ -817,6 +826,7 @@ private:
   std::vector<so::directive_info> directives_;
   std::size_t last_end_ = 0;
   CXFile main_file_ = nullptr;
+  std::string main_name_;
 };
 
 /// Errors inside device code (kernels, device and host-device functions) of the main file, and
