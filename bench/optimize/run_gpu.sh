@@ -8,6 +8,7 @@
 #   tests   the gpu tests of optimize (tests/gpu/optimize_test.cpp)
 #   gemm    the README's command on examples/cuda/gemm.cu (rule proposer, default settings)
 #   copy    examples/cuda/stream_copy.cu, a memory-bound kernel where no rule should help
+#   scale   examples/cuda/pipeline.cu's pl_scale (pl_scale.launch.json): the vector-load rule
 #   app     -- pipeline (examples/cuda/pipeline.cu): --top 3 --devices all --app-build
 # Each step's report goes to OUT/STEP/ (report.md, report.json, attempts.jsonl); a table last.
 set -u
@@ -48,6 +49,10 @@ for step in "$@"; do
             --kernel stream_copy --launch "$root/examples/cuda/stream_copy.launch.json" \
             --build-template "nvcc -cubin -arch=$arch stream_copy.cu -o {OUT}" --arch "$arch" \
             --out "$out/copy" ;;
+    scale) run scale rocm-perf optimize --source "$root/examples/cuda/pipeline.cu" \
+            --kernel pl_scale --launch "$root/examples/cuda/pl_scale.launch.json" \
+            --build-template "nvcc -cubin -arch=$arch pipeline.cu -o {OUT}" --arch "$arch" \
+            --out "$out/scale" ;;
     app)
       # examples/cuda/pipeline.cu: three kernels, each captured and replayed; two GPUs share them,
       # and --app-build rebuilds the program from the accepted changes and profiles it again.

@@ -184,7 +184,7 @@ TEST_F(OptimizeGpu, rule_proposer_on_gemm_with_a_hung_llm_endpoint) {
   auto args = gemm_args(dir / "out");
   args.insert(args.end(), {"--proposer", "both", "--llm-endpoint", server.endpoint(), "--llm-model",
                            "scripted", "--llm-timeout-s", "3", "--iterations", "2", "--rounds",
-                           "11", "--runs-per-round", "5"});
+                           "11", "--runs-per-round", "5", "--tune-budget", "8"});
   int exit_code = -1;
   const auto report = run(args, exit_code);
   ASSERT_EQ(exit_code, 0) << report.dump(2);
@@ -211,6 +211,40 @@ TEST_F(OptimizeGpu, rule_proposer_on_gemm_with_a_hung_llm_endpoint) {
     EXPECT_TRUE(patched.ok) << patched.error;
     EXPECT_EQ(read_text(examples_ / "gemm.cu"), gemm_) << "no --apply: the file is untouched";
   }
+}
+
+TEST_F(OptimizeGpu, vector_loads_and_unroll_knobs_of_pl_scale_validate_and_are_measured) {
+  // The rule proposer's float4 rewrite of pipeline.cu's grid-stride pl_scale must compute what
+  // the original computes at the launch size, half of it and an odd size (its tail loop), and the
+  // unroll knob's configurations are each validated and timed alone.
+  rpl::testing::temp_dir dir;
+  int exit_code = -1;
+  const auto report =
+      run({rocm_perf_.string(), "optimize", "--source", (examples_ / "pipeline.cu").string(),
+           "--kernel", "pl_scale", "--launch", (examples_ / "pl_scale.launch.json").string(),
+           "--build-template", "nvcc -cubin -arch=" + arch_ + " pipeline.cu -o {OUT}", "--arch",
+           arch_, "--out", (dir.path() / "out").string(), "--json", "--iterations", "2",
+           "--rounds", "6", "--runs-per-round", "3", "--tune-budget", "3"},
+          exit_code);
+  ASSERT_EQ(exit_code, 0) << report.dump(2);
+  const auto& k = report["kernels"][0];
+  bool vector_seen = false;
+  int configurations = 0;
+  for (const auto& a : k["attempts"]) {
+    const std::string id = a["proposal_id"];
+    if (id.rfind("rule:vector:", 0) == 0) {
+      vector_seen = true;
+      std::cout << "pl_scale " << id << ": " << a["stage"] << " " << a["verdict"] << " "
+                << a["detail"] << "\n";
+      EXPECT_TRUE(a["stage"] == "measurement" || a["stage"] == "accepted") << a.dump(2);
+      EXPECT_NE(a["validation"].dump().find("odd size"), std::string::npos) << a.dump(2);
+    }
+    if (a["stage"] == "tuning" && a["verdict"] == "measured") {
+      ++configurations;
+    }
+  }
+  EXPECT_TRUE(vector_seen) << k.dump(2);
+  EXPECT_EQ(configurations, 3) << k.dump(2);
 }
 
 TEST_F(OptimizeGpu, every_cheat_of_the_catalogue_is_rejected_by_its_guard) {

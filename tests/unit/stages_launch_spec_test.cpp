@@ -111,6 +111,18 @@ TEST(stages_launch_spec, the_schema_accepts_the_examples_and_refuses_what_the_pa
   }
 }
 
+TEST(stages_launch_spec, every_example_launch_file_fits_the_schema_and_resolves) {
+  for (const char* name : {"stream_copy.launch.json", "pl_scale.launch.json"}) {
+    const auto path = testing::source_dir / "examples/cuda" / name;
+    EXPECT_EQ(testing::schema_errors(nlohmann::json::parse(testing::read_text(path)),
+                                     "launch.schema.json"),
+              std::vector<std::string>{})
+        << name;
+    const launch_resolution resolved = resolve_launch(load_launch_spec(path), config({}));
+    EXPECT_TRUE(resolved.ok()) << name << ": " << resolved.error;
+  }
+}
+
 TEST(stages_launch_spec, resolves_the_gemm_example_for_one_configuration) {
   const launch_spec spec = load_launch_spec(testing::source_dir / "examples/cuda/gemm.launch.json");
   const launch_resolution resolved = resolve_launch(spec, config({{"TILE_M", std::int64_t{64}},
