@@ -85,6 +85,14 @@ stages::observation stored_observation(std::size_t index,
   return o;
 }
 
+/// The lease of run `run_id` in `db` (store/run_lease.hpp): `<db>.<run_id>.lease`, beside it.
+std::filesystem::path autotune_lease_file(const std::filesystem::path& db,
+                                          const std::string& run_id) {
+  auto file = db;
+  file += "." + run_id + ".lease";
+  return file;
+}
+
 } // namespace
 
 autotune_session::autotune_session(const autotune_options& options,
@@ -117,9 +125,29 @@ void autotune_session::open() {
   counts_.planned = inputs_.strategy->planned();
 }
 
+void autotune_session::take_lease(const std::string& run_id) {
+  const auto file = autotune_lease_file(options_.db, run_id);
+  try {
+    lease_.emplace(run_lease::acquire(file, options_.resume ? "rocm-perf autotune --resume"
+                                                            : "rocm-perf autotune"));
+  } catch (const lease_held_error& error) {
+    const auto& holder = error.holder();
+    const std::string stop_it =
+        holder ? "stop it (kill -INT " + std::to_string(holder->pid) + " on " + holder->host + ")"
+               : "stop it";
+    throw config_error("--resume: run " + run_id + " in " + options_.db.string() +
+                       " is in use by another process: it is " + error.what() +
+                       "; fix: wait until that run ends, or " + stop_it +
+                       ", then run --resume again");
+  } catch (const std::runtime_error& error) {
+    throw config_error(std::string("--db: ") + error.what());
+  }
+}
+
 void autotune_session::create_run() {
   run_record run;
   run.run_id = make_run_id();
+  take_lease(run.run_id); // a new run's id is new: only a --resume of it can meet it
   run.fingerprint = inputs_.fingerprint;
   run.status = "running";
   run.space_file = options_.space_file.string();
@@ -146,6 +174,8 @@ void autotune_session::resume_run() {
                        "budget, runs and warm-up; fix: run again with the same arguments, or "
                        "drop --resume to start a new run");
   }
+  // Before anything of the run is read: a second resumer would measure the same candidates.
+  take_lease(run->run_id);
   run_id_ = run->run_id;
   // The incumbent is the best key named by the last stored verdict.
   std::string best_key;

@@ -19,6 +19,7 @@
 #include "engine/graph/tuning_policy.hpp"
 #include "engine/store/artifact_store.hpp"
 #include "engine/store/results_store.hpp"
+#include "engine/store/run_lease.hpp"
 #include "stages/search/acceptance.hpp"
 
 namespace rpl::engine {
@@ -75,6 +76,9 @@ public:
 private:
   void create_run();
   void resume_run();
+  /// Takes the run's exclusive lease (store/run_lease.hpp) for this session; throws config_error
+  /// naming the process that holds it.
+  void take_lease(const std::string& run_id);
   /// A candidate for space index `index`, or nullptr when its key is done or already seen.
   candidate_ptr make_candidate(std::size_t index);
   /// `c`'s compile request; built once, when the candidate is made.
@@ -89,6 +93,8 @@ private:
   const progress_fn& on_progress_;
   const std::atomic<bool>& stop_;
 
+  /// Held from create_run() or resume_run() to the end; declared first, released last.
+  std::optional<run_lease> lease_;
   std::unique_ptr<results_store> store_;
   std::unique_ptr<artifact_store> artifacts_;
   std::string run_id_;

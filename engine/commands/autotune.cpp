@@ -131,7 +131,8 @@ public:
     cmd->add_option("--compile-timeout", options_.compile_timeout_s,
                     "Per-compile deadline, seconds");
     cmd->add_option("--db", options_.db, "Results database (SQLite)");
-    cmd->add_flag("--resume", options_.resume, "Continue the matching run in --db");
+    cmd->add_flag("--resume", options_.resume,
+                  "Continue the matching run in --db (exit 2 while another process runs it)");
     cmd->add_flag("--json", json_, "Print the result as JSON (docs/schema/autotune.schema.json)");
     cmd->add_flag("--quiet", quiet_, "Print only the winner's median runtime in ms");
     cmd->add_option("--allow-compiler", options_.allowed_compilers,

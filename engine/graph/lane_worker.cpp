@@ -4,6 +4,8 @@
 #include <sched.h>
 #include <spdlog/spdlog.h>
 
+#include "workers/process/descendant_reaper.hpp"
+
 namespace rpl::engine {
 
 namespace {
@@ -35,9 +37,17 @@ lane_worker::~lane_worker() {
   state_->ready.notify_all();
   if (running) {
     // Only an abandoned measurement can still run here (the graph and the final round wait for
-    // theirs): do not wait for it. Its processes die with the engine (parent-death signal).
-    spdlog::warn("lane {}: left a measurement running; its result is dropped",
-                 state_->backend->name());
+    // theirs): do not wait for it, and kill what it runs now. The parent-death signal would take
+    // only its leader along with the engine: what escaped its process group (a setsid daemon)
+    // would outlive the engine.
+    const auto left = workers::kill_live_runs(thread_.get_id());
+    if (left.empty())
+      spdlog::warn("lane {}: killed the measurement still running; its result is dropped",
+                   state_->backend->name());
+    else
+      spdlog::warn("lane {}: killed the measurement still running, which {} outside its process "
+                   "group (killed too); its result is dropped",
+                   state_->backend->name(), workers::describe_leftovers(left));
     thread_.detach();
   } else {
     thread_.join();

@@ -39,7 +39,9 @@ public:
   /// `cpu` >= 0 pins the lane thread, and so every process it starts, to that CPU.
   lane_worker(workers::lane_backend_ptr backend, int cpu);
   /// Joins the lane thread, unless a measurement is still running (one abandoned by a stop): then
-  /// the thread is left to finish it on its own (it owns what it uses) and its result is dropped.
+  /// its processes are killed, daemons that left its process group included
+  /// (workers::kill_live_runs), the thread is left to wind it up on its own (it owns what it
+  /// uses) and its result is dropped.
   ~lane_worker();
   lane_worker(const lane_worker&) = delete;
   lane_worker& operator=(const lane_worker&) = delete;

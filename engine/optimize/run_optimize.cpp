@@ -20,6 +20,7 @@
 #include "engine/optimize/kernel_optimizer.hpp"
 #include "engine/optimize/optimize_journal.hpp"
 #include "engine/optimize/optimize_report.hpp"
+#include "engine/store/run_lease.hpp"
 #include "stages/optimize/unified_diff.hpp"
 #include "stages/search/command_template.hpp"
 #include "workers/compile/compile_worker.hpp"
@@ -344,6 +345,28 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
     sources.push_back(std::move(file));
   }
   const auto devices = parse_devices(options.devices);
+  // One run at a time in --out: a second one would measure the same attempts and overwrite the
+  // journal and the report (store/run_lease.hpp). Before anything is written there.
+  std::optional<run_lease> lease;
+  {
+    std::error_code ec;
+    std::filesystem::create_directories(options.out, ec);
+    try {
+      lease.emplace(run_lease::acquire(options.out / "optimize.lease",
+                                       options.resume ? "rocm-perf optimize --resume"
+                                                      : "rocm-perf optimize"));
+    } catch (const lease_held_error& error) {
+      const auto& holder = error.holder();
+      throw optimize_input_error(
+          "--out " + options.out.string() + " is in use by another optimize run: it is " +
+          error.what() + "; fix: wait until that run ends, or stop it" +
+          (holder ? " (kill -INT " + std::to_string(holder->pid) + " on " + holder->host + ")"
+                  : std::string()) +
+          ", or choose another --out");
+    } catch (const std::runtime_error& error) {
+      throw optimize_input_error("--out " + options.out.string() + ": " + error.what());
+    }
+  }
   app_profile before;
   std::vector<std::string> skipped;
   auto targets = options.app.empty() ? make_targets(options, sources)

@@ -180,6 +180,32 @@ TEST(workers_descendant_reaper, concurrent_runs_kill_only_their_own_leftovers) {
   EXPECT_TRUE(reaped(daemon_b));
 }
 
+TEST(workers_descendant_reaper, an_abandoned_run_is_killed_whole_by_its_thread_only) {
+  // A lane that gives up on a run still going (a stop's grace period ran out) kills it with
+  // kill_live_runs(its thread): its group and, once its leader is gone, its setsid daemon. A run
+  // of another thread goes on.
+  temp_dir dir;
+  child_outcome abandoned;
+  std::thread lane([&] {
+    abandoned = run_child(shell(start_daemon(dir / "daemon") + "; exec sleep 300"), 60s);
+  });
+  child_outcome other;
+  std::thread other_lane([&] { other = run_child(shell("exec sleep 300"), 3s); });
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return read_pid(dir / "daemon") > 1; }, 30s));
+  const pid_t daemon = read_pid(dir / "daemon");
+  const auto lane_id = lane.get_id();
+  const auto killed = kill_live_runs(lane_id);
+  EXPECT_EQ(killed, std::vector<pid_t>{daemon});
+  EXPECT_TRUE(reaped(daemon)) << "daemon " << daemon << " outlived the abandon (state "
+                              << state_of(daemon) << ")";
+  lane.join();
+  EXPECT_EQ(abandoned.term_signal, SIGKILL);
+  EXPECT_FALSE(abandoned.timed_out);
+  other_lane.join();
+  EXPECT_TRUE(other.timed_out) << "another thread's run was killed before its timeout";
+  EXPECT_TRUE(kill_live_runs(lane_id).empty()) << "a reaped run is still registered";
+}
+
 /// Forks `sleep 300` as the engine starts its own long-lived children: a compile worker stays in
 /// the engine's process group (local_workers), the kernel lane process leads its own.
 pid_t fork_sleeper(bool own_group) {

@@ -1,6 +1,7 @@
 // Stopping `rocm-perf autotune` (issue 10): one SIGINT or SIGTERM ends a run within the grace
 // period even when it waits for compile workers that never come, stores what completed, marks the
-// run interrupted and exits 130; a second signal exits at once; --worker-wait bounds the wait.
+// run interrupted and exits 130; a second signal exits at once; --worker-wait bounds the wait. A
+// measurement abandoned after the grace period leaves nothing running, a setsid daemon included.
 
 #include <signal.h>
 #include <sys/socket.h>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/test_support.hpp"
+#include "workers/process/descendant_reaper.hpp"
 
 namespace rpl {
 namespace {
@@ -243,6 +245,48 @@ TEST_F(cli_autotune_stop_measuring, a_second_signal_exits_at_once_with_130) {
   EXPECT_EQ(outcome->term_signal, 0);
   EXPECT_EQ(outcome->exit_code, 130) << engine_->stderr_text();
   EXPECT_TRUE(wait_until([&] { return !rpl::testing::process_alive(candidate_); }, 5s));
+}
+
+TEST(cli_autotune_stop, sigterm_leaves_no_daemon_of_the_abandoned_measurement) {
+  // Issue 28, item 4: a candidate whose run starts a setsid daemon, then runs for 30 s. A normal
+  // run's end kills such a daemon; so must the abandon after the grace period: without it, the
+  // daemon outlived the engine (reparented to the nearest subreaper: init, or this test).
+  temp_dir dir;
+  const auto pid_file = dir / "daemon.pid";
+  rpl::testing::write_file(dir / "space.json", R"({"params": {"MODE": [0], "SLEEP_US": [1]}})");
+  rpl::testing::write_file(dir / "run.sh", "(setsid sh -c 'echo $$ > " + pid_file.string() +
+                                               "; exec sleep 300' &)\nexec sleep 30\n");
+  const auto db = dir / "r.db";
+  auto args = autotune_args(dir / "space.json", db);
+  *(std::find(args.begin(), args.end(), "--timeout") + 1) = "60";
+  *(std::find(args.begin(), args.end(), "--cmd-template") + 1) =
+      "sh " + (dir / "run.sh").string() + " {BIN}";
+  args.insert(args.end(), {"--compile-workers", "1"});
+  engine_process engine(dir, args);
+  ASSERT_TRUE(engine.launched());
+  ASSERT_TRUE(wait_until([&] { return !rpl::testing::read_text(pid_file).empty(); }, 60s))
+      << engine.stderr_text();
+  const pid_t daemon = std::stoi(rpl::testing::read_text(pid_file));
+  ASSERT_TRUE(rpl::testing::process_alive(daemon));
+
+  engine.signal(SIGTERM);
+  const auto outcome = engine.wait_for_exit(25s);
+  ASSERT_TRUE(outcome) << engine.stderr_text();
+  EXPECT_EQ(outcome->exit_code, 130) << engine.stderr_text();
+  const auto err = engine.stderr_text();
+  EXPECT_NE(err.find("abandoned 1 measurement still running after the 10 s grace period"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("killed the measurement still running, which left 1 process running (pid " +
+                     std::to_string(daemon) + ") outside its process group"),
+            std::string::npos)
+      << err;
+  // This test's own reaper found nothing of the engine's run left when it reaped the engine: the
+  // engine had killed the daemon itself.
+  EXPECT_TRUE(outcome->leftovers.empty())
+      << "the daemon outlived the engine: " << workers::describe_leftovers(outcome->leftovers);
+  EXPECT_FALSE(rpl::testing::process_alive(daemon));
+  EXPECT_EQ(run_status(db), "interrupted");
 }
 
 } // namespace

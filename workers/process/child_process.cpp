@@ -328,6 +328,8 @@ child_process child_process::spawn(const child_options& options) {
   }
 
   child.outcome_.launched = true;
+  if (!child.run_token_.empty())
+    add_live_run({pid, child.run_token_, false, child.created_before_});
   child.output_fd_ = std::exchange(fds.output[0], -1);
   if (child.output_fd_ >= 0) {
     ::fcntl(child.output_fd_, F_SETFL, ::fcntl(child.output_fd_, F_GETFL) | O_NONBLOCK);
@@ -420,6 +422,7 @@ bool child_process::try_reap() {
     // ECHILD: someone else reaped it (SIGCHLD set to SIG_IGN); the status is lost.
     outcome_.wall = std::chrono::steady_clock::now() - start_;
     reaped_ = true;
+    remove_live_run(pid_);
     remove_direct_child(pid_);
     close_fd(exit_fd_);
     return true;
@@ -431,8 +434,11 @@ bool child_process::try_reap() {
   // group (setsid) hold the device the next run measures.
   if (run_token_.empty()) {
     ::kill(-pid_, SIGKILL);
-  } else {
+  } else if (begin_reaping_live_run(pid_)) {
     outcome_.leftovers = reap_leftovers({pid_, run_token_, group_signalled_, created_before_});
+    remove_live_run(pid_);
+  } else {
+    group_signalled_ = true; // killed whole by kill_live_runs(), which listed what it left
   }
   int status = 0;
   pid_t got = 0;
@@ -459,6 +465,7 @@ void child_process::reap_blocking() {
   (void)try_reap();
   if (!reaped_) { // waitid failed for another reason; do not hang or leak the state
     reaped_ = true;
+    remove_live_run(pid_);
     remove_direct_child(pid_);
     outcome_.wall = std::chrono::steady_clock::now() - start_;
   }

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -411,6 +412,98 @@ std::vector<pid_t> reap_leftovers(const finished_run& run) {
     snapshot = list_processes(skippable_pids(run));
   }
   reap_reparented_zombies(snapshot);
+  return found;
+}
+
+namespace {
+
+/// A run in progress, with the thread that spawned it. Entries are changed under
+/// live_runs_mutex, which kill_live_runs() holds throughout: while it works on a run, that run's
+/// owner waits in begin_reaping_live_run() before it may reap the leader, so the leader's pid (its
+/// group's id) stays its own.
+struct live_run {
+  std::thread::id owner;
+  finished_run run;
+  bool owner_reaping = false; ///< its owner is in reap_leftovers() for it
+};
+std::mutex live_runs_mutex;
+std::condition_variable live_runs_changed;
+std::vector<live_run> live_runs;
+
+/// Waits until `leader` (our child) has exited, without reaping it; false after the limit.
+bool await_exit(pid_t leader) {
+  const auto deadline = std::chrono::steady_clock::now() + death_wait_limit;
+  auto pause = std::chrono::microseconds(200);
+  for (;;) {
+    siginfo_t info{};
+    const int rc = ::waitid(P_PID, static_cast<id_t>(leader), &info, WEXITED | WNOHANG | WNOWAIT);
+    if (rc != 0 && errno == EINTR)
+      continue;
+    if (rc != 0 || info.si_pid == leader)
+      return true; // exited (ECHILD would mean reaped already: it cannot be while we hold it)
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(10));
+  }
+}
+
+} // namespace
+
+void add_live_run(const finished_run& run) {
+  const std::lock_guard lock(live_runs_mutex);
+  live_runs.push_back({std::this_thread::get_id(), run, false});
+}
+
+bool begin_reaping_live_run(pid_t leader) {
+  const std::lock_guard lock(live_runs_mutex);
+  for (live_run& entry : live_runs) {
+    if (entry.run.leader == leader) {
+      entry.owner_reaping = true;
+      return true;
+    }
+  }
+  return false;
+}
+
+void remove_live_run(pid_t leader) {
+  {
+    const std::lock_guard lock(live_runs_mutex);
+    std::erase_if(live_runs,
+                  [leader](const live_run& entry) { return entry.run.leader == leader; });
+  }
+  live_runs_changed.notify_all();
+}
+
+std::vector<pid_t> kill_live_runs(std::thread::id spawner) {
+  std::unique_lock lock(live_runs_mutex);
+  // A run whose leader ended on its own just now is its owner's: let it finish with it first, so
+  // that whatever it left is dead when this returns.
+  live_runs_changed.wait_for(lock, death_wait_limit, [spawner] {
+    return std::none_of(live_runs.begin(), live_runs.end(), [spawner](const live_run& entry) {
+      return entry.owner == spawner && entry.owner_reaping;
+    });
+  });
+  std::vector<finished_run> runs;
+  std::erase_if(live_runs, [&](const live_run& entry) {
+    if (entry.owner != spawner || entry.owner_reaping)
+      return false;
+    runs.push_back(entry.run);
+    return true;
+  });
+  for (finished_run& run : runs) {
+    ::kill(-run.leader, SIGKILL);
+    run.group_signalled = true; // its members are expected to die: not listed
+  }
+  std::vector<pid_t> found;
+  for (const finished_run& run : runs) {
+    // Once the leader has exited, its live children are reparented here, where the search of
+    // reap_leftovers() looks (its quick check reads only this process's own children).
+    if (!await_exit(run.leader))
+      continue; // stuck in the kernel: its group is signalled, the rest cannot be told apart yet
+    const auto left = reap_leftovers(run);
+    found.insert(found.end(), left.begin(), left.end());
+  }
   return found;
 }
 

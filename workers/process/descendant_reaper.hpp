@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <sys/types.h>
+#include <thread>
 #include <vector>
 
 namespace rpl::workers {
@@ -54,6 +55,28 @@ struct finished_run {
 /// pids found running, in the order found; members of a group that was already signalled are
 /// killed but not returned.
 std::vector<pid_t> reap_leftovers(const finished_run& run);
+
+/// Registers a run whose leader child_process just started (called on the spawning thread, after
+/// the spawn): kill_live_runs() finds it by that thread until it is reaped.
+void add_live_run(const finished_run& run);
+/// Called by the run's owner once its leader has exited, before reap_leftovers(): true when the
+/// owner is to seek the leftovers itself (then remove_live_run() after them), false when
+/// kill_live_runs() took the run and dealt with them (it waits here until that is done). Either
+/// way the owner may then reap the leader.
+bool begin_reaping_live_run(pid_t leader);
+/// Unregisters the run of `leader` (no-op when it is not registered).
+void remove_live_run(pid_t leader);
+
+/// Kills the runs that thread `spawner` started and has not reaped yet, whole: the leader's group,
+/// then, once the leader has exited, every process that carries the run's token (setsid daemons,
+/// double forks) as reap_leftovers() does; waits (at most a few seconds each) until they are dead.
+/// For a caller that gives up on a thread still inside a run (a measurement abandoned by a stop,
+/// the engine about to exit): without it, what escaped the run's group outlives the engine (its
+/// orphans go to init). A run whose owner is already seeking its leftovers is waited for instead.
+/// The leaders are left for their owner to reap. Returns the pids found running outside the
+/// leaders' groups, in the order found. A run the thread spawns after this returns is not
+/// affected.
+std::vector<pid_t> kill_live_runs(std::thread::id spawner);
 
 /// "left 2 processes running (pids 812, 815)": the predicate for a log line whose subject names
 /// the run or the candidate.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <iterator>
 #include <stdexcept>
 #include <sys/resource.h>
@@ -103,15 +104,16 @@ int worker_session::run(const std::vector<job_handler*>& handlers) {
         engine_gone_ = true;
         break;
       }
+      const std::string dropped = full_queue_ ? " (" + end_full_queue() + ")" : "";
       log->warn(
-          "broker silent for {} heartbeat intervals; presuming it dead, reconnecting in {} ms",
-          options_.liveness, backoff_.count());
+          "broker silent for {} heartbeat intervals; presuming it dead, reconnecting in {} ms{}",
+          options_.liveness, backoff_.count(), dropped);
       const auto delay = backoff_;
       backoff_ = std::min(backoff_ * 2, options_.reconnect_max);
       reconnect(delay);
       continue;
     }
-    if (now - last_sent_ >= options_.heartbeat)
+    if (now - last_send_try_ >= options_.heartbeat)
       send_heartbeat();
   }
   abandon_all("worker stopping");
@@ -120,6 +122,8 @@ int worker_session::run(const std::vector<job_handler*>& handlers) {
          messages::encode(messages::disconnect{"worker stopping"}));
     close_socket();
   }
+  if (full_queue_)
+    log->info("stopped sending to {}: {}", options_.endpoint, end_full_queue());
   // The worker's own cost (its compilers' CPU is theirs): what a host gives up to run one.
   struct rusage self {};
   ::getrusage(RUSAGE_SELF, &self);
@@ -156,8 +160,8 @@ void worker_session::open_socket() {
   hello.host = identity_.host;
   hello.pid = identity_.pid;
   hello.heartbeat_ms = static_cast<std::uint32_t>(options_.heartbeat.count());
-  send(messages::message_kind::ready, 0, {}, messages::encode(hello));
-  worker_log()->info("sent READY to {}", options_.endpoint);
+  if (send(messages::message_kind::ready, 0, {}, messages::encode(hello)))
+    worker_log()->info("sent READY to {}", options_.endpoint);
 }
 
 void worker_session::close_socket() {
@@ -172,6 +176,8 @@ void worker_session::close_socket() {
 void worker_session::reconnect(std::chrono::milliseconds delay) {
   abandon_all("the broker connection is being reset");
   close_socket();
+  if (full_queue_) // the new socket starts with an empty queue
+    worker_log()->info("closed the socket to {}: {}", options_.endpoint, end_full_queue());
   const auto until = steady::now() + delay;
   while (!stop_.load()) {
     const auto now = steady::now();
@@ -198,11 +204,23 @@ bool worker_session::send(messages::message_kind kind,
   const std::string env_bytes = messages::encode(env);
   try {
     // dontwait: a full queue towards a dead broker must never block the loop (heartbeats and the
-    // job's deadline depend on it). A message that does not fit is dropped and logged.
+    // job's deadline depend on it). A message that does not fit is dropped and counted.
     const std::string_view header(messages::protocol_header);
     if (!socket_->send(zmq::buffer(header), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-      worker_log()->warn("{}send queue full; dropped {}", job_tag(job_id),
-                         messages::to_string(kind));
+      // A peer that refused the handshake leaves the queue full for good: the next heartbeat waits
+      // a full interval (not a loop that retries at once), and the episode is logged when it
+      // begins and when it ends, with the count of what it dropped.
+      const auto now = steady::now();
+      last_send_try_ = now;
+      if (!full_queue_) {
+        full_queue_ = full_queue{now, 0};
+        worker_log()->warn("{}send queue to {} is full: the broker takes no messages (it refused "
+                           "the handshake, or stopped reading); dropped {} and dropping what "
+                           "follows, with one heartbeat try per {} ms",
+                           job_tag(job_id), options_.endpoint, messages::to_string(kind),
+                           options_.heartbeat.count());
+      }
+      ++full_queue_->dropped;
       return false;
     }
     socket_->send(zmq::buffer(env_bytes), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
@@ -212,8 +230,20 @@ bool worker_session::send(messages::message_kind kind,
                        error.what());
     return false;
   }
-  last_sent_ = steady::now();
+  last_send_try_ = steady::now();
+  if (full_queue_)
+    worker_log()->info("sending to {} again: {}", options_.endpoint, end_full_queue());
   return true;
+}
+
+std::string worker_session::end_full_queue() {
+  const auto lasted = std::chrono::duration<double>(steady::now() - full_queue_->since).count();
+  const auto dropped = full_queue_->dropped;
+  full_queue_.reset();
+  char text[128];
+  std::snprintf(text, sizeof text, "dropped %llu message%s in %.1f s while the send queue was full",
+                static_cast<unsigned long long>(dropped), dropped == 1 ? "" : "s", lasted);
+  return text;
 }
 
 void worker_session::send_reply(const job_reply& reply) {
@@ -241,7 +271,7 @@ void worker_session::poll_once() {
     return;
   const auto now = steady::now();
   steady::time_point wake = now + max_poll_wait;
-  wake = std::min(wake, last_sent_ + options_.heartbeat);
+  wake = std::min(wake, last_send_try_ + options_.heartbeat);
   wake = std::min(wake, last_heard_ + options_.heartbeat * options_.liveness);
   std::vector<zmq_pollitem_t> items;
   items.push_back({socket_->handle(), 0, ZMQ_POLLIN, 0});

@@ -69,6 +69,9 @@ private:
             const std::string& body);
   void send_reply(const job_reply& reply);
   void send_heartbeat();
+  /// Ends a full-queue episode: the count of dropped messages and how long it lasted, for a log
+  /// line.
+  std::string end_full_queue();
   void poll_once();
   void receive_all();
   void handle_message(std::vector<zmq::message_t>& parts);
@@ -87,7 +90,16 @@ private:
   bool served_ = false; ///< a broker has answered since run() began (for `once`)
   bool engine_gone_ = false;
   std::uint64_t jobs_started_ = 0; ///< job requests handed to a handler, for the closing line
-  steady::time_point last_sent_{};
+  /// The last send, or the last one the full queue refused: a heartbeat is tried once per interval
+  /// after either, so a queue that stays full is not retried in a loop.
+  steady::time_point last_send_try_{};
+  /// Since a send found the queue full (a peer that refused the handshake, or stopped reading)
+  /// until one goes through or the socket is replaced: the two log lines of the episode.
+  struct full_queue {
+    steady::time_point since;
+    std::uint64_t dropped = 0; ///< messages dropped meanwhile, the first one included
+  };
+  std::optional<full_queue> full_queue_;
   std::chrono::milliseconds backoff_{};
   std::optional<std::chrono::milliseconds> reconnect_delay_;
   std::uint64_t heartbeat_sequence_ = 0;
