@@ -8,6 +8,8 @@
 #include <sstream>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "stages/search/candidate_key.hpp"
 #include "stages/search/model_strategy.hpp"
 #include "workers/capture/capture_directory.hpp"
@@ -17,6 +19,7 @@
 #include "workers/devices/nvidia_gpu.hpp"
 #include "workers/lanes/recorded/landscape_file.hpp"
 #include "workers/process/child_process.hpp"
+#include "workers/protocol/endpoint_policy.hpp"
 #include "workers/replay/replay_run.hpp"
 #include "workers/tracers/cuda/cupti_recorder.hpp"
 #include "workers/tracers/rocprofv3/rocprofv3_recorder.hpp"
@@ -147,12 +150,6 @@ void identify_compilers(const autotune_options& options, autotune_inputs& in) {
   }
 }
 
-/// True for a tcp:// endpoint only this host can reach (127.0.0.0/8, ::1, localhost).
-bool loopback_tcp(const std::string& endpoint) {
-  const std::string host = endpoint.substr(6, endpoint.rfind(':') - 6);
-  return host.rfind("127.", 0) == 0 || host == "localhost" || host == "[::1]";
-}
-
 /// --listen's authentication: CURVE keys, or --insecure for TCP beyond loopback.
 void check_listen_security(const autotune_options& options, autotune_inputs& in) {
   if (options.curve_keys.empty() != options.allow_keys.empty())
@@ -176,14 +173,21 @@ void check_listen_security(const autotune_options& options, autotune_inputs& in)
     }
     return;
   }
-  for (const auto& endpoint : options.listen)
-    if (endpoint.rfind("tcp://", 0) == 0 && !loopback_tcp(endpoint) && !options.insecure)
-      throw config_error("--listen " + endpoint +
-                         ": remote workers would connect with no authentication, and anyone who "
-                         "reaches the port could answer compile jobs with programs this host "
-                         "runs; fix: --curve-keys DIR --allow-keys FILE (rocm-perf keys generate "
-                         "DIR, on the engine and on each worker), or --insecure on a trusted "
-                         "network");
+  // Without keys: an allow-list of transports (workers/protocol/endpoint_policy.hpp), so that
+  // tcp (loopback included: other local users reach it), ws, abstract ipc and whatever else
+  // ZeroMQ accepts need keys or --insecure.
+  for (const auto& endpoint : options.listen) {
+    if (options.insecure) {
+      spdlog::warn("--listen {} with --insecure: any peer that reaches it can take jobs and send "
+                   "results",
+                   endpoint);
+      continue;
+    }
+    const std::string why = workers::keyless_endpoint_refusal(
+        endpoint, "--curve-keys DIR --allow-keys FILE (on each worker: --server-key)", true);
+    if (!why.empty())
+      throw config_error("--listen " + why);
+  }
 }
 
 std::size_t worker_count(const autotune_options& options) {

@@ -103,8 +103,9 @@ public:
                   "Compile every candidate even when the artifact cache (<db>.artifacts) holds "
                   "its build");
     cmd->add_flag("--insecure", options_.insecure,
-                  "Allow --listen on TCP beyond loopback with no authentication (trusted "
-                  "networks only)");
+                  "Allow --listen without CURVE keys on any transport (tcp, loopback "
+                  "included, ws, abstract ipc); without it only an ipc:// path in a folder of "
+                  "mode 0700 needs no keys (trusted hosts and networks only)");
     worker_wait_opt_ = cmd->add_option(
         "--worker-wait", worker_wait_s_,
         "Fail the run (exit 1) once compiles have waited this many seconds with no compile "

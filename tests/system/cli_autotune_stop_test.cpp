@@ -89,7 +89,7 @@ std::vector<std::string> autotune_args(const std::filesystem::path& space,
 std::vector<std::string> waiting_args(const std::filesystem::path& db,
                                       const std::string& endpoint) {
   auto args = autotune_args(fixture("space-ok.json"), db);
-  args.insert(args.end(), {"--compile-workers", "0", "--listen", endpoint});
+  args.insert(args.end(), {"--compile-workers", "0", "--insecure", "--listen", endpoint});
   return args;
 }
 

@@ -249,7 +249,7 @@ TEST(cli, workers_on_other_hosts_connect_over_tcp_and_do_every_compile) {
   const auto endpoint = "tcp://127.0.0.1:" + std::to_string(free_port());
   auto args = autotune_args(fixture("space-ok.json"), db);
   *(std::find(args.begin(), args.end(), "--compile-workers") + 1) = "0";
-  args.insert(args.end(), {"--listen", endpoint});
+  args.insert(args.end(), {"--insecure", "--listen", endpoint});
 
   workers::child_options engine_options;
   engine_options.argv = {rpl::testing::rocm_perf.string()};

@@ -62,8 +62,9 @@ private:
 /// the engine sits idle in its run until it is stopped.
 std::vector<std::string> waiting_sweep(const std::filesystem::path& db) {
   auto args = rpl::testing::remote_sweep_args(db);
-  args.insert(args.end(), {"--listen", "tcp://127.0.0.1:" + std::to_string(free_port()),
-                           "--worker-wait", "60"});
+  args.insert(args.end(),
+              {"--insecure", "--listen", "tcp://127.0.0.1:" + std::to_string(free_port()),
+               "--worker-wait", "60"});
   return args;
 }
 

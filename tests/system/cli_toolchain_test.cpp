@@ -47,7 +47,7 @@ workers::child_process start_engine(std::vector<std::string> extra,
                                     const std::string& endpoint) {
   auto args = rpl::testing::remote_sweep_args(db);
   args.insert(args.begin(), rpl::testing::rocm_perf.string());
-  args.insert(args.end(), {"--listen", endpoint, "--json"});
+  args.insert(args.end(), {"--insecure", "--listen", endpoint, "--json"});
   args.insert(args.end(), extra.begin(), extra.end());
   workers::child_options options;
   options.argv = args;
@@ -134,7 +134,7 @@ TEST(toolchain_identity, a_compiler_named_by_path_is_checked_at_that_path_not_on
   const auto endpoint = "tcp://127.0.0.1:" + std::to_string(rpl::testing::free_port());
   auto args = with_compiler(rpl::testing::remote_sweep_args(db), "/usr/bin/g++");
   args.insert(args.begin(), rpl::testing::rocm_perf.string());
-  args.insert(args.end(), {"--listen", endpoint, "--json", "--worker-wait", "60"});
+  args.insert(args.end(), {"--insecure", "--listen", endpoint, "--json", "--worker-wait", "60"});
   workers::child_options options;
   options.argv = args;
   options.max_output_bytes = 4u << 20;
@@ -161,8 +161,8 @@ TEST(toolchain_identity, a_worker_with_another_binary_at_the_path_refuses_it_and
   ASSERT_TRUE(real.has_value());
   auto args = with_compiler(rpl::testing::remote_sweep_args(db), (bin / "g++").string());
   args.insert(args.begin(), rpl::testing::rocm_perf.string());
-  args.insert(args.end(), {"--listen", endpoint, "--json", "--worker-wait", "5", "--toolchain",
-                           "g++=" + real->id});
+  args.insert(args.end(), {"--insecure", "--listen", endpoint, "--json", "--worker-wait", "5",
+                           "--toolchain", "g++=" + real->id});
   workers::child_options options;
   options.argv = args;
   options.max_output_bytes = 4u << 20;

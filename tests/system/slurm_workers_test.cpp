@@ -54,7 +54,7 @@ TEST(slurm_workers, a_sweep_compiles_on_workers_started_by_srun_and_they_leave_w
   workers::child_options engine_options;
   engine_options.argv = rpl::testing::remote_sweep_args(db);
   engine_options.argv.insert(engine_options.argv.begin(), rpl::testing::rocm_perf.string());
-  engine_options.argv.insert(engine_options.argv.end(), {"--listen", endpoint});
+  engine_options.argv.insert(engine_options.argv.end(), {"--insecure", "--listen", endpoint});
   auto engine = workers::child_process::spawn(engine_options);
   ASSERT_TRUE(engine.launched());
 

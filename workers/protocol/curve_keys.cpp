@@ -24,8 +24,15 @@ std::string trim(const std::string& text) {
   return text.substr(first, last - first + 1);
 }
 
+std::string octal_mode(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%03o", static_cast<unsigned>(mode & 0777));
+  return text;
+}
+
 /// The file's one key (a trailing newline allowed).
 std::string read_key_file(const std::filesystem::path& file, const char* what) {
+  check_trusted_file(file, what == std::string("secret") ? "secret key" : "public key");
   std::ifstream in(file);
   if (!in)
     throw curve_error(file.string() + ": cannot be read (" + std::strerror(errno) +
@@ -126,6 +133,7 @@ std::string read_public_key(const std::filesystem::path& file) {
 }
 
 std::map<std::string, std::string> read_allow_list(const std::filesystem::path& file) {
+  check_trusted_file(file, "allow-list");
   std::ifstream in(file);
   if (!in)
     throw curve_error(file.string() + ": cannot be read (" + std::strerror(errno) +
@@ -152,6 +160,35 @@ std::map<std::string, std::string> read_allow_list(const std::filesystem::path& 
     throw curve_error(file.string() + ": lists no key: every worker would be refused; fix: add "
                                       "the workers' public.key contents, one per line");
   return keys;
+}
+
+void check_trusted_file(const std::filesystem::path& file, const std::string& what) {
+  struct stat info {};
+  if (::stat(file.c_str(), &info) != 0) {
+    return; // reading it names the problem
+  }
+  const uid_t me = ::geteuid();
+  if (info.st_uid != me) {
+    throw curve_error(file.string() + ": the " + what + " file belongs to uid " +
+                      std::to_string(info.st_uid) + ", not to this user (uid " +
+                      std::to_string(me) + "), who could change what it admits; fix: use a " +
+                      what + " file of your own (chown, or copy it)");
+  }
+  if ((info.st_mode & 022) != 0) {
+    throw curve_error(file.string() + ": the " + what +
+                      " file is writable by group or others (mode " + octal_mode(info.st_mode) +
+                      "): another user could add a key to it; fix: chmod go-w " + file.string());
+  }
+  // Nor may others replace it: its folder writable by others without the sticky bit.
+  const auto folder = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+  struct stat dir {};
+  if (::stat(folder.c_str(), &dir) == 0 && (dir.st_mode & 022) != 0 &&
+      (dir.st_mode & S_ISVTX) == 0) {
+    throw curve_error(file.string() + ": its folder " + folder.string() +
+                      " is writable by group or others (mode " + octal_mode(dir.st_mode) +
+                      "), who could replace the " + what + " file; fix: chmod go-w " +
+                      folder.string() + ", or move the file to a private folder");
+  }
 }
 
 } // namespace rpl::workers

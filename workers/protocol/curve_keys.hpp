@@ -44,6 +44,11 @@ curve_keypair read_keypair(const std::filesystem::path& dir);
 std::string read_public_key(const std::filesystem::path& file);
 /// The keys an allow-list admits, each with its name (the key's first 8 characters when unnamed).
 std::map<std::string, std::string> read_allow_list(const std::filesystem::path& file);
+/// Throws curve_error when another user could change `file` (a key or an allow-list, `what` in
+/// the message): it belongs to another user, group or others may write it, or its folder lets
+/// them replace it (writable without the sticky bit). read_keypair, read_public_key and
+/// read_allow_list call it.
+void check_trusted_file(const std::filesystem::path& file, const std::string& what);
 
 /// A 32-byte binary key (as ZAP passes CURVE credentials) in Z85.
 std::string z85_from_binary(const std::string& bytes);
