@@ -103,9 +103,13 @@ int worker_session::run(const std::vector<job_handler*>& handlers) {
         engine_gone_ = true;
         break;
       }
-      log->warn(
-          "broker silent for {} heartbeat intervals; presuming it dead, reconnecting in {} ms",
-          options_.liveness, backoff_.count());
+      log->warn("broker silent for {} heartbeat intervals; presuming it dead, reconnecting in {} "
+                "ms{}",
+                options_.liveness, backoff_.count(),
+                options_.curve ? " (an engine that refuses this worker's CURVE key looks the "
+                                 "same: check that its --allow-keys lists our public.key and "
+                                 "that --server-key is its public.key)"
+                               : "");
       const auto delay = backoff_;
       backoff_ = std::min(backoff_ * 2, options_.reconnect_max);
       reconnect(delay);
@@ -134,6 +138,7 @@ int worker_session::run(const std::vector<job_handler*>& handlers) {
 // ---- socket ----------------------------------------------------------------------------------
 
 void worker_session::open_socket() {
+  dropped_ = 0;
   socket_.emplace(context_, zmq::socket_type::dealer);
   socket_->set(zmq::sockopt::linger, 0); // a dead broker must not make close() hang
   socket_->set(zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(options_.max_message_bytes));
@@ -201,8 +206,17 @@ bool worker_session::send(messages::message_kind kind,
     // job's deadline depend on it). A message that does not fit is dropped and logged.
     const std::string_view header(messages::protocol_header);
     if (!socket_->send(zmq::buffer(header), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-      worker_log()->warn("{}send queue full; dropped {}", job_tag(job_id),
-                         messages::to_string(kind));
+      // No connection takes messages: the broker is down, or its CURVE handshake refuses us.
+      // Heartbeats are logged once per outage, not once per attempt (a refused worker used to
+      // log, and spin, without pause); anything else, a reply above all, every time.
+      if (dropped_++ == 0 || kind != messages::message_kind::heartbeat) {
+        worker_log()->warn("{}send queue full; dropped {} (the broker has not taken this "
+                           "connection; further drops are counted)",
+                           job_tag(job_id), messages::to_string(kind));
+      }
+      if (kind == messages::message_kind::heartbeat) {
+        last_sent_ = steady::now();
+      }
       return false;
     }
     socket_->send(zmq::buffer(env_bytes), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
@@ -213,6 +227,11 @@ bool worker_session::send(messages::message_kind kind,
     return false;
   }
   last_sent_ = steady::now();
+  if (dropped_ > 0) {
+    worker_log()->info("sending again; {} message(s) were dropped while the queue was full",
+                       dropped_);
+    dropped_ = 0;
+  }
   return true;
 }
 

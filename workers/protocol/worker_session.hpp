@@ -87,7 +87,13 @@ private:
   bool served_ = false; ///< a broker has answered since run() began (for `once`)
   bool engine_gone_ = false;
   std::uint64_t jobs_started_ = 0; ///< job requests handed to a handler, for the closing line
+  /// When the last message was sent, or a heartbeat's turn came and the send failed: a failed
+  /// heartbeat waits for the next turn too, or the loop would spin retrying it.
   steady::time_point last_sent_{};
+  /// Messages dropped on this socket since the last one that went out: of the heartbeats only
+  /// the first of a run is logged, and the count when one goes out again. A new socket starts at
+  /// zero (its first messages are queued before the connection is known to work).
+  std::uint64_t dropped_ = 0;
   std::chrono::milliseconds backoff_{};
   std::optional<std::chrono::milliseconds> reconnect_delay_;
   std::uint64_t heartbeat_sequence_ = 0;
