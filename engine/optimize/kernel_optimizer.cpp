@@ -106,8 +106,10 @@ private:
   void iterate(target_result& result);
   struct candidate;
   /// The static checks of one proposal, then its compile started (asynchronously).
+  /// `worker`: the worker_id of the proposer process that sent it (its host and pid).
   candidate prepare(const messages::proposal& proposal,
                     const std::string& proposer,
+                    const std::string& worker,
                     std::uint32_t repair_round);
   /// The rest of the checks, on the GPU; returns the record (not yet journaled).
   attempt_record judge(candidate& c);
@@ -115,6 +117,7 @@ private:
   /// batch is then dropped: it was made for the old incumbent).
   bool run_batch(const std::string& kind,
                  const std::string& proposer,
+                 const std::string& worker,
                  const std::vector<messages::proposal>& proposals,
                  target_result& result,
                  bool& proposed_any);
@@ -380,6 +383,7 @@ struct optimizer::candidate {
 
 optimizer::candidate optimizer::prepare(const messages::proposal& proposal,
                                         const std::string& proposer,
+                                        const std::string& worker,
                                         std::uint32_t repair_round) {
   step_ = "checking " + proposal.id + " (apply, source guard)";
   candidate c;
@@ -387,6 +391,7 @@ optimizer::candidate optimizer::prepare(const messages::proposal& proposal,
   a.kernel = target_.kernel;
   a.iteration = iteration_;
   a.proposer = proposer;
+  a.worker = worker;
   a.proposal_id = proposal.id;
   a.title = proposal.title;
   a.rationale = clip(proposal.rationale, 2000);
@@ -559,6 +564,7 @@ void optimizer::resume_accepted(target_result& result) {
 
 bool optimizer::run_batch(const std::string& kind,
                           const std::string& proposer,
+                          const std::string& worker,
                           const std::vector<messages::proposal>& proposals,
                           target_result& result,
                           bool& proposed_any) {
@@ -579,7 +585,7 @@ bool optimizer::run_batch(const std::string& kind,
       }
     }
     proposed_any = true;
-    batch.push_back(prepare(proposal, proposer, 0));
+    batch.push_back(prepare(proposal, proposer, worker, 0));
   }
   for (auto& c : batch) {
     if (out_of_time()) {
@@ -599,7 +605,7 @@ bool optimizer::run_batch(const std::string& kind,
             "): " + (repair.error.empty() ? std::string("no proposal") : repair.error));
         break;
       }
-      candidate fixed = prepare(repair.proposals.front(), proposer, round);
+      candidate fixed = prepare(repair.proposals.front(), proposer, repair.worker_id, round);
       seen_hashes_.insert(fixed.attempt.diff_hash);
       attempt = judge(fixed);
       finish(attempt, result);
@@ -634,7 +640,7 @@ void optimizer::iterate(target_result& result) {
       }
       const std::string proposer = reply.proposer.empty() ? kind : reply.proposer;
       // Every proposer is asked each iteration, against the incumbent as it is by then.
-      if (run_batch(kind, proposer, reply.proposals, result, proposed_any)) {
+      if (run_batch(kind, proposer, reply.worker_id, reply.proposals, result, proposed_any)) {
         accepted_any = true;
       }
     }
