@@ -46,8 +46,15 @@ broker::~broker() {
 }
 
 void broker::start() {
-  for (const auto& endpoint : config_.bind_endpoints) {
+  // A wildcard port (tcp://127.0.0.1:*) is resolved by the bind itself: no window in which
+  // another process could take a port chosen in advance.
+  const auto bind = [this](const std::string& endpoint) {
     router_.bind(endpoint);
+    bound_.push_back(router_.get(zmq::sockopt::last_endpoint));
+  };
+  bound_.clear();
+  for (const auto& endpoint : config_.bind_endpoints) {
+    bind(endpoint);
   }
   if (config_.curve) {
     workers::require_curve("the engine's CURVE endpoints");
@@ -69,7 +76,7 @@ void broker::start() {
     router_.set(zmq::sockopt::curve_secretkey, config_.curve->server.secret_key);
     router_.set(zmq::sockopt::zap_domain, "rocm-perf");
     for (const auto& endpoint : config_.curve->endpoints) {
-      router_.bind(endpoint);
+      bind(endpoint);
     }
   }
   thread_ = std::thread([this] { run(); });
@@ -485,9 +492,19 @@ void broker::expire_proposals(clock_type::time_point now) {
          "the " + j.compiler + " proposer did not answer within " +
              std::to_string(j.proposal->timeout_ms) + " ms" + where);
   };
+  // A remote proposer that cannot get in looks, from here, like no proposer at all: say so.
+  std::string refused;
+  if (config_.curve) {
+    const auto peers = stats().peers_refused;
+    if (peers > 0) {
+      refused = "; " + std::to_string(peers) +
+                " peer(s) were refused on the CURVE endpoint (a key not in the allow-list, a "
+                "client without CURVE keys or with the wrong server key: the log names each)";
+    }
+  }
   for (auto it = queue_.begin(); it != queue_.end();) {
     if (overdue(*it)) {
-      expire(*it, " (no proposer worker of that kind took the job)");
+      expire(*it, " (no proposer worker of that kind took the job" + refused + ")");
       it = queue_.erase(it);
     } else {
       ++it;

@@ -71,6 +71,10 @@ public:
 
   /// Binds the endpoints and starts the broker thread. Throws zmq::error_t on a bad endpoint.
   void start();
+  /// The endpoints as bound, plain ones first, then the CURVE ones: a `tcp://HOST:*` endpoint
+  /// appears with the port the system chose. Set by start(), unchanged after, so any thread may
+  /// read it once start() has returned.
+  const std::vector<std::string>& bound_endpoints() const { return bound_; }
   /// Stops the thread; jobs still queued are answered with worker_lost ("engine stopping").
   void stop();
 
@@ -193,6 +197,7 @@ private:
   zmq::socket_t router_;
   std::optional<zmq::socket_t> zap_;     ///< REP on inproc://zeromq.zap.01 (with curve)
   std::optional<zmq::socket_t> monitor_; ///< the router's handshake failures (with curve)
+  std::vector<std::string> bound_;       ///< written by start() only
   int wake_fd_ = -1;
   std::thread thread_;
   std::atomic<bool> stopping_{false};

@@ -55,24 +55,44 @@ public:
         ->add_option("--liveness", propose_options_.liveness,
                      "Missed heartbeats before reconnecting")
         ->check(CLI::Range(1, 100));
+    propose_->add_option("--reconnect-ms", reconnect_ms_, "First reconnect back-off");
+    propose_->add_option("--reconnect-max-ms", reconnect_max_ms_, "Largest reconnect back-off");
     propose_->add_option("--llm-endpoint", llm_.endpoint,
-                         "OpenAI-compatible endpoint (http://host:port/v1); key in "
+                         "With --kind llm (required): OpenAI-compatible endpoint "
+                         "(http://host:port/v1); the key, if any, in this process's "
                          "RPL_LLM_API_KEY");
-    propose_->add_option("--llm-model", llm_.model, "Model name");
+    propose_->add_option("--llm-model", llm_.model,
+                         "With --kind llm (required): the model name the endpoint serves");
     propose_->add_option("--llm-timeout-s", llm_timeout_s_, "Per-request timeout (default 120)")
         ->check(CLI::Range(1, 3600));
     propose_->add_flag("--quiet", quiet_, "Log warnings and errors only");
     propose_->add_flag("--once", propose_options_.once, "Serve one engine, then leave");
-    propose_->add_option("--curve-keys", curve_keys_, "This worker's CURVE key pair folder");
-    propose_->add_option("--server-key", server_key_, "The engine's public.key");
+    propose_->add_option("--curve-keys", curve_keys_,
+                         "This proposer's CURVE key pair folder (rocm-perf keys generate; its "
+                         "public.key on the engine's --allow-keys), for an engine started with "
+                         "--listen");
+    propose_->add_option("--server-key", server_key_,
+                         "The engine's public.key (with --curve-keys)");
   }
 
   int run_propose() {
     setup_logging(quiet_);
     propose_options_.heartbeat = std::chrono::milliseconds(heartbeat_ms_);
+    propose_options_.reconnect_initial = std::chrono::milliseconds(reconnect_ms_);
+    propose_options_.reconnect_max = std::chrono::milliseconds(reconnect_max_ms_);
     if (curve_keys_.empty() != server_key_.empty()) {
-      std::fprintf(stderr, "rocm-perf worker propose: error: --curve-keys and --server-key go "
-                           "together; fix: pass both\n");
+      std::fprintf(stderr,
+                   "rocm-perf worker propose: error: --curve-keys and --server-key go together: "
+                   "the proposer's key pair and the engine's public key; fix: pass both\n");
+      return bad_input;
+    }
+    // Refused here rather than answering every job "unavailable": a proposer started by hand on
+    // another host would otherwise connect, look healthy and never propose anything.
+    if (propose_options_.kind == "llm" && (llm_.endpoint.empty() || llm_.model.empty())) {
+      std::fprintf(stderr,
+                   "rocm-perf worker propose: error: --kind llm needs --llm-endpoint URL and "
+                   "--llm-model NAME; fix: e.g. --llm-endpoint http://127.0.0.1:8000/v1 "
+                   "--llm-model MODEL (the key, if any, in RPL_LLM_API_KEY)\n");
       return bad_input;
     }
     if (!curve_keys_.empty()) {

@@ -15,6 +15,9 @@ struct attempt_record {
   std::uint32_t sequence = 0; ///< 1, 2, ... per kernel
   std::uint32_t iteration = 0;
   std::string proposer; ///< "rule", "llm:<model>"
+  /// The proposer process that sent it: its worker_id (host:pid), the way to tell a remote
+  /// proposer (--listen) from the engine's own.
+  std::string worker;
   std::string proposal_id;
   std::string title;
   std::string rationale;

@@ -109,8 +109,10 @@ private:
   void iterate(target_result& result);
   struct candidate;
   /// The static checks of one proposal, then its compile started (asynchronously).
+  /// `worker`: the worker_id of the proposer process that sent it (its host and pid).
   candidate prepare(const messages::proposal& proposal,
                     const std::string& proposer,
+                    const std::string& worker,
                     std::uint32_t repair_round);
   /// The rest of the checks, on the GPU; returns the record (not yet journaled). `alone`: a
   /// configuration of a tunable proposal, timed by itself instead of against the incumbent.
@@ -118,11 +120,15 @@ private:
   /// Searches a proposal's tunable macros; the fastest configuration as a plain proposal, or
   /// nullopt when none beat the defaults (every configuration tried is recorded).
   std::optional<messages::proposal>
-  tune(const messages::proposal& proposal, const std::string& proposer, target_result& result);
+  tune(const messages::proposal& proposal,
+       const std::string& proposer,
+       const std::string& worker,
+       target_result& result);
   /// Runs a batch of one proposer's proposals; true when one was accepted (the rest of the
   /// batch is then dropped: it was made for the old incumbent).
   bool run_batch(const std::string& kind,
                  const std::string& proposer,
+                 const std::string& worker,
                  const std::vector<messages::proposal>& proposals,
                  target_result& result,
                  bool& proposed_any);
@@ -388,6 +394,7 @@ struct optimizer::candidate {
 
 optimizer::candidate optimizer::prepare(const messages::proposal& proposal,
                                         const std::string& proposer,
+                                        const std::string& worker,
                                         std::uint32_t repair_round) {
   step_ = "checking " + proposal.id + " (apply, source guard)";
   candidate c;
@@ -395,6 +402,7 @@ optimizer::candidate optimizer::prepare(const messages::proposal& proposal,
   a.kernel = target_.kernel;
   a.iteration = iteration_;
   a.proposer = proposer;
+  a.worker = worker;
   a.proposal_id = proposal.id;
   a.title = proposal.title;
   a.rationale = clip(proposal.rationale, 2000);
@@ -589,12 +597,14 @@ void optimizer::resume_accepted(target_result& result) {
 
 std::optional<messages::proposal> optimizer::tune(const messages::proposal& proposal,
                                                   const std::string& proposer,
+                                                  const std::string& worker,
                                                   target_result& result) {
   step_ = "tuning " + proposal.id;
   attempt_record summary;
   summary.kernel = target_.kernel;
   summary.iteration = iteration_;
   summary.proposer = proposer;
+  summary.worker = worker;
   summary.proposal_id = proposal.id;
   summary.title = proposal.title;
   summary.rationale = clip(proposal.rationale, 2000);
@@ -656,7 +666,7 @@ std::optional<messages::proposal> optimizer::tune(const messages::proposal& prop
           continue;
         }
       }
-      batch.emplace_back(*index, prepare(variant, proposer, 0));
+      batch.emplace_back(*index, prepare(variant, proposer, worker, 0));
     }
     if (batch.empty() && resumed.empty()) {
       break;
@@ -743,6 +753,7 @@ std::optional<messages::proposal> optimizer::tune(const messages::proposal& prop
 
 bool optimizer::run_batch(const std::string& kind,
                           const std::string& proposer,
+                          const std::string& worker,
                           const std::vector<messages::proposal>& proposals,
                           target_result& result,
                           bool& proposed_any) {
@@ -766,7 +777,8 @@ bool optimizer::run_batch(const std::string& kind,
     proposed_any = true;
     // A proposal with tunable macros is searched when its turn comes (it needs the GPU).
     tunable.push_back(proposal.tunables.empty() ? nullptr : &proposal);
-    batch.push_back(proposal.tunables.empty() ? prepare(proposal, proposer, 0) : candidate{});
+    batch.push_back(proposal.tunables.empty() ? prepare(proposal, proposer, worker, 0)
+                                              : candidate{});
   }
   for (std::size_t i = 0; i < batch.size(); ++i) {
     if (out_of_time()) {
@@ -774,11 +786,11 @@ bool optimizer::run_batch(const std::string& kind,
     }
     candidate& c = batch[i];
     if (tunable[i] != nullptr) {
-      const auto chosen = tune(*tunable[i], proposer, result);
+      const auto chosen = tune(*tunable[i], proposer, worker, result);
       if (!chosen) {
         continue;
       }
-      c = prepare(*chosen, proposer, 0);
+      c = prepare(*chosen, proposer, worker, 0);
     }
     attempt_record attempt = judge(c);
     finish(attempt, result);
@@ -794,7 +806,7 @@ bool optimizer::run_batch(const std::string& kind,
             "): " + (repair.error.empty() ? std::string("no proposal") : repair.error));
         break;
       }
-      candidate fixed = prepare(repair.proposals.front(), proposer, round);
+      candidate fixed = prepare(repair.proposals.front(), proposer, repair.worker_id, round);
       seen_hashes_.insert(fixed.attempt.diff_hash);
       attempt = judge(fixed);
       finish(attempt, result);
@@ -829,7 +841,7 @@ void optimizer::iterate(target_result& result) {
       }
       const std::string proposer = reply.proposer.empty() ? kind : reply.proposer;
       // Every proposer is asked each iteration, against the incumbent as it is by then.
-      if (run_batch(kind, proposer, reply.proposals, result, proposed_any)) {
+      if (run_batch(kind, proposer, reply.worker_id, reply.proposals, result, proposed_any)) {
         accepted_any = true;
       }
     }

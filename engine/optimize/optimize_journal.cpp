@@ -23,7 +23,7 @@ CREATE TABLE IF NOT EXISTS optimize_attempts (
   id INTEGER PRIMARY KEY, kernel TEXT NOT NULL, sequence INTEGER, iteration INTEGER,
   proposer TEXT, proposal_id TEXT, title TEXT, rationale TEXT, diff TEXT, diff_hash TEXT,
   repair_round INTEGER, stage TEXT, verdict TEXT, guard TEXT, detail TEXT, compile_ns INTEGER,
-  validation TEXT, measurement TEXT, speedup REAL, created_at TEXT);
+  validation TEXT, measurement TEXT, speedup REAL, created_at TEXT, worker TEXT);
 CREATE INDEX IF NOT EXISTS optimize_attempts_kernel ON optimize_attempts(kernel, diff_hash);
 )sql";
 
@@ -47,12 +47,24 @@ attempt_record read_attempt(const sql::statement& row) {
   a.validation = row.column_text(15);
   a.measurement = row.column_text(16);
   a.speedup = row.column_double(17);
+  a.worker = row.column_text(18);
   return a;
 }
 
 constexpr const char* attempt_columns =
     "kernel, sequence, iteration, proposer, proposal_id, title, rationale, diff, diff_hash, "
-    "repair_round, stage, verdict, guard, detail, compile_ns, validation, measurement, speedup";
+    "repair_round, stage, verdict, guard, detail, compile_ns, validation, measurement, speedup, "
+    "worker";
+
+/// A journal written before optimize_attempts had `worker` gets the column (NULL in old rows),
+/// so that --resume reads it as it reads a new one.
+void add_worker_column(sql::connection& db) {
+  sql::statement has(db, "SELECT COUNT(*) FROM pragma_table_info('optimize_attempts') WHERE "
+                         "name = 'worker'");
+  if (has.step() && has.column_int64(0) == 0) {
+    db.exec("ALTER TABLE optimize_attempts ADD COLUMN worker TEXT");
+  }
+}
 
 } // namespace
 
@@ -85,6 +97,7 @@ optimize_journal::optimize_journal(const std::filesystem::path& dir) : impl_(new
   impl_->db = sql::connection(dir / "optimize.sqlite", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   impl_->db.busy_timeout(std::chrono::milliseconds(5000));
   impl_->db.exec(schema);
+  add_worker_column(impl_->db);
   impl_->jsonl_path = dir / "attempts.jsonl";
   impl_->jsonl.open(impl_->jsonl_path, std::ios::app);
   if (!impl_->jsonl) {
@@ -100,7 +113,7 @@ void optimize_journal::record(const attempt_record& a) {
   sql::statement insert(impl_->db, std::string("INSERT INTO optimize_attempts (") +
                                        attempt_columns +
                                        ", created_at) VALUES "
-                                       "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                                       "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   insert.bind_text(1, a.kernel)
       .bind_int64(2, a.sequence)
       .bind_int64(3, a.iteration)
@@ -119,12 +132,14 @@ void optimize_journal::record(const attempt_record& a) {
       .bind_text(16, a.validation)
       .bind_text(17, a.measurement)
       .bind_double(18, a.speedup)
-      .bind_text(19, utc_timestamp());
+      .bind_text(19, a.worker)
+      .bind_text(20, utc_timestamp());
   insert.step();
   nlohmann::json line = {{"kernel", a.kernel},
                          {"sequence", a.sequence},
                          {"iteration", a.iteration},
                          {"proposer", a.proposer},
+                         {"worker", a.worker},
                          {"proposal_id", a.proposal_id},
                          {"title", a.title},
                          {"rationale", a.rationale},

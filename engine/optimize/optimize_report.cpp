@@ -23,6 +23,7 @@ nlohmann::json to_json(const attempt_record& a) {
   return {{"sequence", a.sequence},
           {"iteration", a.iteration},
           {"proposer", a.proposer},
+          {"worker", a.worker},
           {"proposal_id", a.proposal_id},
           {"title", a.title},
           {"repair_round", a.repair_round},

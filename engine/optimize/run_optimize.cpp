@@ -306,7 +306,11 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
   }
   if (options.proposer == "llm" || options.proposer == "both") {
     kinds.push_back("llm");
-    if ((options.llm_endpoint.empty() || options.llm_model.empty()) && options.listen.empty()) {
+    // A local LLM proposer needs both; a remote one (--listen) brings its own, and then the
+    // engine starts none. One of the two alone is a mistake either way.
+    const bool local_llm = !options.llm_endpoint.empty() || !options.llm_model.empty();
+    if (local_llm ? options.llm_endpoint.empty() || options.llm_model.empty()
+                  : options.listen.empty()) {
       throw optimize_input_error("--proposer " + options.proposer +
                                  " needs --llm-endpoint URL and --llm-model NAME (the key, if any, "
                                  "in RPL_LLM_API_KEY), or --listen for a remote LLM proposer; "
@@ -394,6 +398,17 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
     throw optimize_input_error(std::string("--listen: cannot bind: ") + error.what() +
                                "; fix: a free port on an address of this host");
   }
+  // As bound: a wildcard port (tcp://0.0.0.0:*) is named with the port the system chose.
+  std::string remote_endpoints;
+  for (std::size_t i = bconfig.bind_endpoints.size(); i < engine_broker.bound_endpoints().size();
+       ++i) {
+    remote_endpoints += (remote_endpoints.empty() ? "" : ", ") + engine_broker.bound_endpoints()[i];
+  }
+  if (curve) {
+    spdlog::info("listening on {} (CURVE) for remote proposers and compile workers whose keys "
+                 "{} lists",
+                 remote_endpoints, options.allow_keys.string());
+  }
   const fs::path self = options.worker_executable.empty() ? fs::read_symlink("/proc/self/exe")
                                                           : options.worker_executable;
   local_workers_config compile_config;
@@ -410,7 +425,7 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
     if (kind == "llm" && options.llm_endpoint.empty()) {
       spdlog::info("no --llm-endpoint: LLM proposals come from remote `worker propose --kind llm` "
                    "processes connecting to {}",
-                   options.listen.front());
+                   remote_endpoints);
       continue;
     }
     local_workers_config config = compile_config;

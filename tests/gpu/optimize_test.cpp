@@ -1,20 +1,24 @@
 // `rocm-perf optimize` on a real NVIDIA GPU, as a user runs it: the rule proposer on
 // examples/cuda/gemm.cu (with an LLM endpoint that hangs: it must end that proposer only), the
 // anti-cheat catalogue (each cheat a scripted "LLM" answer, each rejected by the guard named for
-// it), and an LLM compile error repaired within two rounds. The LLM is
-// tests/tools/scripted_llm_server.py, a test double that answers from a script. Skips without an
-// NVIDIA GPU, rpl-kernel-lane, nvcc, python3 or libclang.
+// it), an LLM compile error repaired within two rounds, and a remote LLM proposer (`worker
+// propose --kind llm` started by hand, connected to `--listen` over CurveZMQ with its own keys
+// and the only copy of the API key). The LLM is tests/tools/scripted_llm_server.py, a test double
+// that answers from a script. Skips without an NVIDIA GPU, rpl-kernel-lane, nvcc, python3 or
+// libclang.
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <signal.h>
 #include <string>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -25,6 +29,7 @@
 #include "support/test_support.hpp"
 #include "workers/devices/nvidia_gpu.hpp"
 #include "workers/lanes/kernel/kernel_lane.hpp"
+#include "workers/process/child_process.hpp"
 #include "workers/process/find_program.hpp"
 #include "workers/source/clang_source.hpp"
 
@@ -48,7 +53,9 @@ fs::path examples_dir() {
 /// The scripted endpoint, a child process for the test's lifetime.
 class scripted_server {
 public:
-  scripted_server(const fs::path& dir, const nlohmann::json& steps) {
+  /// With `key`: the server answers 401 unless a request carries it (`--require-key`); the key is
+  /// put in the server's environment only, not in this process's.
+  scripted_server(const fs::path& dir, const nlohmann::json& steps, const std::string& key = {}) {
     write_file(dir / "steps.json", steps.dump());
     const fs::path port_file = dir / "port";
     const std::string script =
@@ -58,10 +65,31 @@ public:
     const std::string steps_path = (dir / "steps.json").string();
     const std::string port_path = port_file.string();
     const std::string log_path = (dir / "requests.jsonl").string();
+    std::vector<std::string> args = {"python3",     script,    "--script", steps_path,
+                                     "--port-file", port_path, "--log",    log_path};
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::string(*e).rfind("RPL_LLM_API_KEY=", 0) != 0) {
+        env.emplace_back(*e);
+      }
+    }
+    if (!key.empty()) {
+      args.emplace_back("--require-key");
+      env.push_back("RPL_LLM_API_KEY=" + key);
+    }
+    // Built before fork: the child only execs.
+    std::vector<char*> argv, envp;
+    for (auto& a : args) {
+      argv.push_back(a.data());
+    }
+    argv.push_back(nullptr);
+    for (auto& e : env) {
+      envp.push_back(e.data());
+    }
+    envp.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
-      execlp("python3", "python3", script.c_str(), "--script", steps_path.c_str(), "--port-file",
-             port_path.c_str(), "--log", log_path.c_str(), static_cast<char*>(nullptr));
+      execvpe("python3", argv.data(), envp.data());
       _exit(127);
     }
     for (int i = 0; i < 100 && !fs::exists(port_file); ++i) {
@@ -154,9 +182,34 @@ protected:
     return text;
   }
 
-  nlohmann::json run(std::vector<std::string> args, int& exit_code) {
+  /// gemm.cu with rpl_sgemm_tiled calling a private copy of sgemm_tile whose A panel has one
+  /// padding element per row (the rule proposer's bank-conflict change; sgemm_tile itself is
+  /// shared with sgemm_tiled, so the source guard allows only a copy that the target alone calls).
+  std::string padded_a_panel() const {
+    const auto begin = gemm_.find("__device__ __forceinline__ void sgemm_tile(");
+    const auto end = gemm_.find("\n}\n", begin);
+    EXPECT_NE(begin, std::string::npos);
+    EXPECT_NE(end, std::string::npos);
+    std::string copy = gemm_.substr(begin, end + 3 - begin);
+    const std::string name = "void sgemm_tile(";
+    copy.replace(copy.find(name), name.size(), "void rpl_sgemm_tile_padded(");
+    const std::string panel = "__shared__ float as[TILE_K][TILE_M];";
+    EXPECT_NE(copy.find(panel), std::string::npos);
+    copy.replace(copy.find(panel), panel.size(), "__shared__ float as[TILE_K][TILE_M + 1];");
+    std::string text = tiled_body("  rpl_sgemm_tile_padded(a, b, c, m, n, k);\n");
+    const auto kernel = text.find("extern \"C\" __global__ void __launch_bounds__(block_threads)\n"
+                                  "    rpl_sgemm_tiled");
+    EXPECT_NE(kernel, std::string::npos);
+    text.insert(kernel, copy + "\n");
+    return text;
+  }
+
+  nlohmann::json run(std::vector<std::string> args,
+                     int& exit_code,
+                     std::vector<std::pair<std::string, std::optional<std::string>>> env = {}) {
     workers::child_options options;
     options.argv = std::move(args);
+    options.environment = std::move(env);
     options.max_output_bytes = 32 << 20;
     const auto outcome = workers::run_child(options, std::chrono::minutes(9));
     exit_code = outcome.exit_code;
@@ -345,6 +398,98 @@ TEST_F(OptimizeGpu, an_llm_compile_error_is_repaired_within_two_rounds) {
   // The repair request carried the compiler's error.
   const auto log = read_text(dir / "requests.jsonl");
   EXPECT_NE(log.find("rpl_oops"), std::string::npos);
+}
+
+TEST_F(OptimizeGpu, a_remote_llm_proposer_over_curve_is_asked_and_its_change_measured) {
+  // The engine listens with CurveZMQ and starts no LLM proposer of its own (no --llm-endpoint);
+  // the proposer is started by hand, as on another host, with its keys, its endpoint and the only
+  // copy of the API key.
+  const std::string api_key = "sk-remote-gpu-test-41d7e0";
+  rpl::testing::temp_dir dir;
+  for (const char* who : {"engine", "proposer"}) {
+    workers::child_options keys;
+    keys.argv = {rocm_perf_.string(), "keys", "generate", (dir / who).string()};
+    const auto made = workers::run_child(keys, std::chrono::seconds(30));
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+  }
+  write_file(dir / "allow",
+             read_text(dir / "proposer" / "public.key").substr(0, 40) + " remote-llm\n");
+  const std::string padded = padded_a_panel();
+  scripted_server server(
+      dir.path(),
+      nlohmann::json::array(
+          {{{"content", answer(stages::optimize::make_unified_diff(gemm_, padded, "gemm.cu"))}}}),
+      api_key);
+  ASSERT_TRUE(server.ok());
+  // A port that was free a moment ago (the engine is another process: it binds it itself).
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(rpl::testing::free_port());
+
+  workers::child_options proposer_options;
+  proposer_options.argv = {rocm_perf_.string(),
+                           "worker",
+                           "propose",
+                           "--kind",
+                           "llm",
+                           "--connect",
+                           endpoint,
+                           "--reconnect-ms",
+                           "200",
+                           "--reconnect-max-ms",
+                           "1000",
+                           "--curve-keys",
+                           (dir / "proposer").string(),
+                           "--server-key",
+                           (dir / "engine" / "public.key").string(),
+                           "--llm-endpoint",
+                           server.endpoint(),
+                           "--llm-model",
+                           "remote-scripted",
+                           "--llm-timeout-s",
+                           "60"};
+  proposer_options.environment = {{"RPL_LLM_API_KEY", api_key}};
+  proposer_options.max_output_bytes = 1 << 20;
+  auto proposer = workers::child_process::spawn(proposer_options);
+  ASSERT_TRUE(proposer.launched());
+
+  auto args = gemm_args(dir / "out");
+  args.insert(args.end(),
+              {"--proposer", "llm", "--listen", endpoint, "--curve-keys", (dir / "engine").string(),
+               "--allow-keys", (dir / "allow").string(), "--llm-timeout-s", "60", "--iterations",
+               "1", "--rounds", "11", "--runs-per-round", "5"});
+  int exit_code = -1;
+  const auto report = run(args, exit_code, {{"RPL_LLM_API_KEY", std::nullopt}});
+  ::kill(proposer.pid(), SIGTERM);
+  const auto proposer_outcome = proposer.finish();
+  ASSERT_EQ(exit_code, 0) << report.dump(2) << "\nproposer:\n" << proposer_outcome.output;
+  const auto& k = report["kernels"][0];
+  std::cout << "gemm rpl_sgemm_tiled, remote proposer: " << k["status"] << " "
+            << k.value("final_comparison", nlohmann::json::object()).value("summary", "") << "\n";
+  EXPECT_TRUE(k["proposer_errors"].empty()) << k["proposer_errors"].dump();
+  const auto& attempts = k["attempts"];
+  ASSERT_EQ(attempts.size(), 1u) << attempts.dump(2) << "\nproposer:\n" << proposer_outcome.output;
+  const auto& a = attempts[0];
+  // From the remote process: its model name, and its worker id (host:pid).
+  EXPECT_EQ(a["proposer"], "llm:remote-scripted") << a.dump(2);
+  const std::string worker = a.value("worker", "");
+  ASSERT_NE(worker.rfind(':'), std::string::npos) << a.dump(2);
+  EXPECT_EQ(std::stoi(worker.substr(worker.rfind(':') + 1)), proposer.pid()) << a.dump(2);
+  // Through every guard and validation to the measurement.
+  EXPECT_TRUE(a["stage"] == "measurement" || a["stage"] == "accepted") << a.dump(2);
+  EXPECT_TRUE(a["verdict"] == "accepted" || a["verdict"] == "slower" ||
+              a["verdict"] == "within_noise")
+      << a.dump(2);
+  EXPECT_FALSE(a["measurement"].is_null()) << a.dump(2);
+  EXPECT_GT(a["speedup"].get<double>(), 0.0) << a.dump(2);
+  if (k["status"] == "improved") {
+    const auto patched = stages::optimize::apply_unified_diff(
+        gemm_, read_text(dir / "out" / "rpl_sgemm_tiled.diff"));
+    ASSERT_TRUE(patched.ok) << patched.error;
+    EXPECT_EQ(patched.text, padded);
+  }
+  // The scripted LLM was asked once, with the key that only the proposer's process had.
+  const auto log = read_text(dir / "requests.jsonl");
+  EXPECT_NE(log.find("\"authorization_ok\": true"), std::string::npos) << log;
+  EXPECT_EQ(log.find("\"authorization_ok\": false"), std::string::npos) << log;
 }
 
 } // namespace

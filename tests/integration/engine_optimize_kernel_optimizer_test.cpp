@@ -11,7 +11,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <regex>
 #include <set>
@@ -22,10 +24,14 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/broker/broker.hpp"
 #include "engine/optimize/kernel_optimizer.hpp"
 #include "engine/optimize/optimize_journal.hpp"
 #include "stages/optimize/unified_diff.hpp"
+#include "stages/sqlite/sqlite_statement.hpp"
+#include "support/remote_llm_proposer.hpp"
 #include "workers/lanes/lane_backend.hpp"
+#include "workers/protocol/curve_keys.hpp"
 #include "workers/source/clang_source.hpp"
 
 namespace rpl::engine {
@@ -145,7 +151,7 @@ private:
   std::string name_ = "fake0";
 };
 
-class kernel_optimizer_test : public testing::Test {
+class kernel_optimizer_test : public ::testing::Test {
 protected:
   void SetUp() override {
 #if defined(__SANITIZE_ADDRESS__)
@@ -159,9 +165,9 @@ protected:
     if (!workers::libclang_available(why)) {
       GTEST_SKIP() << "the source guard needs libclang: " << why;
     }
-    dir_ = fs::path(testing::TempDir()) /
+    dir_ = fs::path(::testing::TempDir()) /
            ("optimizer-" + std::to_string(::getpid()) + "-" +
-            testing::UnitTest::GetInstance()->current_test_info()->name());
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     target_.kernel = "scale";
@@ -214,6 +220,7 @@ protected:
       messages::propose_reply reply;
       reply.status = messages::propose_status::ok;
       reply.proposer = kind;
+      reply.worker_id = "proposer-host:4242";
       for (const auto& [title, text] : variants) {
         if (text != request.source) {
           reply.proposals.push_back(
@@ -287,7 +294,106 @@ TEST_F(kernel_optimizer_test, accepts_a_change_faster_beyond_the_noise_and_no_sl
   }
   EXPECT_EQ(lines, static_cast<int>(r.attempts.size()));
   optimize_journal again(dir_ / "out");
-  EXPECT_EQ(again.earlier_accepted("scale").size(), 1u);
+  ASSERT_EQ(again.earlier_accepted("scale").size(), 1u);
+  // Which proposer process sent it (a remote one is named by its host).
+  EXPECT_EQ(find(r, "faster")->worker, "proposer-host:4242");
+  EXPECT_EQ(again.earlier_accepted("scale").front().worker, "proposer-host:4242");
+}
+
+TEST_F(kernel_optimizer_test, a_remote_llm_proposers_change_is_judged_and_names_its_worker) {
+  // The loop's proposer service is a broker listening as `optimize --listen` does (CURVE, an
+  // allow-list), served by a `worker propose --kind llm` started by hand with its own keys and the
+  // only copy of the API key; its LLM is the scripted test double.
+  if (!workers::curve_available()) {
+    GTEST_SKIP() << "this libzmq has no CURVE";
+  }
+  using namespace std::chrono_literals;
+  const std::string api_key = "sk-remote-loop-0b9d44";
+  ASSERT_FALSE(rpl::testing::generate_keys(dir_ / "engine").empty());
+  const auto proposer_key = rpl::testing::generate_keys(dir_ / "proposer");
+  ASSERT_EQ(proposer_key.size(), 40u);
+  rpl::testing::write_file(dir_ / "allow", proposer_key + " llm-host\n");
+  const auto faster = replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(800)");
+  rpl::testing::scripted_llm llm(
+      dir_,
+      nlohmann::json::array(
+          {{{"content", "Title: fewer cycles\n\n```diff\n" +
+                            stages::optimize::make_unified_diff(original_source, faster, "k.cu") +
+                            "```\n"}}}),
+      api_key);
+  ASSERT_TRUE(llm.started());
+  broker_config config;
+  config.heartbeat = 200ms;
+  config.curve = broker_curve{workers::read_keypair(dir_ / "engine"),
+                              workers::read_allow_list(dir_ / "allow"),
+                              {"tcp://127.0.0.1:*"}};
+  broker b(config);
+  b.start();
+  auto proposer = rpl::testing::start_remote_llm_proposer(
+      b.bound_endpoints().back(),
+      {"--curve-keys", (dir_ / "proposer").string(), "--server-key",
+       (dir_ / "engine" / "public.key").string()},
+      llm.endpoint(), api_key);
+  ASSERT_TRUE(proposer.launched());
+
+  settings_.proposers = {"llm"};
+  settings_.iterations = 1;
+  settings_.propose_timeout_ms = 30000;
+  services_.propose = [&](const std::string& kind, const messages::propose_request& request) {
+    auto promise = std::make_shared<std::promise<messages::propose_reply>>();
+    auto reply = promise->get_future();
+    b.submit_proposal("t", kind, request,
+                      [promise](const messages::propose_reply& r) { promise->set_value(r); });
+    return reply.get();
+  };
+  const auto r = run(dir_ / "out");
+  b.stop();
+  const auto outcome = rpl::testing::stop_and_drain(proposer);
+  ASSERT_EQ(r.attempts.size(), 1u) << r.error << "\nproposer:\n" << outcome.output;
+  const auto& a = r.attempts.front();
+  EXPECT_EQ(a.proposer, "llm:remote-scripted");
+  ASSERT_NE(a.worker.rfind(':'), std::string::npos) << a.worker;
+  EXPECT_EQ(std::stoi(a.worker.substr(a.worker.rfind(':') + 1)), proposer.pid()) << a.worker;
+  // Guarded, validated and measured like any other.
+  EXPECT_EQ(a.verdict, "accepted") << a.stage << ": " << a.detail;
+  EXPECT_FALSE(a.measurement.empty());
+  EXPECT_EQ(r.status, "improved") << r.error;
+  EXPECT_NE(r.accepted_diff.find("RPL_FAKE_NS(800)"), std::string::npos);
+  const auto requests = llm.requests();
+  ASSERT_GE(requests.size(), 1u);
+  EXPECT_TRUE(requests[0]["authorization_ok"].get<bool>());
+  // The journal names the worker too.
+  optimize_journal again(dir_ / "out");
+  ASSERT_EQ(again.earlier_accepted("scale").size(), 1u);
+  EXPECT_EQ(again.earlier_accepted("scale").front().worker, a.worker);
+}
+
+TEST_F(kernel_optimizer_test, a_journal_from_before_the_worker_column_is_upgraded) {
+  // optimize_attempts as an earlier release wrote it: no `worker` column.
+  fs::create_directories(dir_ / "old");
+  {
+    stages::sqlite::connection db(dir_ / "old" / "optimize.sqlite",
+                                  SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    db.exec("CREATE TABLE optimize_attempts (id INTEGER PRIMARY KEY, kernel TEXT NOT NULL, "
+            "sequence INTEGER, iteration INTEGER, proposer TEXT, proposal_id TEXT, title TEXT, "
+            "rationale TEXT, diff TEXT, diff_hash TEXT, repair_round INTEGER, stage TEXT, "
+            "verdict TEXT, guard TEXT, detail TEXT, compile_ns INTEGER, validation TEXT, "
+            "measurement TEXT, speedup REAL, created_at TEXT);"
+            "INSERT INTO optimize_attempts (kernel, diff_hash, verdict, stage) VALUES "
+            "('scale', 'h1', 'accepted', 'accepted');");
+  }
+  optimize_journal journal(dir_ / "old");
+  ASSERT_EQ(journal.earlier_accepted("scale").size(), 1u);
+  EXPECT_EQ(journal.earlier_accepted("scale").front().worker, "");
+  attempt_record a;
+  a.kernel = "scale";
+  a.diff_hash = "h2";
+  a.verdict = "slower";
+  a.worker = "llm-host:77";
+  journal.record(a);
+  const auto earlier = journal.earlier_attempts("scale");
+  ASSERT_EQ(earlier.size(), 2u);
+  EXPECT_EQ(earlier.at("h2").worker, "llm-host:77");
 }
 
 TEST_F(kernel_optimizer_test, nothing_faster_leaves_the_source_unchanged_with_the_evidence) {

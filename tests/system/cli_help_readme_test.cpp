@@ -36,7 +36,9 @@ INSTANTIATE_TEST_SUITE_P(commands,
                                            std::vector<std::string>{"workers", "slurm"},
                                            std::vector<std::string>{"export"},
                                            std::vector<std::string>{"profile"},
-                                           std::vector<std::string>{"analyze"}));
+                                           std::vector<std::string>{"analyze"},
+                                           std::vector<std::string>{"optimize"},
+                                           std::vector<std::string>{"worker", "propose"}));
 
 } // namespace
 } // namespace rpl

@@ -1,6 +1,7 @@
 // CurveZMQ on --listen (issue 13, item 1): `rocm-perf keys generate`, an engine that admits only
 // the worker keys in its allow-list, and the refusals: an unlisted key, a plain (unauthenticated)
-// client, TCP beyond loopback with no keys. Every socket here is loopback.
+// client, TCP beyond loopback with no keys; a remote `worker propose` missing what it needs.
+// Every socket here is loopback.
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -167,6 +168,38 @@ TEST(remote_auth, bad_key_arguments_are_bad_input) {
       {"worker", "compile", "--connect", endpoint, "--curve-keys", (dir / "w").string()});
   EXPECT_EQ(out.exit_code, 2) << out.output;
   EXPECT_NE(out.output.find("--server-key"), std::string::npos) << out.output;
+}
+
+TEST(remote_auth, a_remote_proposer_with_missing_arguments_is_bad_input_at_once) {
+  // A proposer started by hand on another host must not connect and then fail every job: what it
+  // lacks is named before it connects.
+  temp_dir dir;
+  generate(dir / "p");
+  const auto endpoint = "tcp://127.0.0.1:" + std::to_string(free_port());
+  const std::vector<std::string> llm = {"--llm-endpoint", "http://127.0.0.1:9/v1", "--llm-model",
+                                        "m"};
+  auto half =
+      std::vector<std::string>{"worker",    "propose", "--kind",       "llm",
+                               "--connect", endpoint,  "--curve-keys", (dir / "p").string()};
+  half.insert(half.end(), llm.begin(), llm.end());
+  auto out = run_rocm_perf(half, 20s);
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("--server-key"), std::string::npos) << out.output;
+
+  out = run_rocm_perf(
+      {"worker", "propose", "--kind", "llm", "--connect", endpoint, "--llm-model", "m"}, 20s);
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("--kind llm needs --llm-endpoint URL and --llm-model NAME"),
+            std::string::npos)
+      << out.output;
+
+  out = run_rocm_perf({"worker", "propose", "--kind", "llm", "--connect", endpoint, "--server-key",
+                       (dir / "p" / "public.key").string(), "--curve-keys",
+                       (dir / "nowhere").string(), "--llm-endpoint", "http://127.0.0.1:9/v1",
+                       "--llm-model", "m"},
+                      20s);
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("nowhere"), std::string::npos) << out.output;
 }
 
 } // namespace
