@@ -119,11 +119,10 @@ private:
   attempt_record judge(candidate& c, bool alone = false);
   /// Searches a proposal's tunable macros; the fastest configuration as a plain proposal, or
   /// nullopt when none beat the defaults (every configuration tried is recorded).
-  std::optional<messages::proposal>
-  tune(const messages::proposal& proposal,
-       const std::string& proposer,
-       const std::string& worker,
-       target_result& result);
+  std::optional<messages::proposal> tune(const messages::proposal& proposal,
+                                         const std::string& proposer,
+                                         const std::string& worker,
+                                         target_result& result);
   /// Runs a batch of one proposer's proposals; true when one was accepted (the rest of the
   /// batch is then dropped: it was made for the old incumbent).
   bool run_batch(const std::string& kind,
@@ -632,20 +631,45 @@ std::optional<messages::proposal> optimizer::tune(const messages::proposal& prop
   }
   const std::size_t budget = std::min<std::size_t>(space.size(), settings_.tune_budget);
   const std::string strategy_name = space.size() <= budget ? "exhaustive" : "model";
+  // Every knob at its default: the code as it was.
+  std::size_t default_index = space.size();
+  for (std::size_t i = 0; i < space.size() && default_index == space.size(); ++i) {
+    bool all = true;
+    for (std::size_t k = 0; k < proposal.tunables.size(); ++k) {
+      const auto* v = std::get_if<std::int64_t>(&space[i].params[k].second);
+      all = all && v != nullptr && *v == proposal.tunables[k].default_value;
+    }
+    default_index = all ? i : default_index;
+  }
+  // The defaults count against the budget; a strategy's pick of them again is skipped.
   const auto strategy = stages::make_strategy(strategy_name, space, budget, settings_.seed);
   const std::string name = target_.source_path.filename().string();
   std::optional<std::size_t> best;
   std::map<std::size_t, double> times;
-  std::set<std::string> configured; // texts: two configurations may compile to one source
+  // The defaults are timed first, whatever the strategy picks: the baseline of the search.
+  std::optional<std::size_t> forced;
+  if (default_index < space.size()) {
+    forced = default_index;
+  }
+  std::set<std::size_t> taken;
   std::size_t tried = 0;
-  while (!out_of_time()) {
+  bool exhausted = false;
+  while (!out_of_time() && !exhausted) {
     // A few configurations at a time: their compiles run in parallel, their timings in turn.
     std::vector<std::pair<std::size_t, candidate>> batch;
     std::vector<std::pair<std::size_t, attempt_record>> resumed;
-    for (int k = 0; k < 4; ++k) {
-      const auto index = strategy->next();
+    while (batch.size() + resumed.size() < 4 && tried < budget) {
+      std::optional<std::size_t> index = forced;
+      forced.reset();
       if (!index) {
+        index = strategy->next();
+      }
+      if (!index) {
+        exhausted = true;
         break;
+      }
+      if (!taken.insert(*index).second) {
+        continue; // the defaults again: timed already
       }
       ++tried;
       std::string text = patched.text;
@@ -658,7 +682,9 @@ std::optional<messages::proposal> optimizer::tune(const messages::proposal& prop
       variant.title = opt::describe(space[*index]);
       variant.rationale = "a configuration of " + proposal.id;
       variant.diff = opt::make_unified_diff(incumbent_text_, text, name);
-      const std::string hash = text_hash(incumbent_text_ + "\n\x01" + variant.diff);
+      // Its own hash space: the defaults' diff is the proposal's own, whose hash names the
+      // proposal's verdict (the summary) on --resume.
+      const std::string hash = text_hash(incumbent_text_ + "\n\x02tuning\n" + variant.diff);
       if (settings_.resume) {
         if (auto it = earlier_.find(hash); it != earlier_.end() && it->second.stage == "tuning" &&
                                            it->second.verdict == "measured") {
@@ -667,7 +693,9 @@ std::optional<messages::proposal> optimizer::tune(const messages::proposal& prop
         }
       }
       batch.emplace_back(*index, prepare(variant, proposer, worker, 0));
+      batch.back().second.attempt.diff_hash = hash;
     }
+    exhausted = exhausted || tried >= budget;
     if (batch.empty() && resumed.empty()) {
       break;
     }
@@ -718,16 +746,6 @@ std::optional<messages::proposal> optimizer::tune(const messages::proposal& prop
   if (!best) {
     return give_up("failed", "tuning", searched + "; none was measured");
   }
-  // Every knob at its default: the code as it was.
-  std::size_t default_index = space.size();
-  for (std::size_t i = 0; i < space.size() && default_index == space.size(); ++i) {
-    bool all = true;
-    for (std::size_t k = 0; k < proposal.tunables.size(); ++k) {
-      const auto* v = std::get_if<std::int64_t>(&space[i].params[k].second);
-      all = all && v != nullptr && *v == proposal.tunables[k].default_value;
-    }
-    default_index = all ? i : default_index;
-  }
   const auto defaults = times.find(default_index);
   std::string figures = searched + "; fastest " + opt::describe(space[*best]) + ": " +
                         std::to_string(times[*best] / 1000.0) + " us alone";
@@ -736,6 +754,12 @@ std::optional<messages::proposal> optimizer::tune(const messages::proposal& prop
   }
   if (*best == default_index) {
     return give_up("unchanged", "", figures + "; the defaults are the fastest, nothing to try");
+  }
+  if (defaults != times.end() &&
+      times[*best] >= defaults->second * (1.0 - settings_.noise_target)) {
+    return give_up("unchanged", "",
+                   figures + "; within --noise of the defaults, nothing to try against the "
+                             "incumbent");
   }
   summary.verdict = "tuned";
   summary.detail = clip(figures + "; it goes on against the incumbent");

@@ -377,8 +377,8 @@ std::optional<vectorized_loop> vectorize_grid_stride_loop(
   }
   const std::string header_gap = in1 + "     "; // under the first clause of `for (`
   std::string out = "if (" + aligned + ") {\n";
-  out += in1 + "// rocm-perf optimize: " + w + " elements per " + vec + " access, then the last (" +
-         bound + ") % " + w + " one at a time.\n";
+  out += in1 + std::string(vectorized_marker) + w + " elements per " + vec +
+         " access, then the last (" + bound + ") % " + w + " one at a time.\n";
   out += in1 + "for (" + index_type + " " + local("v") + " = " + start + ";\n" + header_gap +
          local("v") + " < (" + bound + ") / " + w + ";\n" + header_gap + local("v") +
          " += " + step + ") {\n";

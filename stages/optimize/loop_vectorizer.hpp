@@ -25,6 +25,9 @@
 
 namespace rpl::stages::optimize {
 
+/// The comment the rewrite opens its vector loop with: a function holding it is vectorised.
+inline constexpr std::string_view vectorized_marker = "// rocm-perf optimize: ";
+
 struct vectorized_loop {
   byte_range replaced;     ///< the whole loop statement in the text given
   std::string replacement; ///< the aligned vector loop, its tail and the original as fallback

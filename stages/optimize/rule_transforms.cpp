@@ -437,6 +437,10 @@ private:
 
   void propose_vector_loads(const loop_owner& owner) {
     const declaration& f = *owner.function;
+    if (text_.substr(f.range.begin, f.range.end - f.range.begin).find(vectorized_marker) !=
+        std::string_view::npos) {
+      return; // vectorised already: its tail and fallback loops stay scalar
+    }
     for (const loop_info* loop : owner.loops) {
       const std::optional<vectorized_loop> v =
           vectorize_grid_stride_loop(text_, loop->keyword_offset, f.parameters);

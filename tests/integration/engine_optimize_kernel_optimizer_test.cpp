@@ -660,6 +660,7 @@ TEST_F(kernel_optimizer_test, a_budget_below_the_space_uses_the_model_strategy_a
   EXPECT_EQ(measured, 5);
   const attempt_record* summary = find(second, "two knobs");
   ASSERT_NE(summary, nullptr);
+  // The defaults first, then 4 the model strategy picks: 5 in all.
   EXPECT_NE(summary->detail.find("searched 5 of 8 configurations (model"), std::string::npos)
       << summary->detail;
 }
