@@ -5,6 +5,7 @@
 #include "workers/proposers/llm/llm_proposer.hpp"
 #include "workers/proposers/proposer_worker.hpp"
 #include "workers/proposers/rule/rule_proposer.hpp"
+#include "workers/protocol/endpoint_policy.hpp"
 
 namespace rpl::engine::commands {
 
@@ -39,6 +40,10 @@ public:
     compile_->add_option("--curve-keys", curve_keys_,
                          "This worker's CURVE key pair folder (rocm-perf keys generate), for an "
                          "engine started with --curve-keys");
+    compile_->add_flag("--insecure", insecure_,
+                       "Connect without CURVE keys to an endpoint other than an ipc:// path in a "
+                       "private folder (any engine that reaches this worker could send it jobs; "
+                       "trusted hosts and networks only)");
     compile_->add_option("--server-key", server_key_,
                          "The engine's public.key (with --curve-keys)");
 
@@ -71,6 +76,9 @@ public:
                          "This proposer's CURVE key pair folder (rocm-perf keys generate; its "
                          "public.key on the engine's --allow-keys), for an engine started with "
                          "--listen");
+    propose_->add_flag("--insecure", insecure_,
+                       "Connect without CURVE keys to an endpoint other than an ipc:// path in a "
+                       "private folder (trusted hosts and networks only)");
     propose_->add_option("--server-key", server_key_,
                          "The engine's public.key (with --curve-keys)");
   }
@@ -93,6 +101,10 @@ public:
                    "rocm-perf worker propose: error: --kind llm needs --llm-endpoint URL and "
                    "--llm-model NAME; fix: e.g. --llm-endpoint http://127.0.0.1:8000/v1 "
                    "--llm-model MODEL (the key, if any, in RPL_LLM_API_KEY)\n");
+      return bad_input;
+    }
+    if (const std::string why = keyless_refusal(propose_options_.endpoint); !why.empty()) {
+      std::fprintf(stderr, "rocm-perf worker propose: error: --connect %s\n", why.c_str());
       return bad_input;
     }
     if (!curve_keys_.empty()) {
@@ -140,6 +152,10 @@ public:
                    "the worker's key pair and the engine's public key; fix: pass both\n");
       return bad_input;
     }
+    if (const std::string why = keyless_refusal(options_.endpoint); !why.empty()) {
+      std::fprintf(stderr, "rocm-perf worker compile: error: --connect %s\n", why.c_str());
+      return bad_input;
+    }
     if (!curve_keys_.empty()) {
       try {
         workers::require_curve("--curve-keys");
@@ -173,6 +189,16 @@ private:
   std::vector<std::string> compilers_;
   std::filesystem::path curve_keys_;
   std::filesystem::path server_key_;
+  bool insecure_ = false;
+
+  /// Without keys a worker admits no engine it cannot authenticate, except over an ipc:// path in
+  /// a private folder (workers/protocol/endpoint_policy.hpp) or with --insecure.
+  std::string keyless_refusal(const std::string& endpoint) const {
+    if (!curve_keys_.empty() || insecure_) {
+      return {};
+    }
+    return workers::keyless_endpoint_refusal(endpoint, "--curve-keys DIR --server-key FILE");
+  }
 };
 
 } // namespace

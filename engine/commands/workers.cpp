@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "engine/commands/command.hpp"
+#include "workers/protocol/endpoint_policy.hpp"
 
 extern char** environ;
 
@@ -44,6 +45,9 @@ public:
     slurm_->add_option("--curve-keys", curve_keys_,
                        "The workers' CURVE key pair folder, readable at this path on every node");
     slurm_->add_option("--server-key", server_key_, "The engine's public.key (with --curve-keys)");
+    slurm_->add_flag("--insecure", insecure_,
+                     "Workers connect without CURVE keys to a TCP engine (trusted clusters "
+                     "only; each worker gets --insecure)");
     slurm_->add_option("--srun", srun_, "srun to use (default: srun on PATH)");
     slurm_
         ->add_option("--worker-option", worker_options_,
@@ -61,9 +65,18 @@ public:
   int run() override {
     if (curve_keys_.empty() != server_key_.empty()) {
       std::fprintf(stderr, "rocm-perf workers slurm: error: --curve-keys and --server-key go "
-                           "together; fix: pass both, or neither for an ipc:// or loopback "
-                           "engine\n");
+                           "together; fix: pass both, or neither with --insecure on a trusted "
+                           "cluster\n");
       return bad_input;
+    }
+    if (curve_keys_.empty() && !insecure_) {
+      // The nodes' workers would refuse to start anyway; say so before anything is queued.
+      const std::string why =
+          workers::keyless_endpoint_refusal(endpoint_, "--curve-keys DIR --server-key FILE");
+      if (!why.empty()) {
+        std::fprintf(stderr, "rocm-perf workers slurm: error: --connect %s\n", why.c_str());
+        return bad_input;
+      }
     }
     std::vector<std::string> argv = {srun_, "--nodes=" + std::to_string(nodes_),
                                      "--ntasks=" + std::to_string(nodes_), "--ntasks-per-node=1",
@@ -73,6 +86,8 @@ public:
     if (!curve_keys_.empty())
       argv.insert(argv.end(),
                   {"--curve-keys", curve_keys_.string(), "--server-key", server_key_.string()});
+    else if (insecure_)
+      argv.push_back("--insecure");
     argv.insert(argv.end(), worker_options_.begin(), worker_options_.end());
     if (dry_run_) {
       for (std::size_t i = 0; i < argv.size(); ++i)
@@ -126,6 +141,7 @@ private:
   std::string endpoint_;
   std::filesystem::path curve_keys_;
   std::filesystem::path server_key_;
+  bool insecure_ = false;
   std::string srun_ = "srun";
   std::vector<std::string> worker_options_;
   std::vector<std::string> srun_options_;

@@ -266,7 +266,8 @@ TEST(cli, workers_on_other_hosts_connect_over_tcp_and_do_every_compile) {
                            "--connect",
                            endpoint,
                            "--heartbeat-ms",
-                           "100"};
+                           "100",
+                           "--insecure"};
     worker_options.capture_output = false;
     remote.push_back(workers::child_process::spawn(worker_options));
     ASSERT_TRUE(remote.back().launched());

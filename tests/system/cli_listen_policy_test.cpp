@@ -4,6 +4,7 @@
 // path in a private folder, is closed to another uid (probed with a plain socket connect as a
 // user the test creates); an allow-list another user can write or owns exits 2.
 #include <cstdlib>
+#include <signal.h>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -157,6 +158,35 @@ TEST(listen_policy, another_user_cannot_reach_the_private_ipc_listener) {
   EXPECT_EQ(connect_as(other.name(), folder / "l.ipc"), "PermissionError");
   ::kill(engine.pid(), SIGINT);
   engine.finish();
+}
+
+TEST(listen_policy, a_worker_without_the_engines_key_connects_only_to_a_private_ipc_socket) {
+  // The worker's side of the same rule: an engine it cannot authenticate could send it jobs.
+  temp_dir dir;
+  for (const std::string& endpoint :
+       {"tcp://127.0.0.1:" + std::to_string(free_port()), std::string("ipc://@rpl-engine"),
+        "ws://127.0.0.1:" + std::to_string(free_port())}) {
+    for (const char* kind : {"compile", "propose"}) {
+      std::vector<std::string> args = {"worker", kind, "--connect", endpoint};
+      if (std::string(kind) == "propose") {
+        args.insert(args.end(), {"--kind", "rule"});
+      }
+      const auto out = run_rocm_perf(args, 30s);
+      EXPECT_EQ(out.exit_code, 2) << kind << " " << endpoint << "\n" << out.output;
+      EXPECT_NE(out.output.find("--server-key"), std::string::npos) << out.output;
+      EXPECT_NE(out.output.find("--insecure"), std::string::npos) << out.output;
+    }
+  }
+  // A private folder's socket needs no key: the worker starts and waits for its engine.
+  const std::string endpoint = "ipc://" + (dir / "e.ipc").string();
+  workers::child_options options;
+  options.argv = rpl::testing::remote_worker_argv(endpoint, {});
+  auto worker = workers::child_process::spawn(options);
+  ASSERT_TRUE(worker.launched());
+  std::this_thread::sleep_for(1s);
+  EXPECT_TRUE(rpl::testing::process_alive(worker.pid()));
+  ::kill(worker.pid(), SIGTERM);
+  worker.finish();
 }
 
 TEST(listen_policy, an_allow_list_another_user_can_change_is_bad_input) {

@@ -87,7 +87,7 @@ TEST(remote_auth, a_listed_worker_compiles_and_unlisted_or_plain_peers_are_refus
   // The intruders come first: a worker whose key is not listed, and one with no CURVE at all.
   auto unlisted = start_worker(
       endpoint, {"--curve-keys", (dir / "unlisted").string(), "--server-key", server_key});
-  auto plain = start_worker(endpoint, {});
+  auto plain = start_worker(endpoint, {"--insecure"}); // an attacker's client has no keys
   ASSERT_TRUE(unlisted.launched());
   ASSERT_TRUE(plain.launched());
   std::this_thread::sleep_for(1500ms);

@@ -34,8 +34,8 @@ workers::child_process start_worker(const std::string& endpoint, const std::file
   workers::child_options options;
   // Only g++ (what the sweep builds with), so READY comes without identifying every default
   // compiler.
-  options.argv =
-      rpl::testing::remote_worker_argv(endpoint, {"--slots", "2", "--allow-compiler", "g++"});
+  options.argv = rpl::testing::remote_worker_argv(
+      endpoint, {"--slots", "2", "--allow-compiler", "g++", "--insecure"});
   const char* path = std::getenv("PATH");
   options.environment = {{"PATH", bin.string() + ":" + (path != nullptr ? path : "/usr/bin:/bin")}};
   options.max_output_bytes = 1u << 20;

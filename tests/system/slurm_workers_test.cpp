@@ -61,6 +61,7 @@ TEST(slurm_workers, a_sweep_compiles_on_workers_started_by_srun_and_they_leave_w
   workers::child_options srun_options;
   srun_options.argv = {
       rpl::testing::rocm_perf.string(), "workers", "slurm", "--nodes", "1", "--connect", endpoint,
+      "--insecure", // a keyless tcp engine: the workers need --insecure too
       // the engine's heartbeat, so that it still knows the worker when it ends
       "--worker-option=--heartbeat-ms=100", "--", "--time=5", "--job-name=rpl-test"};
   srun_options.environment = {{"SLURM_CONF", slurm.conf()}};
@@ -96,16 +97,22 @@ TEST(slurm_workers, bad_arguments_and_a_missing_srun_are_bad_input) {
   out = run_rocm_perf({"workers", "slurm", "--nodes", "0", "--connect", "tcp://h:1"});
   EXPECT_EQ(out.exit_code, 2) << out.output;
   out = run_rocm_perf({"workers", "slurm", "--nodes", "1", "--connect", "tcp://h:1", "--srun",
-                       "/nonexistent/srun"});
+                       "/nonexistent/srun", "--insecure"});
   EXPECT_EQ(out.exit_code, 2) << out.output;
   EXPECT_NE(out.output.find("fix:"), std::string::npos) << out.output;
+  // Keyless TCP: refused without --insecure (the workers would refuse it themselves).
+  out = run_rocm_perf({"workers", "slurm", "--nodes", "3", "--connect", "tcp://h:1", "--dry-run"});
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("--insecure"), std::string::npos) << out.output;
   out = run_rocm_perf({"workers", "slurm", "--nodes", "3", "--connect", "tcp://h:1", "--dry-run",
-                       "--worker-option=--allow-compiler=hipcc", "--", "--partition=gpu"});
+                       "--insecure", "--worker-option=--allow-compiler=hipcc", "--",
+                       "--partition=gpu"});
   EXPECT_EQ(out.exit_code, 0) << out.output;
   EXPECT_NE(out.output.find("srun --nodes=3 --ntasks=3 --ntasks-per-node=1"), std::string::npos)
       << out.output;
   EXPECT_NE(out.output.find("--partition=gpu"), std::string::npos) << out.output;
-  EXPECT_NE(out.output.find("worker compile --connect tcp://h:1 --once --allow-compiler=hipcc"),
+  EXPECT_NE(out.output.find(
+                "worker compile --connect tcp://h:1 --once --insecure --allow-compiler=hipcc"),
             std::string::npos)
       << out.output;
 }

@@ -23,8 +23,8 @@ std::string keyless_endpoint_refusal(const std::string& endpoint,
   const std::string transport = endpoint_transport(endpoint);
   if (transport != "ipc") {
     return endpoint + ": a " + (transport.empty() ? "malformed" : transport) +
-           " endpoint without CURVE keys would let any user who reaches it " +
-           "(other local users included) take jobs or send results; only an ipc:// socket in a "
+           " endpoint without CURVE keys is open to anyone who reaches it, other local users "
+           "included: jobs and results would travel unauthenticated; only an ipc:// socket in a "
            "private folder needs no keys" +
            fix;
   }
