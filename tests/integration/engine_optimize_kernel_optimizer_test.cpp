@@ -301,6 +301,12 @@ TEST_F(kernel_optimizer_test, accepts_a_change_faster_beyond_the_noise_and_no_sl
 }
 
 TEST_F(kernel_optimizer_test, a_remote_llm_proposers_change_is_judged_and_names_its_worker) {
+#if defined(__SANITIZE_THREAD__)
+  // A job carried over CURVE: libzmq (not instrumented) hands the encrypted message buffers
+  // between its threads, and TSan reports them in spite of tests/sanitizers/tsan.supp's libzmq
+  // lines. The plain build (make test) runs this test; tests/sanitizers/README.md says so.
+  GTEST_SKIP() << "a job over CURVE under ThreadSanitizer: libzmq's buffers (see the comment)";
+#endif
   // The loop's proposer service is a broker listening as `optimize --listen` does (CURVE, an
   // allow-list), served by a `worker propose --kind llm` started by hand with its own keys and the
   // only copy of the API key; its LLM is the scripted test double.

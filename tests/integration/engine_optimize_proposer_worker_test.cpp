@@ -164,6 +164,12 @@ std::size_t occurrences(const std::string& text, const std::string& what) {
 }
 
 TEST(proposer_worker, a_remote_llm_proposer_with_a_listed_key_serves_over_curve) {
+#if defined(__SANITIZE_THREAD__)
+  // A job carried over CURVE: libzmq (not instrumented) hands the encrypted message buffers
+  // between its threads, and TSan reports them in spite of tests/sanitizers/tsan.supp's libzmq
+  // lines. The plain build (make test) runs this test; tests/sanitizers/README.md says so.
+  GTEST_SKIP() << "a job over CURVE under ThreadSanitizer: libzmq's buffers (see the comment)";
+#endif
   if (!workers::curve_available()) {
     GTEST_SKIP() << "this libzmq has no CURVE";
   }
