@@ -68,5 +68,24 @@ TEST(workers_compile_sandbox, hides_the_work_root_unless_the_program_lives_there
   EXPECT_EQ(find_words(kept, {"--tmpfs", root.string()}), kept.size());
 }
 
+TEST(workers_compile_sandbox, shows_a_toolchain_or_an_allowed_path_that_a_hidden_folder_holds) {
+  rpl::testing::temp_dir dir; // under /tmp, which the sandbox hides
+  const auto job = dir / "job";
+  const auto toolchain = dir / "gcc-13";
+  std::filesystem::create_directories(job);
+  std::filesystem::create_directories(toolchain / "bin");
+  EXPECT_EQ(installation_of(toolchain / "bin" / "g++"), toolchain);
+  EXPECT_EQ(installation_of("/opt/wrappers/g++"), "/opt/wrappers");
+  const auto argv = sandbox_argv("bwrap", {job, dir.path(), {}, {toolchain, "/usr/include"}},
+                                 {(toolchain / "bin" / "g++").string()});
+  const auto shown = find_words(argv, {"--ro-bind", toolchain.string(), toolchain.string()});
+  if (dir.path().string().rfind("/tmp/", 0) == 0) {
+    EXPECT_LT(find_words(argv, {"--tmpfs", "/tmp"}), shown);
+    EXPECT_LT(shown, find_words(argv, {"--bind", job.string(), job.string()}));
+  }
+  // A path no hidden folder holds is visible already: no bind of its own.
+  EXPECT_EQ(find_words(argv, {"--ro-bind", "/usr/include", "/usr/include"}), argv.size());
+}
+
 } // namespace
 } // namespace rpl::workers

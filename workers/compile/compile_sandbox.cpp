@@ -20,6 +20,11 @@ bool inside(const fs::path& path, const fs::path& root) {
 
 } // namespace
 
+fs::path installation_of(const fs::path& program) {
+  const fs::path folder = program.parent_path();
+  return folder.filename() == "bin" && folder.has_parent_path() ? folder.parent_path() : folder;
+}
+
 std::vector<std::string> sandbox_argv(const fs::path& bwrap,
                                       const sandbox_layout& layout,
                                       const std::vector<std::string>& command) {
@@ -60,6 +65,16 @@ std::vector<std::string> sandbox_argv(const fs::path& bwrap,
   // The other jobs' folders, unless the program itself lives there.
   if (!(command.empty() || inside(command.front(), layout.work_root)))
     hide(layout.work_root);
+  for (const fs::path& path : layout.shown) {
+    if (path.empty() || !fs::exists(path, error))
+      continue;
+    for (const fs::path& dir : hidden_dirs) {
+      if (inside(path, dir)) {
+        argv.insert(argv.end(), {"--ro-bind", path.string(), path.string()});
+        break;
+      }
+    }
+  }
   // Bound last: the job folder may be under /tmp or the work root, hidden just above.
   argv.insert(argv.end(), {"--bind", layout.job_dir.string(), layout.job_dir.string(), "--chdir",
                            layout.job_dir.string(), "--setenv", "TMPDIR", "/tmp", "--"});

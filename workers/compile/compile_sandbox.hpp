@@ -19,10 +19,18 @@ struct sandbox_layout {
   std::filesystem::path work_root; ///< where the job folders are: hidden, the job's bound back
   /// Further folders or files to hide (the worker's --curve-keys folder).
   std::vector<std::filesystem::path> hidden;
+  /// Shown read-only even where a folder above is hidden: the compiler's installation (a
+  /// toolchain under /home or /tmp), the worker's --allow-path.
+  std::vector<std::filesystem::path> shown;
 };
 
+/// The folder a program's installation lives in, as far as its path tells: the folder above
+/// `bin/` (`/home/u/gcc-13/bin/g++` -> `/home/u/gcc-13`), else the program's own folder.
+std::filesystem::path installation_of(const std::filesystem::path& program);
+
 /// bwrap's argv that runs `command` (an absolute program path first) in the sandbox `layout`
-/// describes. Only paths that exist are hidden; a work root that holds the program stays visible.
+/// describes. Only paths that exist are hidden or shown; a work root that holds the program stays
+/// visible.
 std::vector<std::string> sandbox_argv(const std::filesystem::path& bwrap,
                                       const sandbox_layout& layout,
                                       const std::vector<std::string>& command);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "messages/codec.hpp"
+#include "workers/compile/compile_request_check.hpp"
 #include "workers/compile/compile_sandbox.hpp"
 #include "workers/compilers/argv_check.hpp"
 #include "workers/compilers/compiler_choice.hpp"
@@ -36,8 +37,7 @@ namespace {
 using steady = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
-constexpr const char* out_placeholder = "{OUT}";
-constexpr const char* artifact_name = "artifact.out";
+constexpr const char* artifact_name = artifact_file_name;
 /// Room left in a reply for the output and the envelope, so the broker's ZMQ_MAXMSGSIZE accepts it.
 constexpr std::uintmax_t reply_overhead_bytes = 65536;
 
@@ -49,43 +49,6 @@ std::string join(const std::vector<std::string>& words, const char* separator) {
     text += word;
   }
   return text;
-}
-
-/// Empty when `name` may be written inside the job directory, else why it may not.
-std::string check_source_name(const std::string& name) {
-  if (name.empty())
-    return "is empty";
-  if (name.find('\0') != std::string::npos)
-    return "contains a NUL byte";
-  const fs::path path(name);
-  if (path.is_absolute() || name.front() == '/')
-    return "is an absolute path";
-  for (const fs::path& part : path) {
-    if (part == "..")
-      return "contains '..'";
-  }
-  const fs::path normal = path.lexically_normal();
-  if (normal.empty() || normal == "." || !normal.has_filename())
-    return "does not name a file";
-  if (normal == artifact_name)
-    return std::string("collides with the artifact path ") + artifact_name;
-  return {};
-}
-
-std::string substitute_out(const std::string& word, const std::string& artifact, bool& used) {
-  std::string result;
-  std::size_t begin = 0;
-  for (;;) {
-    const std::size_t found = word.find(out_placeholder, begin);
-    if (found == std::string::npos)
-      break;
-    used = true;
-    result.append(word, begin, found - begin);
-    result += artifact;
-    begin = found + std::strlen(out_placeholder);
-  }
-  result.append(word, begin, std::string::npos);
-  return result;
 }
 
 std::string job_tag(std::uint64_t job_id) {
@@ -163,7 +126,6 @@ public:
 
 private:
   void validate_options();
-  std::string rejection(const messages::compile_request& request) const;
   std::string toolchain_mismatch(const messages::compile_request& request, const fs::path& program);
   std::optional<job_reply> launch(const messages::envelope& envelope,
                                   const messages::compile_request& request,
@@ -240,7 +202,7 @@ std::optional<job_reply> compile_job_handler::start(const messages::envelope& en
                  failure(messages::compile_status::rejected,
                          std::string("malformed compile_request: ") + error.what()));
   }
-  if (std::string why = rejection(request); !why.empty()) {
+  if (std::string why = request_refusal(request); !why.empty()) {
     return reply(envelope.job_id, envelope.run_id,
                  failure(messages::compile_status::rejected, std::move(why)));
   }
@@ -286,21 +248,6 @@ std::string compile_job_handler::toolchain_mismatch(const messages::compile_requ
          "; the run asks for " + request.toolchain_id;
 }
 
-/// Why the request may not run here (empty argv, an unsafe source name), or empty when it may.
-/// The compiler (choose_compiler) and its arguments (check_argv) are judged next.
-std::string compile_job_handler::rejection(const messages::compile_request& request) const {
-  if (request.argv.empty() || request.argv.front().empty())
-    return "the compile request has an empty argv";
-  for (const messages::source_file& source : request.sources) {
-    const std::string why = check_source_name(source.name);
-    if (!why.empty()) {
-      return "source name '" + source.name + "' " + why +
-             "; names must be relative paths inside the job directory, without '..'";
-    }
-  }
-  return {};
-}
-
 /// Creates the job's private directory, checks the arguments the compiler would get there, writes
 /// the sources and starts the compiler (in its sandbox).
 std::optional<job_reply> compile_job_handler::launch(const messages::envelope& envelope,
@@ -336,8 +283,14 @@ std::optional<job_reply> compile_job_handler::launch(const messages::envelope& e
                        join(command.argv, " "), dir.string(),
                        bwrap_.empty() ? " (no sandbox)" : "");
     if (!bwrap_.empty()) {
-      command.argv =
-          sandbox_argv(bwrap_, {dir, options_.work_root, options_.private_paths}, command.argv);
+      // The compiler's installation and the allowed paths stay visible where a hidden folder
+      // (/home, /tmp) holds them.
+      sandbox_layout layout{dir, options_.work_root, options_.private_paths,
+                            options_.allowed_paths};
+      std::error_code error;
+      layout.shown.push_back(installation_of(program));
+      layout.shown.push_back(installation_of(fs::canonical(program, error)));
+      command.argv = sandbox_argv(bwrap_, layout, command.argv);
     }
     child_process process = child_process::spawn(command);
     if (!process.launched()) {
@@ -379,12 +332,7 @@ child_options compile_job_handler::compiler_command(const messages::compile_requ
   child.capture_output = true;
   child.max_output_bytes = static_cast<std::size_t>(request.max_output_bytes);
   child.kill_on_parent_death = true; // a worker killed by SIGKILL takes its compiler along
-  const std::string artifact = (dir / artifact_name).string();
-  child.argv.push_back(program.string());
-  for (std::size_t i = 1; i < request.argv.size(); ++i) {
-    child.argv.push_back(substitute_out(request.argv[i], artifact, wants_artifact));
-  }
-  child.argv = compiler_rules_for(child.argv).worker_argv(std::move(child.argv));
+  child.argv = job_argv(request, program, dir, wants_artifact);
   return child;
 }
 

@@ -128,8 +128,10 @@ std::string shown(char c) {
 /// What any word may not be, wherever it stands: a NUL (exec would cut the word there), a
 /// response file, shell syntax for the compilers that use a shell.
 std::optional<argv_refusal> judge_text(const std::string& word, const argv_dialect& dialect) {
-  if (word.find('\0') != std::string::npos)
-    return argv_refusal{word.substr(0, word.find('\0')), "contains a NUL byte", {}, false};
+  if (const auto nul = word.find('\0'); nul != std::string::npos) {
+    // exec would cut the word there; the message shows where.
+    return argv_refusal{word.substr(0, nul) + "\\0...", "contains a NUL byte", {}, false};
+  }
   if (!word.empty() && word.front() == '@') {
     return argv_refusal{word,
                         "is a response file: the compiler would read more arguments from a "
