@@ -206,5 +206,69 @@ TEST_F(rogue_engine, a_sandboxed_compiler_cannot_read_what_a_source_includes_fro
   EXPECT_EQ(tree_of(watched_), watched_before);
 }
 
+TEST(worker_sandbox, a_worker_that_cannot_sandbox_exits_2_naming_the_fix_unless_told_not_to) {
+  rpl::testing::temp_dir dir;
+  rpl::testing::fake_broker broker;
+  workers::child_options options;
+  options.argv = {rpl::testing::rocm_perf.string(),
+                  "worker",
+                  "compile",
+                  "--connect",
+                  broker.endpoint(),
+                  "--allow-compiler",
+                  "g++",
+                  "--work-dir",
+                  dir.path().string()};
+  // As on a host without bubblewrap.
+  options.environment = {{"RPL_BWRAP", (dir / "no-bwrap").string()}};
+  auto refused = workers::run_child(options, 60s);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("compilers cannot be sandboxed"), std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("fix: "), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("--no-sandbox"), std::string::npos) << refused.output;
+
+  options.argv.push_back("--no-sandbox");
+  auto worker = workers::child_process::spawn(options);
+  ASSERT_TRUE(worker.launched());
+  EXPECT_TRUE(broker.expect(messages::message_kind::ready, 60s).has_value());
+  ::kill(worker.pid(), SIGTERM);
+  EXPECT_EQ(worker.finish().exit_code, 0);
+}
+
+TEST(worker_sandbox, local_workers_without_a_sandbox_warn_once_and_the_run_goes_on) {
+  rpl::testing::temp_dir dir;
+  const auto db = dir / "r.db";
+  workers::child_options options;
+  options.argv = {rpl::testing::rocm_perf.string(),
+                  "autotune",
+                  "--space",
+                  rpl::testing::fixture("space-ok.json").string(),
+                  "--source",
+                  rpl::testing::fixture("candidate.cpp").string(),
+                  "--build-template",
+                  rpl::testing::fixture_build_template,
+                  "--cmd-template",
+                  "{BIN}",
+                  "--runs",
+                  "1",
+                  "--warmup",
+                  "0",
+                  "--compile-workers",
+                  "2",
+                  "--db",
+                  db.string()};
+  options.environment = {{"RPL_BWRAP", (dir / "no-bwrap").string()}};
+  options.max_output_bytes = 4u << 20;
+  const auto outcome = workers::run_child(options, std::chrono::minutes(5));
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
+  EXPECT_EQ(rpl::testing::query_int(db, "SELECT COUNT(*) FROM candidates WHERE status='ok'"), 4);
+  std::size_t warnings = 0;
+  for (auto at = outcome.output.find("without a sandbox"); at != std::string::npos;
+       at = outcome.output.find("without a sandbox", at + 1))
+    ++warnings;
+  EXPECT_EQ(warnings, 1u) << outcome.output;
+}
+
 } // namespace
 } // namespace rpl

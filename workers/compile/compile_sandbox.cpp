@@ -84,7 +84,18 @@ std::vector<std::string> sandbox_argv(const fs::path& bwrap,
 
 sandbox_probe probe_sandbox(const fs::path& work_root, const std::vector<fs::path>& hidden) {
   sandbox_probe probe;
-  const auto bwrap = find_on_path("bwrap");
+  std::optional<fs::path> bwrap;
+  if (const char* given = std::getenv("RPL_BWRAP"); given != nullptr && *given != '\0') {
+    if (::access(given, X_OK) != 0) {
+      probe.why = std::string("RPL_BWRAP=") + given +
+                  " is not an executable bwrap; fix: unset RPL_BWRAP to use the bwrap on PATH, or "
+                  "point it at bubblewrap";
+      return probe;
+    }
+    bwrap = fs::path(given);
+  } else {
+    bwrap = find_on_path("bwrap");
+  }
   if (!bwrap) {
     probe.why = "bwrap (bubblewrap) is not on PATH; fix: install it (Debian/Ubuntu: apt-get "
                 "install bubblewrap)";

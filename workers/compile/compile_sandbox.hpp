@@ -42,7 +42,8 @@ struct sandbox_probe {
   bool works() const { return why.empty(); }
 };
 
-/// Finds bwrap and runs `true` in a sandbox once, laid out as a job's would be under `work_root`
+/// Finds bwrap (the RPL_BWRAP environment variable's path when set, else PATH's) and runs `true` in
+/// a sandbox once, laid out as a job's would be under `work_root`
 /// (a temporary folder there is the job folder; removed again). Takes a few milliseconds.
 sandbox_probe probe_sandbox(const std::filesystem::path& work_root,
                             const std::vector<std::filesystem::path>& hidden = {});
