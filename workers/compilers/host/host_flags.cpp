@@ -35,6 +35,10 @@ constexpr flag_rule host_rules_table[] = {
     {"-specs", value_form::prefix, flag_role::refuse, "reads a spec file, which can run programs"},
     {"--specs", value_form::prefix, flag_role::refuse, "reads a spec file, which can run programs"},
     {"--config", value_form::prefix, flag_role::refuse, host_options_file},
+    // clang resolves relative paths from there: every "inside the job folder" judgement would be
+    // wrong.
+    {"-working-directory", value_form::prefix, flag_role::refuse,
+     "moves the folder relative paths start from"},
     {"--sysroot", value_form::prefix, flag_role::refuse, host_sysroot},
     {"-isysroot", value_form::prefix, flag_role::refuse, host_sysroot},
     // Words for a tool this table does not know could do anything there.
@@ -84,6 +88,7 @@ constexpr flag_rule host_rules_table[] = {
     {"-iframework", value_form::joined, flag_role::read_path},
     {"-F", value_form::joined, flag_role::read_path},
     {"-include-pch", value_form::joined, flag_role::read_path},
+    {"-ivfsoverlay", value_form::joined, flag_role::read_path},
     {"--include-directory", value_form::equals, flag_role::read_path},
     {"--include-directory-after", value_form::equals, flag_role::read_path},
     {"--include-prefix", value_form::equals, flag_role::read_path},
