@@ -134,6 +134,18 @@ TEST(workers_compiler_choice, shells_unknown_names_and_missing_compilers_are_ref
   EXPECT_TRUE(choose_compiler("/usr/bin/", allowed).program.empty());
 }
 
+TEST(workers_compiler_choice, a_compiler_name_that_links_to_a_shell_never_runs) {
+  temp_dir dir;
+  fs::create_directories(dir / "bin");
+  fs::create_symlink("/bin/sh", dir / "bin" / "cc");
+  const path_override path((dir / "bin").string());
+  const auto choice = choose_compiler("cc", {"cc", "ccache"});
+  EXPECT_TRUE(choice.program.empty());
+  // ccache by its own name runs its first argument: refused like a shell.
+  EXPECT_TRUE(choose_compiler("ccache", {"cc", "ccache"}).program.empty());
+  EXPECT_FALSE(choose_compiler("ccache", {"cc", "ccache"}).missing);
+}
+
 TEST(workers_compiler_choice, names_are_matched_by_file_name_for_the_engine) {
   EXPECT_TRUE(compiler_name_allowed("/usr/bin/g++", {"g++"}));
   EXPECT_TRUE(compiler_name_allowed("hipcc", {"/opt/rocm/bin/hipcc"}));

@@ -599,6 +599,8 @@ fs::path sandbox_for(const compile_worker_options& options) {
     const char* tmp = std::getenv("TMPDIR");
     root = (tmp != nullptr && *tmp != '\0') ? fs::path(tmp) : fs::path("/tmp");
   }
+  std::error_code error;
+  fs::create_directories(root, error); // the handlers check it; the probe needs it first
   const sandbox_probe probe = probe_sandbox(root, options.private_paths);
   if (probe.works())
     return probe.bwrap;

@@ -54,7 +54,12 @@ std::optional<fs::path> locate(const std::string& entry) {
     return std::nullopt;
   std::error_code error;
   const fs::path real = fs::canonical(*found, error);
-  if (error || runs_any_command(real.filename().string()))
+  // A compiler name that is a link to a shell runs the shell; one that is a link to ccache (its
+  // masquerade folder, /usr/lib/ccache/g++) runs the compiler of that name, as ccache does then.
+  const std::string real_name = real.filename().string();
+  const bool masquerade = real_name == "ccache" || real_name == "sccache" ||
+                          real_name == "distcc" || real_name == "icecc";
+  if (error || (runs_any_command(real_name) && !masquerade))
     return std::nullopt;
   return found;
 }
@@ -84,12 +89,15 @@ std::string not_allowed(const std::string& argv0, const std::vector<std::string>
 
 bool runs_any_command(std::string_view file_name) {
   static constexpr std::string_view names[] = {
-      "sh",     "bash", "dash",    "zsh",     "ksh",     "mksh",    "csh",    "tcsh",
-      "fish",   "env",  "busybox", "sudo",    "doas",    "su",      "xargs",  "nohup",
-      "setsid", "nice", "timeout", "chroot",  "unshare", "nsenter", "strace", "ltrace",
-      "gdb",    "perl", "python",  "python3", "ruby",    "node",    "lua",    "tclsh",
-      "awk",    "gawk", "mawk",    "sed",     "make",    "ninja",   "bwrap",  "flock",
-      "stdbuf", "time", "watch",   "script",  "expect",  "ssh",     "rsh"};
+      // shells and interpreters
+      "sh", "bash", "dash", "zsh", "ksh", "mksh", "csh", "tcsh", "fish", "busybox", "perl",
+      "python", "python3", "ruby", "node", "lua", "tclsh", "awk", "gawk", "mawk", "sed", "expect",
+      // launchers: their first argument is the program they run
+      "env", "sudo", "doas", "su", "runuser", "pkexec", "xargs", "nohup", "setsid", "nice",
+      "ionice", "chrt", "taskset", "numactl", "prlimit", "setarch", "timeout", "time", "stdbuf",
+      "flock", "watch", "script", "chroot", "unshare", "nsenter", "systemd-run", "bwrap", "strace",
+      "ltrace", "gdb", "valgrind", "make", "ninja", "ssh", "rsh", "ccache", "sccache", "distcc",
+      "icecc"};
   return std::find(std::begin(names), std::end(names), file_name) != std::end(names);
 }
 

@@ -22,8 +22,10 @@ struct compiler_choice {
   bool missing = false;
 };
 
-/// Programs that run whatever command they are given (shells, env, sudo...): never a compiler,
-/// whatever the allow-list says, and whatever name a link gives them.
+/// Programs that run whatever command they are given (shells, interpreters, env, sudo, ccache by
+/// its own name...): never a compiler, whatever the allow-list says; a compiler name that links to
+/// one of them is refused too, but for ccache's masquerade links (`/usr/lib/ccache/g++`), which
+/// run the compiler of their name.
 bool runs_any_command(std::string_view file_name);
 
 /// The program `argv0` runs among `allowed` (names as --allow-compiler gives them: "g++", or an
