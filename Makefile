@@ -83,7 +83,8 @@ test-tsan: deps
 # build-fuzz/artifacts/<target>/. FUZZ_TARGETS picks some and FUZZ_FLAGS adds libFuzzer flags, e.g.
 # `make fuzz FUZZ_TARGETS=fuzz_codec FUZZ_TIME=0 FUZZ_RUNS=10000000 FUZZ_FLAGS=-fork=2`.
 FUZZ_DIR     := build-fuzz
-FUZZ_TARGETS ?= fuzz_codec fuzz_space fuzz_rocpd_reader fuzz_code_object
+FUZZ_TARGETS ?= fuzz_codec fuzz_space fuzz_rocpd_reader fuzz_code_object fuzz_argv_check \
+                fuzz_compile_job
 FUZZ_TIME    ?= 60
 FUZZ_RUNS    ?= -1
 FUZZ_FLAGS   ?=

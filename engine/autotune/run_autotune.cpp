@@ -77,6 +77,7 @@ broker_config make_broker_config(const autotune_options& options,
 }
 
 local_workers_config make_workers_config(const autotune_options& options,
+                                         const autotune_inputs& inputs,
                                          const broker_config& bconfig,
                                          std::size_t count,
                                          std::vector<int> cpus) {
@@ -89,6 +90,13 @@ local_workers_config make_workers_config(const autotune_options& options,
   config.heartbeat = options.heartbeat;
   config.liveness = options.liveness;
   config.allowed_compilers = options.allowed_compilers;
+  // A template that names its compiler by an absolute path runs that file on the local workers:
+  // theirs is this user's own template (remote workers decide with their own --allow-compiler).
+  std::vector<std::string> paths;
+  for (const auto& entry : inputs.toolchains)
+    if (std::filesystem::path(entry.first).is_absolute())
+      paths.push_back(entry.first);
+  config.allowed_compilers = with_compiler_paths(config.allowed_compilers, paths);
   config.cpus = std::move(cpus);
   return config;
 }
@@ -417,7 +425,7 @@ autotune_result run_autotune(const autotune_options& options,
 
   const bool cpu_lanes = inputs.lane_kind == "timing";
   auto cpus = cpu_lanes ? plan_cpus(options.lanes, inputs.workers) : cpu_plan{};
-  local_workers pool(make_workers_config(options, bconfig, inputs.workers, cpus.workers));
+  local_workers pool(make_workers_config(options, inputs, bconfig, inputs.workers, cpus.workers));
   pool.start();
   // --local-fallback: local workers started once compiles have waited that long for a fitting one.
   std::optional<local_workers> fallback;
@@ -431,7 +439,7 @@ autotune_result run_autotune(const autotune_options& options,
   }
   worker_wait_watch waiting(options, endpoints, !remote_workers_possible);
   compile_broker.set_tick([&pool, &compile_broker, &session, &waiting, remote_workers_possible,
-                           &fallback, &fallback_count, &options, &bconfig] {
+                           &fallback, &fallback_count, &options, &inputs, &bconfig] {
     pool.supervise();
     if (fallback) {
       fallback->supervise();
@@ -442,7 +450,7 @@ autotune_result run_autotune(const autotune_options& options,
       spdlog::warn("compiles waited {} s with no fitting worker ({}): --local-fallback starts {} "
                    "local compile worker(s)",
                    *options.local_fallback_s, compile_broker.unplaced_reason(), count);
-      fallback.emplace(make_workers_config(options, bconfig, count, {}));
+      fallback.emplace(make_workers_config(options, inputs, bconfig, count, {}));
       fallback->start();
       fallback_count = count;
     }

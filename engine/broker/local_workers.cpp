@@ -1,6 +1,7 @@
 #include "engine/broker/local_workers.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <signal.h>
 #include <stdexcept>
 #include <sys/prctl.h>
@@ -11,10 +12,41 @@
 #include <sched.h>
 #include <spdlog/spdlog.h>
 
+#include "workers/compile/compile_sandbox.hpp"
+#include "workers/compile/compile_worker.hpp"
 #include "workers/process/descendant_reaper.hpp"
 #include "workers/process/exit_description.hpp"
 
 namespace rpl::engine {
+
+namespace {
+
+/// Whether this host can sandbox compilers; probed once per engine, which warns once if not.
+bool sandbox_works() {
+  static const bool works = [] {
+    const char* tmp = std::getenv("TMPDIR");
+    const auto probe =
+        workers::probe_sandbox(tmp != nullptr && *tmp != '\0' ? tmp : std::string("/tmp"));
+    if (!probe.works())
+      spdlog::warn("local compile workers run their compilers without a sandbox: {}", probe.why);
+    return probe.works();
+  }();
+  return works;
+}
+
+} // namespace
+
+std::vector<std::string> with_compiler_paths(std::vector<std::string> allowed,
+                                             const std::vector<std::string>& paths) {
+  if (paths.empty())
+    return allowed;
+  if (allowed.empty())
+    allowed = workers::compile_worker_options{}.allowed_compilers;
+  for (const auto& path : paths)
+    if (std::find(allowed.begin(), allowed.end(), path) == allowed.end())
+      allowed.push_back(path);
+  return allowed;
+}
 
 local_workers::local_workers(local_workers_config config) : config_(std::move(config)) {
   if (config_.max_restarts == 0) {
@@ -44,6 +76,8 @@ pid_t local_workers::spawn_one() {
       args.push_back("--allow-compiler");
       args.push_back(compiler);
     }
+    if (!sandbox_works())
+      args.push_back("--no-sandbox");
   }
   std::vector<char*> argv;
   for (auto& arg : args) {

@@ -1,7 +1,10 @@
 #pragma once
 /// Starts the engine's local compile workers as separate processes (this same executable, run as
 /// `worker compile --connect ENDPOINT`), restarts one that exits, and stops them all at the end.
-/// Local workers get the parent-death signal, so a killed engine leaves no worker behind.
+/// Local workers get the parent-death signal, so a killed engine leaves no worker behind. They
+/// sandbox their compilers as remote workers do where bwrap works on this host; where it does not,
+/// they run them unsandboxed (`--no-sandbox`) after one warning instead of failing the user's run:
+/// the jobs are this user's own templates, on this user's host.
 
 #include <chrono>
 #include <filesystem>
@@ -26,6 +29,12 @@ struct local_workers_config {
   std::vector<std::string> command = {"worker", "compile"};
   std::vector<std::pair<std::string, std::string>> environment; ///< set in the worker only
 };
+
+/// `allowed` (empty: the compile worker's default list) with `paths` added: the absolute compiler
+/// paths a build template names, which a worker runs only when its allow-list names them
+/// (workers/compilers/compiler_choice.hpp). `allowed` unchanged when `paths` is empty.
+std::vector<std::string> with_compiler_paths(std::vector<std::string> allowed,
+                                             const std::vector<std::string>& paths);
 
 class local_workers {
 public:

@@ -26,7 +26,13 @@ public:
     compile_->add_option("--reconnect-ms", reconnect_ms_, "First reconnect back-off");
     compile_->add_option("--reconnect-max-ms", reconnect_max_ms_, "Largest reconnect back-off");
     compile_->add_option("--allow-compiler", compilers_,
-                         "Allowed compiler (repeatable; replaces the default list)");
+                         "Allowed compiler: a name, run as this worker's PATH finds it, or an "
+                         "absolute path (repeatable; replaces the default list)");
+    compile_->add_option("--allow-path", options_.allowed_paths,
+                         "A file or folder (headers, libraries) that jobs may read besides their "
+                         "own folder (repeatable)");
+    compile_->add_flag("--no-sandbox", no_sandbox_,
+                       "Run compilers without the bubblewrap sandbox (where bwrap cannot work)");
     compile_->add_option("--work-dir", options_.work_root, "Where job folders are created");
     compile_
         ->add_option("--slots", options_.slots,
@@ -146,6 +152,21 @@ public:
     if (!compilers_.empty()) {
       options_.allowed_compilers = compilers_;
     }
+    // A worker serves whoever holds the engine's endpoint: it sandboxes its compilers or, where
+    // it cannot, starts only when told to go without (--no-sandbox).
+    options_.sandbox = no_sandbox_ ? workers::sandbox_mode::off : workers::sandbox_mode::required;
+    for (auto& path : options_.allowed_paths) {
+      std::error_code error;
+      const auto absolute = std::filesystem::absolute(path, error);
+      if (error || !std::filesystem::exists(absolute, error)) {
+        std::fprintf(stderr,
+                     "rocm-perf worker compile: error: --allow-path %s does not exist; fix: name "
+                     "an existing file or folder\n",
+                     path.string().c_str());
+        return bad_input;
+      }
+      path = absolute.lexically_normal();
+    }
     if (curve_keys_.empty() != server_key_.empty()) {
       std::fprintf(stderr,
                    "rocm-perf worker compile: error: --curve-keys and --server-key go together: "
@@ -161,6 +182,7 @@ public:
         workers::require_curve("--curve-keys");
         options_.curve = workers::curve_client_keys{workers::read_keypair(curve_keys_),
                                                     workers::read_public_key(server_key_)};
+        options_.private_paths.push_back(std::filesystem::absolute(curve_keys_));
       } catch (const workers::curve_error& error) {
         std::fprintf(stderr, "rocm-perf worker compile: error: %s\n", error.what());
         return bad_input;
@@ -183,6 +205,7 @@ private:
   std::int64_t llm_timeout_s_ = 120;
   workers::compile_worker_options options_;
   bool quiet_ = false;
+  bool no_sandbox_ = false;
   std::int64_t heartbeat_ms_ = 1000;
   std::int64_t reconnect_ms_ = 1000;
   std::int64_t reconnect_max_ms_ = 32000;

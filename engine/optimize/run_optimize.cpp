@@ -413,6 +413,12 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
                                                           : options.worker_executable;
   local_workers_config compile_config;
   compile_config.executable = self;
+  // An absolute compiler path in the template is this user's own choice: local workers run it.
+  std::vector<std::string> compiler_paths;
+  for (const auto& target : targets)
+    if (!target.build_argv.empty() && fs::path(target.build_argv.front()).is_absolute())
+      compiler_paths.push_back(target.build_argv.front());
+  compile_config.allowed_compilers = with_compiler_paths({}, compiler_paths);
   compile_config.endpoint = bconfig.bind_endpoints.front();
   compile_config.count =
       options.compile_workers > 0

@@ -1,6 +1,8 @@
 // Writes the generated seeds of the fuzz corpora (README.md here): valid messages of every wire
 // type for fuzz_codec, small rocpd files for fuzz_rocpd_reader (the test fixtures' writer, shrunk
-// to 512-byte pages) and a minimal AMDGPU code object for fuzz_code_object. The other seeds (space
+// to 512-byte pages), a minimal AMDGPU code object for fuzz_code_object, compile requests (the
+// project's build templates and a rogue engine's) for fuzz_compile_job and argv lines for
+// fuzz_argv_check. The other seeds (space
 // files, hipcc code objects) are copies of real files; README.md says where they come from.
 //
 //   build-fuzz/tests/fuzz/make_corpus tests/fuzz/corpus
@@ -298,6 +300,51 @@ std::string minimal_code_object() {
   return out;
 }
 
+/// fuzz_compile_job: COMPILE_REQUEST bodies, legitimate and rogue (issue 28).
+void compile_job_seeds(const fs::path& dir) {
+  const std::vector<std::pair<const char*, std::vector<std::string>>> jobs = {
+      {"gxx-template", {"g++", "-O2", "-std=c++17", "-DTILE=16", "matmul.cpp", "-o", "{OUT}"}},
+      {"nvcc-cubin", {"nvcc", "-cubin", "-arch=sm_90", "-DTILE_M=64", "gemm.cu", "-o", "{OUT}"}},
+      {"hipcc-device",
+       {"hipcc", "--offload-arch=gfx90a", "--cuda-device-only", "-c", "k.hip", "-o", "{OUT}"}},
+      {"rogue-wrapper", {"g++", "-wrapper", "/bin/sh,-c,id", "matmul.cpp"}},
+      {"rogue-plugin", {"g++", "-fplugin=./matmul.cpp", "-x", "c", "/etc/shadow", "@/etc/passwd"}},
+      {"rogue-nvcc", {"nvcc", "-ccbin", "/tmp/g++", "-DX=$(id)", "-Xcompiler", "-B/tmp"}},
+  };
+  for (const auto& [name, argv] : jobs) {
+    m::compile_request request;
+    request.sources = {{"matmul.cpp", "int main() { return 0; }\n"},
+                       {"inc/tile.h", "#pragma once"}};
+    request.argv = argv;
+    request.toolchain_id = "g++ | 12 | 0123";
+    write(dir / name, m::encode(request));
+  }
+  m::compile_request unsafe;
+  unsafe.sources = {{"../escape.cpp", "x"}};
+  unsafe.argv = {"g++", "../escape.cpp"};
+  write(dir / "rogue-source-name", m::encode(unsafe));
+}
+
+/// fuzz_argv_check: the first byte picks the compiler (its value mod 5: g++, clang++, nvcc, hipcc,
+/// an unknown one), then one word per line.
+void argv_seeds(const fs::path& dir) {
+  const std::vector<std::pair<const char*, std::string>> lines = {
+      {"gxx-template", "A-O2\n-std=c++17\n-DTILE=4\nmatmul.cpp\n-o\n/tmp/rpl-job-1-1-fuzz/a.out"},
+      {"gxx-paths",
+       "A-I/opt/vendor/include\n-isystem\n/etc\n-include\nx.h\n-MF\n../d\n-fprofile-generate=/tmp"},
+      {"gxx-rogue", "A-wrapper\n/bin/sh,-c,id\n-Wl,-plugin,p.so\n@/etc/passwd"},
+      {"clang-xclang", "B-Xclang\n-load\n-Xclang\n./p.so\n-fpass-plugin=p.so\n--\nk.cpp"},
+      {"nvcc-template", "C-cubin\n-arch=sm_90\n-Xptxas\n-v,-O3\n-Xcompiler\n-fPIC\ngemm.cu\n-"
+                        "o\nout\n--resource-usage"},
+      {"nvcc-rogue", "C-ccbin\n/tmp/x\n-DX=$(id)\n-Xcompiler=-include,/etc/shadow\n-odir=/tmp"},
+      {"hipcc-template",
+       "D--offload-arch=gfx90a:xnack+\n-mllvm\n-amdgpu-early-inline-all=true\nk.hip"},
+      {"unknown-compiler", "E-o\n{OUT}\n-DX=1\n--hip-path=/opt"},
+  };
+  for (const auto& [name, text] : lines)
+    write(dir / name, text);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -310,6 +357,8 @@ int main(int argc, char** argv) {
     codec_seeds(corpus / "fuzz_codec");
     rocpd_seeds(corpus / "fuzz_rocpd_reader");
     write(corpus / "fuzz_code_object" / "minimal.hsaco", minimal_code_object());
+    compile_job_seeds(corpus / "fuzz_compile_job");
+    argv_seeds(corpus / "fuzz_argv_check");
   } catch (const std::exception& error) {
     std::cerr << "make_corpus: " << error.what() << "\n";
     return 1;

@@ -21,6 +21,7 @@
 #include <zmq_addon.hpp>
 
 #include "messages/codec.hpp"
+#include "support/fake_broker.hpp"
 #include "workers/compile/compile_worker.hpp"
 #include "workers/compilers/toolchain_identity.hpp"
 
@@ -34,120 +35,9 @@ using namespace std::chrono_literals;
 constexpr auto ready_wait = std::chrono::seconds(30);
 using messages::compile_status;
 using messages::message_kind;
+using rpl::testing::broker_message;
+using rpl::testing::fake_broker;
 using steady = std::chrono::steady_clock;
-
-struct broker_message {
-  std::string identity;
-  messages::envelope env;
-  std::string body;
-  steady::time_point at;
-};
-
-/// The broker side of the protocol, just enough to drive one worker.
-class fake_broker {
-public:
-  fake_broker() : router_(context_, zmq::socket_type::router) {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "rpl-broker-test-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr)
-      throw std::runtime_error("mkdtemp failed");
-    dir_ = pattern;
-    endpoint_ = "ipc://" + (dir_ / "broker.ipc").string();
-    router_.set(zmq::sockopt::linger, 0);
-    router_.bind(endpoint_);
-  }
-  ~fake_broker() {
-    router_.close();
-    std::error_code error;
-    std::filesystem::remove_all(dir_, error);
-  }
-
-  const std::string& endpoint() const { return endpoint_; }
-
-  /// Sends HEARTBEAT to the worker every `heartbeat_every` while waiting, like a real broker.
-  bool heartbeating = true;
-  std::chrono::milliseconds heartbeat_every{50};
-  /// Every message received so far, in order.
-  std::vector<broker_message> seen;
-  /// The identity of the worker's latest READY.
-  std::string worker;
-
-  /// Waits up to `timeout` for a message of `kind`; returns nullopt on timeout.
-  std::optional<broker_message> expect(message_kind kind, std::chrono::milliseconds timeout) {
-    return expect_any({kind}, timeout);
-  }
-  /// The next message of any of these kinds.
-  std::optional<broker_message> expect_any(std::vector<message_kind> kinds,
-                                           std::chrono::milliseconds timeout) {
-    const auto until = steady::now() + timeout;
-    for (;;) {
-      const auto now = steady::now();
-      if (now >= until)
-        return std::nullopt;
-      if (heartbeating && !worker.empty() && now - last_sent_ >= heartbeat_every) {
-        send(worker, 0, messages::heartbeat{beat_++});
-      }
-      auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
-      wait = std::min(wait, std::chrono::milliseconds(10));
-      zmq::pollitem_t items[] = {{static_cast<void*>(router_), 0, ZMQ_POLLIN, 0}};
-      zmq::poll(items, 1, wait);
-      if (!(items[0].revents & ZMQ_POLLIN))
-        continue;
-      std::vector<zmq::message_t> parts;
-      if (!zmq::recv_multipart(router_, std::back_inserter(parts)))
-        continue;
-      EXPECT_EQ(parts.size(), 4u);
-      if (parts.size() != 4)
-        continue;
-      const auto frames = messages::parse_frames(
-          parts[1].to_string_view(), parts[2].to_string_view(), parts[3].to_string_view());
-      broker_message message{parts[0].to_string(), frames.env, frames.body, steady::now()};
-      seen.push_back(message);
-      if (message.env.kind == message_kind::ready)
-        worker = message.identity;
-      if (std::find(kinds.begin(), kinds.end(), message.env.kind) != kinds.end())
-        return message;
-    }
-  }
-
-  template <class T>
-  void send(const std::string& identity,
-            std::uint64_t job_id,
-            const T& body,
-            const std::string& run_id = "") {
-    messages::envelope env;
-    env.kind = T::kind;
-    env.job_id = job_id;
-    env.run_id = run_id;
-    send_raw(identity, {messages::protocol_header, messages::encode(env), messages::encode(body)});
-  }
-
-  void send_raw(const std::string& identity, const std::vector<std::string>& frames) {
-    router_.send(zmq::buffer(identity), zmq::send_flags::sndmore);
-    for (std::size_t i = 0; i < frames.size(); ++i) {
-      router_.send(zmq::buffer(frames[i]),
-                   i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
-    }
-    last_sent_ = steady::now();
-  }
-
-  std::size_t count(message_kind kind, steady::time_point from, steady::time_point to) const {
-    std::size_t n = 0;
-    for (const auto& message : seen) {
-      if (message.env.kind == kind && message.at >= from && message.at <= to)
-        ++n;
-    }
-    return n;
-  }
-
-private:
-  zmq::context_t context_{1};
-  zmq::socket_t router_;
-  std::filesystem::path dir_;
-  std::string endpoint_;
-  steady::time_point last_sent_{};
-  std::uint64_t beat_ = 0;
-};
 
 /// run_compile_worker in a thread; stopped and joined on destruction.
 class worker_thread {
@@ -335,6 +225,68 @@ TEST(workers_compile_worker, disallowed_compiler_is_rejected) {
   EXPECT_NE(body.error.find("'sh'"), std::string::npos) << body.error;
   EXPECT_NE(body.error.find("g++"), std::string::npos) << body.error;
   EXPECT_NE(body.error.find("--allow-compiler"), std::string::npos) << body.error;
+}
+
+TEST(workers_compile_worker, a_program_named_like_a_compiler_elsewhere_is_refused_unrun) {
+  // The first probe: a script named g++ in a folder the engine chose.
+  char pattern[] = "/tmp/rpl-rogue-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::filesystem::path dir(pattern);
+  const auto marker = dir / "ran";
+  std::ofstream(dir / "g++") << "#!/bin/sh\ntouch " << marker.string() << "\n";
+  std::filesystem::permissions(dir / "g++", std::filesystem::perms::owner_all);
+  fake_broker broker;
+  worker_thread worker(fast_options(broker));
+  ASSERT_TRUE(broker.expect(message_kind::ready, ready_wait));
+  auto request = gxx_request("int main() {}");
+  request.argv.front() = (dir / "g++").string();
+  request.match_toolchain = true; // identifying it would run it: it must not be identified either
+  broker.send(broker.worker, 90, request);
+  const auto reply = broker.expect(message_kind::compile_reply, 30s);
+  ASSERT_TRUE(reply);
+  const auto body = decode_reply(*reply);
+  EXPECT_EQ(body.status, compile_status::rejected) << body.error;
+  EXPECT_NE(body.error.find("is not the file of an allowed compiler"), std::string::npos)
+      << body.error;
+  EXPECT_NE(body.error.find("--allow-compiler " + (dir / "g++").string()), std::string::npos)
+      << body.error;
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  // The same compiler by its real path is this worker's g++: it compiles.
+  request.argv.front() = "/usr/bin/g++";
+  request.match_toolchain = false;
+  broker.send(broker.worker, 91, request);
+  const auto real = broker.expect(message_kind::compile_reply, 30s);
+  ASSERT_TRUE(real);
+  EXPECT_EQ(decode_reply(*real).status, compile_status::ok) << decode_reply(*real).error;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(workers_compile_worker, a_refused_flag_is_rejected_by_name_before_anything_runs) {
+  char pattern[] = "/tmp/rpl-rogue-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::filesystem::path dir(pattern);
+  fake_broker broker;
+  worker_thread worker(fast_options(broker));
+  ASSERT_TRUE(broker.expect(message_kind::ready, ready_wait));
+  std::uint64_t job = 100;
+  for (const auto& [argv, named] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"g++", "-wrapper", "/bin/sh,-c,touch " + (dir / "ran").string(), "main.cpp"},
+            "refused flag -wrapper: runs another program"},
+           {{"g++", "main.cpp", "-o", (dir / "out").string()},
+            "refused flag -o " + (dir / "out").string() + ": "},
+           {{"g++", "@/etc/passwd"}, "refused flag @/etc/passwd: is a response file"}}) {
+    auto request = gxx_request("int main() {}");
+    request.argv = argv;
+    broker.send(broker.worker, ++job, request);
+    const auto reply = broker.expect(message_kind::compile_reply, 30s);
+    ASSERT_TRUE(reply);
+    const auto body = decode_reply(*reply);
+    EXPECT_EQ(body.status, compile_status::rejected) << body.error;
+    EXPECT_EQ(body.error.rfind(named, 0), 0u) << body.error;
+    EXPECT_TRUE(body.output.empty()) << body.output;
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(workers_compile_worker, unsafe_source_names_are_rejected) {

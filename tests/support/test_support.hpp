@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 
 #include "stages/sqlite/sqlite_statement.hpp"
+#include "workers/compile/compile_sandbox.hpp"
 #include "workers/process/child_process.hpp"
 
 namespace rpl::testing {
@@ -202,12 +203,22 @@ inline std::vector<std::string> remote_sweep_args(const std::filesystem::path& d
           db.string()};
 }
 
+/// Whether this host can sandbox compilers (bwrap works here; workers/compile/compile_sandbox.hpp),
+/// probed once per test process.
+inline bool sandbox_works() {
+  static const bool works = workers::probe_sandbox(std::filesystem::temp_directory_path()).works();
+  return works;
+}
+
 /// `rocm-perf worker compile` connecting to `endpoint` with 100 ms heartbeats (as
-/// remote_sweep_args' engine), then `extra`.
+/// remote_sweep_args' engine), then `extra`; sandboxed where this host can, else `--no-sandbox`
+/// (a worker that cannot sandbox does not start without it).
 inline std::vector<std::string> remote_worker_argv(const std::string& endpoint,
                                                    const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {rocm_perf.string(), "worker",         "compile", "--connect",
                                    endpoint,           "--heartbeat-ms", "100"};
+  if (!sandbox_works())
+    argv.push_back("--no-sandbox");
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
 }

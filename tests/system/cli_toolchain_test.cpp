@@ -30,12 +30,16 @@ std::filesystem::path other_gxx(const std::filesystem::path& dir) {
   return bin;
 }
 
-workers::child_process start_worker(const std::string& endpoint, const std::filesystem::path& bin) {
+workers::child_process start_worker(const std::string& endpoint,
+                                    const std::filesystem::path& bin,
+                                    const std::vector<std::string>& also_allowed = {}) {
   workers::child_options options;
   // Only g++ (what the sweep builds with), so READY comes without identifying every default
-  // compiler.
+  // compiler; and the paths a test's template names, which a worker runs only when allowed.
   options.argv = rpl::testing::remote_worker_argv(
       endpoint, {"--slots", "2", "--allow-compiler", "g++", "--insecure"});
+  for (const auto& path : also_allowed)
+    options.argv.insert(options.argv.end(), {"--allow-compiler", path});
   const char* path = std::getenv("PATH");
   options.environment = {{"PATH", bin.string() + ":" + (path != nullptr ? path : "/usr/bin:/bin")}};
   options.max_output_bytes = 1u << 20;
@@ -128,7 +132,7 @@ std::vector<std::string> with_compiler(std::vector<std::string> args, const std:
 
 TEST(toolchain_identity, a_compiler_named_by_path_is_checked_at_that_path_not_on_path) {
   // The worker's PATH has another g++ (what READY describes), but the template runs /usr/bin/g++,
-  // which is the engine's: the worker builds everything.
+  // which is the engine's and which the worker allows by path: the worker builds everything.
   temp_dir dir;
   const auto db = dir / "r.db";
   const auto endpoint = "tcp://127.0.0.1:" + std::to_string(rpl::testing::free_port());
@@ -140,7 +144,7 @@ TEST(toolchain_identity, a_compiler_named_by_path_is_checked_at_that_path_not_on
   options.max_output_bytes = 4u << 20;
   auto engine = workers::child_process::spawn(options);
   ASSERT_TRUE(engine.launched());
-  auto other = start_worker(endpoint, other_gxx(dir.path()));
+  auto other = start_worker(endpoint, other_gxx(dir.path()), {"/usr/bin/g++"});
   ASSERT_TRUE(other.launched());
   const auto outcome = engine.finish();
   ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
@@ -151,8 +155,9 @@ TEST(toolchain_identity, a_compiler_named_by_path_is_checked_at_that_path_not_on
 }
 
 TEST(toolchain_identity, a_worker_with_another_binary_at_the_path_refuses_it_and_gets_no_more) {
-  // The template names the wrapper by path, but the run pins the real g++'s identity: the worker
-  // finds the wrapper there, says so, and the compiles wait until --worker-wait gives up.
+  // The template names the wrapper by path (which the worker allows), but the run pins the real
+  // g++'s identity: the worker finds the wrapper there, says so, and the compiles wait until
+  // --worker-wait gives up.
   temp_dir dir;
   const auto db = dir / "r.db";
   const auto endpoint = "tcp://127.0.0.1:" + std::to_string(rpl::testing::free_port());
@@ -168,7 +173,7 @@ TEST(toolchain_identity, a_worker_with_another_binary_at_the_path_refuses_it_and
   options.max_output_bytes = 4u << 20;
   auto engine = workers::child_process::spawn(options);
   ASSERT_TRUE(engine.launched());
-  auto worker = start_worker(endpoint, "/nonexistent");
+  auto worker = start_worker(endpoint, "/nonexistent", {(bin / "g++").string()});
   ASSERT_TRUE(worker.launched());
   const auto outcome = engine.finish();
   EXPECT_EQ(outcome.exit_code, 1) << outcome.output;

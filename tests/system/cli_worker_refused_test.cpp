@@ -74,8 +74,11 @@ TEST(cli_worker_refused, a_refused_worker_logs_a_few_lines_and_does_not_spin) {
 
   // A plain worker with the default heartbeat (1 s) and back-off, as in the issue.
   const auto worker_log = dir / "worker.log";
-  auto worker = start_logging(worker_log, {rpl::testing::rocm_perf.string(), "worker", "compile",
-                                           "--connect", endpoint, "--insecure"});
+  std::vector<std::string> worker_argv = {rpl::testing::rocm_perf.string(), "worker", "compile",
+                                          "--connect", endpoint, "--insecure"};
+  if (!rpl::testing::sandbox_works())
+    worker_argv.push_back("--no-sandbox");
+  auto worker = start_logging(worker_log, worker_argv);
   ASSERT_TRUE(worker.launched());
   std::this_thread::sleep_for(6s);
   const auto cpu = cpu_time(worker.pid());

@@ -141,6 +141,8 @@ TEST(netns_failure, host_loss_link_cut_and_slow_link_lose_nothing) {
                     "100", "--reconnect-ms", "100", "--reconnect-max-ms", "500",
                     // one job per host at a time, so that every host holds work when it fails
                     "--slots", "1"};
+    if (!rpl::testing::sandbox_works())
+      options.argv.push_back("--no-sandbox");
     if (!keys.empty())
       options.argv.insert(options.argv.end(),
                           {"--curve-keys", (dir / keys).string(), "--server-key", server_key});

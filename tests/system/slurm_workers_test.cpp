@@ -64,6 +64,8 @@ TEST(slurm_workers, a_sweep_compiles_on_workers_started_by_srun_and_they_leave_w
       "--insecure", // a keyless tcp engine: the workers need --insecure too
       // the engine's heartbeat, so that it still knows the worker when it ends
       "--worker-option=--heartbeat-ms=100", "--", "--time=5", "--job-name=rpl-test"};
+  if (!rpl::testing::sandbox_works())
+    srun_options.argv.insert(srun_options.argv.begin() + 7, "--worker-option=--no-sandbox");
   srun_options.environment = {{"SLURM_CONF", slurm.conf()}};
   auto step = workers::child_process::spawn(srun_options);
   ASSERT_TRUE(step.launched());

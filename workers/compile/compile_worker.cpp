@@ -18,6 +18,10 @@
 #include <stdlib.h>
 
 #include "messages/codec.hpp"
+#include "workers/compile/compile_request_check.hpp"
+#include "workers/compile/compile_sandbox.hpp"
+#include "workers/compilers/argv_check.hpp"
+#include "workers/compilers/compiler_choice.hpp"
 #include "workers/compilers/compiler_rules.hpp"
 #include "workers/compilers/toolchain_identity.hpp"
 #include "workers/process/child_process.hpp"
@@ -33,18 +37,9 @@ namespace {
 using steady = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
-constexpr const char* out_placeholder = "{OUT}";
-constexpr const char* artifact_name = "artifact.out";
+constexpr const char* artifact_name = artifact_file_name;
 /// Room left in a reply for the output and the envelope, so the broker's ZMQ_MAXMSGSIZE accepts it.
 constexpr std::uintmax_t reply_overhead_bytes = 65536;
-
-/// Programs that would run arbitrary commands; an allow-list entry cannot make them compilers.
-const std::vector<std::string>& never_allowed() {
-  static const std::vector<std::string> names = {"sh",   "bash",  "dash",  "zsh",   "ksh",
-                                                 "csh",  "tcsh",  "fish",  "env",   "busybox",
-                                                 "sudo", "xargs", "nohup", "setsid"};
-  return names;
-}
 
 std::string join(const std::vector<std::string>& words, const char* separator) {
   std::string text;
@@ -54,43 +49,6 @@ std::string join(const std::vector<std::string>& words, const char* separator) {
     text += word;
   }
   return text;
-}
-
-/// Empty when `name` may be written inside the job directory, else why it may not.
-std::string check_source_name(const std::string& name) {
-  if (name.empty())
-    return "is empty";
-  if (name.find('\0') != std::string::npos)
-    return "contains a NUL byte";
-  const fs::path path(name);
-  if (path.is_absolute() || name.front() == '/')
-    return "is an absolute path";
-  for (const fs::path& part : path) {
-    if (part == "..")
-      return "contains '..'";
-  }
-  const fs::path normal = path.lexically_normal();
-  if (normal.empty() || normal == "." || !normal.has_filename())
-    return "does not name a file";
-  if (normal == artifact_name)
-    return std::string("collides with the artifact path ") + artifact_name;
-  return {};
-}
-
-std::string substitute_out(const std::string& word, const std::string& artifact, bool& used) {
-  std::string result;
-  std::size_t begin = 0;
-  for (;;) {
-    const std::size_t found = word.find(out_placeholder, begin);
-    if (found == std::string::npos)
-      break;
-    used = true;
-    result.append(word, begin, found - begin);
-    result += artifact;
-    begin = found + std::strlen(out_placeholder);
-  }
-  result.append(word, begin, std::string::npos);
-  return result;
 }
 
 std::string job_tag(std::uint64_t job_id) {
@@ -118,6 +76,7 @@ struct running_job {
   child_process child;
   std::uint64_t max_artifact_bytes = 0; ///< compile_request's; 0: the message cap only
   std::uint32_t chunk_bytes = 0;        ///< compile_request's; 0: the artifact in the reply
+  bool sandboxed = false; ///< run by bwrap, which reports a signal N as exit status 128+N
 };
 
 /// The compile job: a private directory with the sources, the allow-listed compiler as a child
@@ -127,8 +86,10 @@ class compile_job_handler final : public job_handler {
 public:
   compile_job_handler(const compile_worker_options& options,
                       std::string worker_id,
-                      std::vector<messages::toolchain> toolchains)
-      : options_(options), worker_id_(std::move(worker_id)), toolchains_(std::move(toolchains)) {
+                      std::vector<messages::toolchain> toolchains,
+                      std::filesystem::path bwrap)
+      : options_(options), worker_id_(std::move(worker_id)), toolchains_(std::move(toolchains)),
+        bwrap_(std::move(bwrap)) {
     validate_options();
   }
   ~compile_job_handler() override {
@@ -144,7 +105,13 @@ public:
   const fs::path& work_root() const { return options_.work_root; }
 
   void describe(messages::ready& hello) const override {
-    hello.compilers = options_.allowed_compilers;
+    // Names, as the broker matches a job's compiler: an allowed path answers to its file name.
+    hello.compilers.clear();
+    for (const std::string& entry : options_.allowed_compilers) {
+      const std::string name = fs::path(entry).filename().string();
+      if (std::find(hello.compilers.begin(), hello.compilers.end(), name) == hello.compilers.end())
+        hello.compilers.push_back(name);
+    }
     hello.toolchains = toolchains_;
   }
   messages::message_kind request_kind() const override {
@@ -159,11 +126,12 @@ public:
 
 private:
   void validate_options();
-  std::string rejection(const messages::compile_request& request) const;
-  std::string toolchain_mismatch(const messages::compile_request& request);
+  std::string toolchain_mismatch(const messages::compile_request& request, const fs::path& program);
   std::optional<job_reply> launch(const messages::envelope& envelope,
-                                  const messages::compile_request& request);
+                                  const messages::compile_request& request,
+                                  const fs::path& program);
   child_options compiler_command(const messages::compile_request& request,
+                                 const fs::path& program,
                                  const fs::path& dir,
                                  bool& wants_artifact) const;
   job_reply complete();
@@ -185,8 +153,9 @@ private:
   compile_worker_options options_;
   std::string worker_id_;
   std::vector<messages::toolchain> toolchains_;
-  /// Toolchain ids of the compilers that jobs named by path (argv[0] with a '/'), identified on
-  /// first use; empty where that path holds no executable.
+  fs::path bwrap_; ///< runs each compiler in a sandbox (compile_sandbox.hpp); empty: --no-sandbox
+  /// Toolchain ids of the allowed compilers that jobs named by path (argv[0] with a '/') run,
+  /// identified on first use; empty where that path holds no executable.
   std::map<std::string, std::string> ids_by_path_;
   std::optional<running_job> job_;
   fs::path spare_dir_; ///< empty directory for the next job, removed with the handler
@@ -205,10 +174,14 @@ void compile_job_handler::validate_options() {
                                 (error ? ": " + error.message() : std::string()) +
                                 "; fix: pass --work-dir with a writable folder, or set TMPDIR");
   }
-  for (const std::string& name : options_.allowed_compilers) {
-    if (std::find(never_allowed().begin(), never_allowed().end(), name) != never_allowed().end()) {
+  for (const std::string& entry : options_.allowed_compilers) {
+    if (runs_any_command(fs::path(entry).filename().string())) {
       worker_log()->warn(
-          "'{}' is on the allow-list but can run arbitrary commands; it stays refused", name);
+          "'{}' is on the allow-list but can run arbitrary commands; it stays refused", entry);
+    } else if (entry.find('/') != std::string::npos && !fs::path(entry).is_absolute()) {
+      worker_log()->warn("--allow-compiler {}: a relative path would name a file in the job "
+                         "folder; it is ignored (give a name or an absolute path)",
+                         entry);
     }
   }
 }
@@ -229,28 +202,44 @@ std::optional<job_reply> compile_job_handler::start(const messages::envelope& en
                  failure(messages::compile_status::rejected,
                          std::string("malformed compile_request: ") + error.what()));
   }
-  if (std::string why = rejection(request); !why.empty()) {
+  if (std::string why = request_refusal(request); !why.empty()) {
     return reply(envelope.job_id, envelope.run_id,
                  failure(messages::compile_status::rejected, std::move(why)));
   }
-  if (std::string why = toolchain_mismatch(request); !why.empty()) {
+  // Which file runs: this worker's own allowed compiler, never the file a name or path points at
+  // on the engine's say (compiler_choice.hpp).
+  const compiler_choice choice = choose_compiler(request.argv.front(), options_.allowed_compilers);
+  if (choice.missing) {
+    return reply(envelope.job_id, envelope.run_id,
+                 failure(messages::compile_status::internal_error,
+                         "could not start " + fs::path(request.argv.front()).filename().string() +
+                             " on worker " + worker_id_ + ": " + choice.refusal));
+  }
+  if (choice.program.empty()) {
+    return reply(envelope.job_id, envelope.run_id,
+                 failure(messages::compile_status::rejected,
+                         choice.refusal + " (worker " + worker_id_ + ")"));
+  }
+  if (std::string why = toolchain_mismatch(request, choice.program); !why.empty()) {
     return reply(envelope.job_id, envelope.run_id,
                  failure(messages::compile_status::toolchain_mismatch, std::move(why)));
   }
-  return launch(envelope, request);
+  return launch(envelope, request, choice.program);
 }
 
-/// A job that names its compiler by path runs that binary, not the compiler of that name on this
-/// worker's PATH that READY described: the worker checks the path's identity against the
-/// engine's itself. Empty when it matches (or the job asks for no check, or names a bare name).
-std::string compile_job_handler::toolchain_mismatch(const messages::compile_request& request) {
+/// A job that names its compiler by path runs the allowed compiler that is that file, not
+/// necessarily the compiler of that name on this worker's PATH that READY described: the worker
+/// checks its identity against the engine's itself. Empty when it matches (or the job asks for no
+/// check, or names a bare name). Only an allowed compiler is ever identified (run with --version).
+std::string compile_job_handler::toolchain_mismatch(const messages::compile_request& request,
+                                                    const fs::path& program) {
   const std::string& argv0 = request.argv.front();
   if (!request.match_toolchain || argv0.find('/') == std::string::npos)
     return {};
-  auto known = ids_by_path_.find(argv0);
+  auto known = ids_by_path_.find(program.string());
   if (known == ids_by_path_.end()) {
-    const auto found = identify_toolchain(argv0);
-    known = ids_by_path_.emplace(argv0, found ? found->id : std::string()).first;
+    const auto found = identify_toolchain(program.string());
+    known = ids_by_path_.emplace(program.string(), found ? found->id : std::string()).first;
   }
   if (known->second == request.toolchain_id)
     return {};
@@ -259,33 +248,12 @@ std::string compile_job_handler::toolchain_mismatch(const messages::compile_requ
          "; the run asks for " + request.toolchain_id;
 }
 
-/// Why the request may not run here (empty argv, a compiler off the allow-list, an unsafe source
-/// name), or empty when it may.
-std::string compile_job_handler::rejection(const messages::compile_request& request) const {
-  if (request.argv.empty() || request.argv.front().empty())
-    return "the compile request has an empty argv";
-  const std::string& argv0 = request.argv.front();
-  if (!compiler_allowed(argv0, options_.allowed_compilers)) {
-    const std::string compiler = fs::path(argv0).filename().string();
-    return "compiler '" + argv0 + "' is not allowed on worker " + worker_id_ +
-           " (allowed: " + join(options_.allowed_compilers, ", ") +
-           "); start the worker with --allow-compiler " + compiler +
-           " if it is a compiler you trust";
-  }
-  for (const messages::source_file& source : request.sources) {
-    const std::string why = check_source_name(source.name);
-    if (!why.empty()) {
-      return "source name '" + source.name + "' " + why +
-             "; names must be relative paths inside the job directory, without '..'";
-    }
-  }
-  return {};
-}
-
-/// Creates the job's private directory, writes the sources and starts the compiler.
+/// Creates the job's private directory, checks the arguments the compiler would get there, writes
+/// the sources and starts the compiler (in its sandbox).
 std::optional<job_reply> compile_job_handler::launch(const messages::envelope& envelope,
-                                                     const messages::compile_request& request) {
-  const std::string compiler = fs::path(request.argv.front()).filename().string();
+                                                     const messages::compile_request& request,
+                                                     const fs::path& program) {
+  const std::string compiler = program.filename().string();
   const fs::path dir = take_dir(envelope.job_id);
   if (dir.empty()) {
     return reply(envelope.job_id, envelope.run_id,
@@ -294,6 +262,14 @@ std::optional<job_reply> compile_job_handler::launch(const messages::envelope& e
                              ": " + std::strerror(errno)));
   }
   try {
+    bool wants_artifact = false;
+    child_options command = compiler_command(request, program, dir, wants_artifact);
+    // Judged as it will run: {OUT} replaced, the compiler rules' additions made.
+    if (const auto refused = check_argv(command.argv, {dir, options_.allowed_paths})) {
+      remove_dir(envelope.job_id, dir);
+      return reply(envelope.job_id, envelope.run_id,
+                   failure(messages::compile_status::rejected, refused->message()));
+    }
     for (const messages::source_file& source : request.sources) {
       const fs::path file = dir / fs::path(source.name).lexically_normal();
       fs::create_directories(file.parent_path());
@@ -303,10 +279,19 @@ std::optional<job_reply> compile_job_handler::launch(const messages::envelope& e
       if (!stream)
         throw std::runtime_error("cannot write source " + file.string());
     }
-    bool wants_artifact = false;
-    const child_options command = compiler_command(request, dir, wants_artifact);
-    worker_log()->info("{}compiling with {} in {}", job_tag(envelope.job_id),
-                       join(command.argv, " "), dir.string());
+    worker_log()->info("{}compiling with {} in {}{}", job_tag(envelope.job_id),
+                       join(command.argv, " "), dir.string(),
+                       bwrap_.empty() ? " (no sandbox)" : "");
+    if (!bwrap_.empty()) {
+      // The compiler's installation and the allowed paths stay visible where a hidden folder
+      // (/home, /tmp) holds them.
+      sandbox_layout layout{dir, options_.work_root, options_.private_paths,
+                            options_.allowed_paths};
+      std::error_code error;
+      layout.shown.push_back(installation_of(program));
+      layout.shown.push_back(installation_of(fs::canonical(program, error)));
+      command.argv = sandbox_argv(bwrap_, layout, command.argv);
+    }
     child_process process = child_process::spawn(command);
     if (!process.launched()) {
       const child_outcome outcome = process.finish();
@@ -317,7 +302,7 @@ std::optional<job_reply> compile_job_handler::launch(const messages::envelope& e
                                outcome.launch_error));
     }
     job_.emplace(running_job{envelope.job_id, envelope.run_id, compiler,
-                             &compiler_rules_for(request.argv), dir, dir / artifact_name,
+                             &compiler_rules_for({program.string()}), dir, dir / artifact_name,
                              wants_artifact, request.deadline_ms, std::nullopt,
                              std::move(process)});
     // deadline_ms == 0 means no deadline; liveness still guards the worker itself.
@@ -325,6 +310,7 @@ std::optional<job_reply> compile_job_handler::launch(const messages::envelope& e
       job_->deadline = steady::now() + std::chrono::milliseconds(request.deadline_ms);
     job_->max_artifact_bytes = request.max_artifact_bytes;
     job_->chunk_bytes = request.chunk_bytes;
+    job_->sandboxed = !bwrap_.empty();
     return std::nullopt;
   } catch (const std::exception& error) {
     job_.reset();
@@ -335,9 +321,10 @@ std::optional<job_reply> compile_job_handler::launch(const messages::envelope& e
   }
 }
 
-/// The compiler's child_options: {OUT} replaced by the artifact path, then the argv changes its
-/// compiler_rules ask for (nvcc's resource report).
+/// The compiler's child_options: argv[0] the chosen program, {OUT} replaced by the artifact path,
+/// then the argv changes its compiler_rules ask for (nvcc's resource report).
 child_options compile_job_handler::compiler_command(const messages::compile_request& request,
+                                                    const fs::path& program,
                                                     const fs::path& dir,
                                                     bool& wants_artifact) const {
   child_options child;
@@ -345,11 +332,7 @@ child_options compile_job_handler::compiler_command(const messages::compile_requ
   child.capture_output = true;
   child.max_output_bytes = static_cast<std::size_t>(request.max_output_bytes);
   child.kill_on_parent_death = true; // a worker killed by SIGKILL takes its compiler along
-  const std::string artifact = (dir / artifact_name).string();
-  for (const std::string& word : request.argv) {
-    child.argv.push_back(substitute_out(word, artifact, wants_artifact));
-  }
-  child.argv = compiler_rules_for(request.argv).worker_argv(std::move(child.argv));
+  child.argv = job_argv(request, program, dir, wants_artifact);
   return child;
 }
 
@@ -408,6 +391,12 @@ void compile_job_handler::judge(running_job& job,
                                 messages::compile_reply& body,
                                 std::vector<std::string>& chunks) const {
   child_outcome outcome = job.child.finish();
+  if (job.sandboxed && !outcome.timed_out && outcome.term_signal == 0 && outcome.exit_code > 128 &&
+      outcome.exit_code < 128 + 65) {
+    // bwrap reports a compiler killed by signal N as its own exit status 128+N.
+    outcome.term_signal = outcome.exit_code - 128;
+    outcome.exit_code = -1;
+  }
   body.exit_code = outcome.exit_code;
   body.term_signal = outcome.term_signal;
   body.compile_ns = outcome.wall.count();
@@ -584,6 +573,44 @@ void remove_orphaned_job_dirs(const fs::path& root) {
                        root.string());
 }
 
+/// What READY describes: for each allowed file name, the program a job naming it runs
+/// (choose_compiler: the name through PATH, else the first allowed path of that name).
+std::vector<std::string> toolchain_names(const std::vector<std::string>& allowed) {
+  std::vector<std::string> programs;
+  for (const std::string& entry : allowed) {
+    const auto program = choose_compiler(fs::path(entry).filename().string(), allowed).program;
+    if (!program.empty() &&
+        std::find(programs.begin(), programs.end(), program.string()) == programs.end())
+      programs.push_back(program.string());
+  }
+  return programs;
+}
+
+/// bwrap's path when compilers run sandboxed; empty without a sandbox. Throws when the sandbox is
+/// required and this host cannot make one.
+fs::path sandbox_for(const compile_worker_options& options) {
+  if (options.sandbox == sandbox_mode::off) {
+    worker_log()->info("--no-sandbox: compilers run unsandboxed, as this worker's user; only the "
+                       "argument checks stand between an engine and this host");
+    return {};
+  }
+  fs::path root = options.work_root;
+  if (root.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    root = (tmp != nullptr && *tmp != '\0') ? fs::path(tmp) : fs::path("/tmp");
+  }
+  std::error_code error;
+  fs::create_directories(root, error); // the handlers check it; the probe needs it first
+  const sandbox_probe probe = probe_sandbox(root, options.private_paths);
+  if (probe.works())
+    return probe.bwrap;
+  if (options.sandbox == sandbox_mode::required)
+    throw std::invalid_argument("compilers cannot be sandboxed: " + probe.why +
+                                "; or pass --no-sandbox to run them unsandboxed");
+  worker_log()->warn("compilers run unsandboxed: {}", probe.why);
+  return {};
+}
+
 worker_session_options session_options(const compile_worker_options& options) {
   worker_session_options session;
   session.service = "compile";
@@ -601,26 +628,21 @@ worker_session_options session_options(const compile_worker_options& options) {
 } // namespace
 
 bool compiler_allowed(const std::string& argv0, const std::vector<std::string>& allowed) {
-  const std::string name = fs::path(argv0).filename().string();
-  if (name.empty())
-    return false;
-  const auto& never = never_allowed();
-  if (std::find(never.begin(), never.end(), name) != never.end())
-    return false;
-  return std::find(allowed.begin(), allowed.end(), name) != allowed.end();
+  return compiler_name_allowed(argv0, allowed);
 }
 
 int run_compile_worker(const compile_worker_options& options, std::atomic<bool>& stop_requested) {
   // The session checks the connection settings first, then the handler its work root.
   worker_session session(session_options(options), stop_requested);
   // Identified once: the same compilers serve every job of this process.
-  const auto toolchains = identify_toolchains(options.allowed_compilers);
+  const auto toolchains = identify_toolchains(toolchain_names(options.allowed_compilers));
+  const fs::path bwrap = sandbox_for(options);
   const std::size_t slots = options.slots > 0 ? options.slots : usable_cores();
   std::vector<std::unique_ptr<compile_job_handler>> handlers;
   std::vector<job_handler*> seats;
   for (std::size_t i = 0; i < slots; ++i) {
-    handlers.push_back(
-        std::make_unique<compile_job_handler>(options, session.identity().worker_id, toolchains));
+    handlers.push_back(std::make_unique<compile_job_handler>(options, session.identity().worker_id,
+                                                             toolchains, bwrap));
     seats.push_back(handlers.back().get());
   }
   remove_orphaned_job_dirs(handlers.front()->work_root());

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "workers/compilers/detail/flag_table.hpp"
 #include "workers/compilers/hipcc/hipcc_rules.hpp"
 #include "workers/compilers/host/host_rules.hpp"
 #include "workers/compilers/nvcc/nvcc_rules.hpp"
@@ -23,6 +24,17 @@ std::vector<std::string> compiler_rules::target_argv(std::string_view) const {
 std::vector<messages::kernel_resource_usage>
 compiler_rules::parse_resource_usage(std::string_view) const {
   return {};
+}
+
+std::optional<argv_refusal> compiler_rules::check_argv(const std::vector<std::string>& argv,
+                                                       const argv_limits& limits) const {
+  // A compiler no family claims may be any of them underneath (a wrapper named cc around nvcc).
+  static const detail::argv_dialect strict{
+      "this compiler",
+      {detail::nvcc_flag_rules(), detail::host_flag_rules(), detail::hipcc_flag_rules()},
+      false,
+      true};
+  return detail::judge_words(argv, 1, strict, limits);
 }
 
 std::vector<std::string> compiler_rules::default_target_argv(const std::vector<std::string>& argv,

@@ -4,11 +4,13 @@
 /// name the local GPU as the target when a build template names none. Implementations, one folder
 /// each: nvcc/, hipcc/, host/ (g++, clang++, cc...: nothing to change).
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "messages/wire.hpp"
+#include "workers/compilers/argv_check.hpp"
 
 namespace rpl::workers {
 
@@ -40,6 +42,12 @@ public:
   /// compiler reports none or the output holds none.
   virtual std::vector<messages::kernel_resource_usage>
   parse_resource_usage(std::string_view output) const;
+
+  /// The first argument after argv[0] that this compiler's flags refuse on a worker
+  /// (argv_check.hpp), or nullopt. The default is the strictest reading: every family's
+  /// refusals, and only characters that are never shell syntax.
+  virtual std::optional<argv_refusal> check_argv(const std::vector<std::string>& argv,
+                                                 const argv_limits& limits) const;
 
   /// What the engine appends to `argv` when it names no target: target_argv(device_arch) when
   /// names_target(argv) is false, else nothing. Without it nvcc builds for its oldest default

@@ -1,5 +1,7 @@
 #include "workers/compilers/hipcc/hipcc_rules.hpp"
 
+#include "workers/compilers/detail/flag_table.hpp"
+
 namespace rpl::workers {
 
 namespace {
@@ -31,6 +33,13 @@ std::vector<std::string> hipcc_rules::target_argv(std::string_view device_arch) 
   if (device_arch.size() <= 3 || !starts_with(device_arch, "gfx"))
     return {};
   return {"--offload-arch=" + std::string(device_arch)};
+}
+
+std::optional<argv_refusal> hipcc_rules::check_argv(const std::vector<std::string>& argv,
+                                                    const argv_limits& limits) const {
+  static const detail::argv_dialect hipcc{
+      "hipcc", {detail::host_flag_rules(), detail::hipcc_flag_rules()}, false, true};
+  return detail::judge_words(argv, 1, hipcc, limits);
 }
 
 } // namespace rpl::workers

@@ -13,6 +13,10 @@ public:
   std::string_view name() const override { return "hipcc"; }
   /// argv[0]'s file name is exactly "hipcc".
   bool matches(const std::vector<std::string>& argv) const override;
+  /// clang's flags (host/host_flags.cpp, hipcc_flags.cpp), and only shell-safe characters:
+  /// hipcc (a Perl script) pastes its arguments into /bin/sh command lines, some unquoted.
+  std::optional<argv_refusal> check_argv(const std::vector<std::string>& argv,
+                                         const argv_limits& limits) const override;
   /// Any of --offload-arch[=]..., --amdgpu-target[=]... (hipcc's older spelling),
   /// --cuda-gpu-arch[=]... (clang's), or -march=gfx... / -mcpu=gfx... (an AMD GPU named the way
   /// the AMDGPU backend spells it; -march=native names the host CPU and does not count).

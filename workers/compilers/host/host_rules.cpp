@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "workers/compilers/detail/flag_table.hpp"
+
 namespace rpl::workers {
 
 bool host_rules::matches(const std::vector<std::string>& argv) const {
@@ -23,6 +25,13 @@ bool host_rules::matches(const std::vector<std::string>& argv) const {
     }
   }
   return false;
+}
+
+std::optional<argv_refusal> host_rules::check_argv(const std::vector<std::string>& argv,
+                                                   const argv_limits& limits) const {
+  if (!matches(argv))
+    return compiler_rules::check_argv(argv, limits);
+  return detail::judge_words(argv, 1, detail::host_dialect(), limits);
 }
 
 } // namespace rpl::workers

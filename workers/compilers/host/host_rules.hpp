@@ -14,6 +14,10 @@ public:
   /// argv[0]'s file name is one of g++ gcc clang++ clang c++ cc, optionally followed by "-" and a
   /// version number ("g++-12", "clang++-17").
   bool matches(const std::vector<std::string>& argv) const override;
+  /// gcc's and clang's flags (host_flags.cpp, with clang's HIP flags from hipcc/) for a compiler
+  /// these rules match; the strictest reading (compiler_rules') for one they only stand in for.
+  std::optional<argv_refusal> check_argv(const std::vector<std::string>& argv,
+                                         const argv_limits& limits) const override;
 };
 
 } // namespace rpl::workers

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "workers/compilers/detail/flag_table.hpp"
 #include "workers/compilers/nvcc/nvcc_resource_usage.hpp"
 
 namespace rpl::workers {
@@ -40,6 +41,18 @@ std::vector<std::string> nvcc_rules::target_argv(std::string_view device_arch) c
 std::vector<messages::kernel_resource_usage>
 nvcc_rules::parse_resource_usage(std::string_view output) const {
   return parse_ptxas_resource_usage(output);
+}
+
+std::optional<argv_refusal> nvcc_rules::check_argv(const std::vector<std::string>& argv,
+                                                   const argv_limits& limits) const {
+  // nvcc's table first: on an equal spelling (-o, -I, -Xlinker) nvcc's reading wins.
+  static const detail::argv_dialect nvcc{
+      "nvcc",
+      {detail::nvcc_flag_rules(), detail::host_flag_rules(), detail::hipcc_flag_rules()},
+      true,
+      true,
+      false};
+  return detail::judge_words(argv, 1, nvcc, limits);
 }
 
 } // namespace rpl::workers

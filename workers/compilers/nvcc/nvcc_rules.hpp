@@ -12,6 +12,10 @@ public:
   std::string_view name() const override { return "nvcc"; }
   /// argv[0]'s file name is exactly "nvcc".
   bool matches(const std::vector<std::string>& argv) const override;
+  /// nvcc's flags (nvcc_flags.cpp), then the host table for the rest, and only shell-safe
+  /// characters: nvcc runs each step through /bin/sh (`-DX=$(cmd)` runs cmd).
+  std::optional<argv_refusal> check_argv(const std::vector<std::string>& argv,
+                                         const argv_limits& limits) const override;
   /// Appends `--resource-usage` unless it (or `-res-usage`) is there already.
   std::vector<std::string> worker_argv(std::vector<std::string> argv) const override;
   /// Any word starting with -arch, --gpu-architecture, -gencode, --generate-code or -code.
