@@ -272,13 +272,30 @@ TEST_F(OptimizeGpu, vector_loads_and_unroll_knobs_of_pl_scale_validate_and_are_m
   // unroll knob's configurations are each validated and timed alone.
   rpl::testing::temp_dir dir;
   int exit_code = -1;
-  const auto report =
-      run({rocm_perf_.string(), "optimize", "--source", (examples_ / "pipeline.cu").string(),
-           "--kernel", "pl_scale", "--launch", (examples_ / "pl_scale.launch.json").string(),
-           "--build-template", "nvcc -cubin -arch=" + arch_ + " pipeline.cu -o {OUT}", "--arch",
-           arch_, "--out", (dir.path() / "out").string(), "--json", "--iterations", "2",
-           "--rounds", "6", "--runs-per-round", "3", "--tune-budget", "3"},
-          exit_code);
+  const auto report = run({rocm_perf_.string(),
+                           "optimize",
+                           "--source",
+                           (examples_ / "pipeline.cu").string(),
+                           "--kernel",
+                           "pl_scale",
+                           "--launch",
+                           (examples_ / "pl_scale.launch.json").string(),
+                           "--build-template",
+                           "nvcc -cubin -arch=" + arch_ + " pipeline.cu -o {OUT}",
+                           "--arch",
+                           arch_,
+                           "--out",
+                           (dir.path() / "out").string(),
+                           "--json",
+                           "--iterations",
+                           "2",
+                           "--rounds",
+                           "6",
+                           "--runs-per-round",
+                           "3",
+                           "--tune-budget",
+                           "3"},
+                          exit_code);
   ASSERT_EQ(exit_code, 0) << report.dump(2);
   const auto& k = report["kernels"][0];
   bool vector_seen = false;

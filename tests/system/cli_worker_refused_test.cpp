@@ -74,8 +74,8 @@ TEST(cli_worker_refused, a_refused_worker_logs_a_few_lines_and_does_not_spin) {
 
   // A plain worker with the default heartbeat (1 s) and back-off, as in the issue.
   const auto worker_log = dir / "worker.log";
-  std::vector<std::string> worker_argv = {rpl::testing::rocm_perf.string(), "worker", "compile",
-                                          "--connect", endpoint, "--insecure"};
+  std::vector<std::string> worker_argv = {
+      rpl::testing::rocm_perf.string(), "worker", "compile", "--connect", endpoint, "--insecure"};
   if (!rpl::testing::sandbox_works())
     worker_argv.push_back("--no-sandbox");
   auto worker = start_logging(worker_log, worker_argv);
