@@ -590,8 +590,8 @@ std::vector<std::string> toolchain_names(const std::vector<std::string>& allowed
 /// required and this host cannot make one.
 fs::path sandbox_for(const compile_worker_options& options) {
   if (options.sandbox == sandbox_mode::off) {
-    worker_log()->info("--no-sandbox: compilers run unsandboxed, as this worker's user; only the "
-                       "argument checks stand between an engine and this host");
+    worker_log()->debug("--no-sandbox: compilers run unsandboxed, as this worker's user; only the "
+                        "argument checks stand between an engine and this host");
     return {};
   }
   fs::path root = options.work_root;
