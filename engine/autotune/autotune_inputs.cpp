@@ -14,6 +14,7 @@
 #include "stages/search/model_strategy.hpp"
 #include "workers/capture/capture_directory.hpp"
 #include "workers/compile/compile_worker.hpp"
+#include "workers/compilers/argv_check.hpp"
 #include "workers/compilers/compiler_rules.hpp"
 #include "workers/compilers/toolchain_identity.hpp"
 #include "workers/devices/nvidia_gpu.hpp"
@@ -140,6 +141,8 @@ void identify_compilers(const autotune_options& options, autotune_inputs& in) {
                          std::filesystem::path(argv[0]).filename().string());
     }
     uses_nvcc = uses_nvcc || workers::compiler_rules_for(argv).name() == "nvcc";
+    for (auto& path : workers::named_read_paths(argv))
+      in.template_read_paths.insert(std::move(path));
     if (in.toolchains.count(argv[0]) == 0) {
       identify(argv[0], options, in);
     }

@@ -38,6 +38,9 @@ struct autotune_inputs {
   /// The argv[0]s whose identity is known (found on this host, or pinned): their jobs go only to
   /// workers with the same toolchain id (compile_request::match_toolchain).
   std::set<std::string> checked_toolchains;
+  /// Absolute files and folders the build template only reads (-I, -include...): the engine's
+  /// local workers allow them (--allow-path); workers/compilers/argv_check.hpp.
+  std::set<std::string> template_read_paths;
   /// This host's GPU ("sm_90"), for nvcc builds that name no architecture; empty when no build
   /// uses nvcc (then no GPU tool is asked) or there is no NVIDIA GPU.
   std::string nvidia_arch;

@@ -97,6 +97,7 @@ local_workers_config make_workers_config(const autotune_options& options,
     if (std::filesystem::path(entry.first).is_absolute())
       paths.push_back(entry.first);
   config.allowed_compilers = with_compiler_paths(config.allowed_compilers, paths);
+  config.allowed_paths.assign(inputs.template_read_paths.begin(), inputs.template_read_paths.end());
   config.cpus = std::move(cpus);
   return config;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <signal.h>
 #include <stdexcept>
 #include <sys/prctl.h>
@@ -75,6 +76,14 @@ pid_t local_workers::spawn_one() {
     for (const auto& compiler : config_.allowed_compilers) {
       args.push_back("--allow-compiler");
       args.push_back(compiler);
+    }
+    for (const auto& path : config_.allowed_paths) {
+      // The worker refuses a path that does not exist; a template may name one harmlessly.
+      std::error_code error;
+      if (!std::filesystem::exists(path, error))
+        continue;
+      args.push_back("--allow-path");
+      args.push_back(path);
     }
     if (!sandbox_works())
       args.push_back("--no-sandbox");

@@ -22,7 +22,10 @@ struct local_workers_config {
   std::chrono::milliseconds heartbeat{1000};
   int liveness = 3;
   std::vector<std::string> allowed_compilers; ///< empty: the worker's default list
-  std::size_t max_restarts = 0;               ///< 0: 2 × count
+  /// Files and folders a compile worker's jobs may read besides their folder (--allow-path): those
+  /// the user's own build template names (workers/compilers/argv_check.hpp, named_read_paths).
+  std::vector<std::string> allowed_paths;
+  std::size_t max_restarts = 0; ///< 0: 2 × count
   std::vector<int> cpus; ///< CPUs the workers (and so their compilers) may run on; empty: any
   /// The worker verb and its own options: {"worker", "compile"} (plus --slots 1 and the
   /// allow-list) by default; a proposer worker is {"worker", "propose", "--kind", "rule"}.

@@ -5,6 +5,7 @@
 #include <future>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "stages/optimize/unified_diff.hpp"
 #include "stages/search/command_template.hpp"
 #include "workers/compile/compile_worker.hpp"
+#include "workers/compilers/argv_check.hpp"
 #include "workers/devices/nvidia_gpu.hpp"
 #include "workers/lanes/kernel/kernel_lane.hpp"
 #include "workers/lanes/replay/replay_lane.hpp"
@@ -419,6 +421,11 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
     if (!target.build_argv.empty() && fs::path(target.build_argv.front()).is_absolute())
       compiler_paths.push_back(target.build_argv.front());
   compile_config.allowed_compilers = with_compiler_paths({}, compiler_paths);
+  std::set<std::string> read_paths;
+  for (const auto& target : targets)
+    for (auto& path : workers::named_read_paths(target.build_argv))
+      read_paths.insert(std::move(path));
+  compile_config.allowed_paths.assign(read_paths.begin(), read_paths.end());
   compile_config.endpoint = bconfig.bind_endpoints.front();
   compile_config.count =
       options.compile_workers > 0

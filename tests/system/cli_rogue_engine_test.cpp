@@ -270,5 +270,28 @@ TEST(worker_sandbox, local_workers_without_a_sandbox_warn_once_and_the_run_goes_
   EXPECT_EQ(warnings, 1u) << outcome.output;
 }
 
+TEST(worker_sandbox, local_workers_read_the_folders_the_users_own_template_names) {
+  // A header library outside the job folder: remote workers need --allow-path for it; the
+  // engine's own workers allow what its user's template names.
+  rpl::testing::temp_dir dir;
+  const auto include = dir / "vendor" / "include";
+  fs::create_directories(include);
+  rpl::testing::write_file(include / "vendor.h", "#define VENDOR_OK 1\n");
+  rpl::testing::write_file(dir / "prelude.h", "#define PRELUDE_OK 1\n");
+  rpl::testing::write_file(dir / "k.cpp", "#include <vendor.h>\n#if !VENDOR_OK || !PRELUDE_OK\n"
+                                          "#error headers not read\n#endif\n"
+                                          "int main() { return 0; }\n");
+  rpl::testing::write_file(dir / "space.json", R"({"params": {"N": [1, 2]}})");
+  const auto db = dir / "r.db";
+  const auto outcome = rpl::testing::run_rocm_perf(
+      {"autotune", "--space", (dir / "space.json").string(), "--source", (dir / "k.cpp").string(),
+       "--build-template",
+       "g++ -DN={N} -I" + include.string() + " -include " + (dir / "prelude.h").string() +
+           " k.cpp -o {OUT}",
+       "--cmd-template", "{BIN}", "--runs", "1", "--warmup", "0", "--db", db.string()});
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
+  EXPECT_EQ(rpl::testing::query_int(db, "SELECT COUNT(*) FROM candidates WHERE status='ok'"), 2);
+}
+
 } // namespace
 } // namespace rpl

@@ -245,5 +245,16 @@ TEST(workers_argv_check, an_empty_argv_or_a_flag_without_its_value_is_left_to_th
   EXPECT_TRUE(check_argv({"g++", "-wrapper"}, limits()));
 }
 
+TEST(workers_argv_check, names_the_paths_a_template_only_reads_for_local_workers) {
+  EXPECT_EQ(named_read_paths({"g++", "-I/opt/a/include", "-isystem", "/opt/b", "-include",
+                              "/opt/c.h", "-DX=/usr", "k.cpp", "-o", "{OUT}"}),
+            (std::vector<std::string>{"/opt/a/include", "/opt/b", "/opt/c.h"}));
+  EXPECT_TRUE(named_read_paths({"g++", "-O2", "k.cpp", "-o", "{OUT}"}).empty());
+  // It stops at the first refusal that no --allow-path would admit.
+  EXPECT_EQ(named_read_paths({"g++", "-I/opt/a", "-o", "/tmp/x", "-I/opt/b"}),
+            (std::vector<std::string>{"/opt/a"}));
+  EXPECT_TRUE(named_read_paths({"g++", "-wrapper", "x", "-I/opt/a"}).empty());
+}
+
 } // namespace
 } // namespace rpl::workers

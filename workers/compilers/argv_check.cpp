@@ -21,4 +21,19 @@ std::optional<argv_refusal> check_argv(const std::vector<std::string>& argv,
   return compiler_rules_for(argv).check_argv(argv, limits);
 }
 
+std::vector<std::string> named_read_paths(const std::vector<std::string>& argv) {
+  // A folder no job folder can be: every absolute path is outside it.
+  argv_limits limits{"/nonexistent/rpl-job", {}};
+  std::vector<std::string> paths;
+  // Each refusal of a read path names one; allowed, the next refusal comes (at most one per word).
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const auto refusal = check_argv(argv, limits);
+    if (!refusal || !refusal->read_only || refusal->path.empty() || refusal->path.front() != '/')
+      break;
+    paths.push_back(refusal->path);
+    limits.read_roots.emplace_back(refusal->path);
+  }
+  return paths;
+}
+
 } // namespace rpl::workers

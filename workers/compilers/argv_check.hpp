@@ -42,4 +42,9 @@ struct argv_limits {
 std::optional<argv_refusal> check_argv(const std::vector<std::string>& argv,
                                        const argv_limits& limits);
 
+/// The absolute files and folders outside any job folder that `argv` only reads (-I, -isystem,
+/// -include, inputs...): what a worker's --allow-path must name for it to run. The engine's local
+/// workers allow those of the user's own build template; a remote worker's owner decides.
+std::vector<std::string> named_read_paths(const std::vector<std::string>& argv);
+
 } // namespace rpl::workers
