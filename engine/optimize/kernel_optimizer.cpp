@@ -108,6 +108,10 @@ private:
   bool prepare_original(target_result& result);
   void iterate(target_result& result);
   struct candidate;
+  /// The record of an attempt at `proposal` against the incumbent, before any check.
+  attempt_record attempt_of(const messages::proposal& proposal,
+                            const std::string& proposer,
+                            const std::string& worker) const;
   /// The static checks of one proposal, then its compile started (asynchronously).
   /// `worker`: the worker_id of the proposer process that sent it (its host and pid).
   candidate prepare(const messages::proposal& proposal,
@@ -391,13 +395,10 @@ struct optimizer::candidate {
   bool done = false; ///< attempt.stage/verdict are final
 };
 
-optimizer::candidate optimizer::prepare(const messages::proposal& proposal,
-                                        const std::string& proposer,
-                                        const std::string& worker,
-                                        std::uint32_t repair_round) {
-  step_ = "checking " + proposal.id + " (apply, source guard)";
-  candidate c;
-  attempt_record& a = c.attempt;
+attempt_record optimizer::attempt_of(const messages::proposal& proposal,
+                                     const std::string& proposer,
+                                     const std::string& worker) const {
+  attempt_record a;
   a.kernel = target_.kernel;
   a.iteration = iteration_;
   a.proposer = proposer;
@@ -407,6 +408,17 @@ optimizer::candidate optimizer::prepare(const messages::proposal& proposal,
   a.rationale = clip(proposal.rationale, 2000);
   a.diff = proposal.diff;
   a.diff_hash = text_hash(incumbent_text_ + "\n\x01" + proposal.diff);
+  return a;
+}
+
+optimizer::candidate optimizer::prepare(const messages::proposal& proposal,
+                                        const std::string& proposer,
+                                        const std::string& worker,
+                                        std::uint32_t repair_round) {
+  step_ = "checking " + proposal.id + " (apply, source guard)";
+  candidate c;
+  c.attempt = attempt_of(proposal, proposer, worker);
+  attempt_record& a = c.attempt;
   a.repair_round = repair_round;
   const auto reject = [&](std::string stage, std::string guard, std::string detail) {
     a.stage = std::move(stage);
@@ -599,16 +611,7 @@ std::optional<messages::proposal> optimizer::tune(const messages::proposal& prop
                                                   const std::string& worker,
                                                   target_result& result) {
   step_ = "tuning " + proposal.id;
-  attempt_record summary;
-  summary.kernel = target_.kernel;
-  summary.iteration = iteration_;
-  summary.proposer = proposer;
-  summary.worker = worker;
-  summary.proposal_id = proposal.id;
-  summary.title = proposal.title;
-  summary.rationale = clip(proposal.rationale, 2000);
-  summary.diff = proposal.diff;
-  summary.diff_hash = text_hash(incumbent_text_ + "\n\x01" + proposal.diff);
+  attempt_record summary = attempt_of(proposal, proposer, worker);
   summary.stage = "tuning";
   const auto give_up = [&](std::string verdict, std::string guard, std::string detail) {
     summary.verdict = std::move(verdict);
