@@ -55,6 +55,10 @@ TEST(workers_compile_sandbox, binds_only_the_job_folder_writable_after_hiding_th
 
 TEST(workers_compile_sandbox, hides_the_work_root_unless_the_program_lives_there) {
   // A work root outside /tmp (hidden anyway): a folder in the test's working directory.
+  if (std::filesystem::current_path().string().rfind("/tmp/", 0) == 0) {
+    GTEST_SKIP() << "the build folder is under /tmp, which the sandbox hides whole: no work root "
+                    "outside it to test with";
+  }
   std::string pattern = (std::filesystem::current_path() / "rpl-sandbox-root-XXXXXX").string();
   ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
   const std::filesystem::path root(pattern);
