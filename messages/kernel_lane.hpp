@@ -117,6 +117,12 @@ struct kernel_sampling {
   /// min_samples.
   double max_noise = 0.0;
   std::int64_t min_time_ns = 0;
+  /// Racing (stages/statistics/race_rule.hpp): the smallest upper end of the median intervals
+  /// of the candidates measured so far; once this candidate's interval at race_confidence lies
+  /// wholly above race_bound_ns x (1 + race_noise), it stops ("raced"). 0: no racing.
+  double race_bound_ns = 0.0;
+  double race_noise = 0.0;
+  double race_confidence = 0.95;
 };
 
 /// The device as the lane process sees it; sent in the hello and in every reply.
@@ -180,6 +186,16 @@ struct kernel_lane_reply {
   std::string sampling_state = "fixed";
   double noise = 0.0;
   bool noisy = false;
+  /// The samples' median interval at the request's race_confidence (0 and 0 without samples),
+  /// which racing compared with race_bound_ns ("raced": low > bound x (1 + race_noise)).
+  double interval_low_ns = 0.0;
+  double interval_high_ns = 0.0;
+  /// Where the setup's host time went: the code object (read and loaded, or found in the lane's
+  /// module cache), the restore of the initial contents, the output check (wait and compare).
+  std::int64_t load_ns = 0;
+  std::int64_t restore_ns = 0;
+  std::int64_t check_ns = 0;
+  bool module_cached = false;
 };
 
 /// A frame that cannot be read: a length over the limit (the stream is out of step).

@@ -227,6 +227,11 @@ struct measure_result {
   /// Descendants still running when a run ended (daemons, background jobs), killed by the lane.
   /// The samples stand; the candidate is flagged, since such a process may have shared the device.
   std::uint32_t leftover_processes = 0;
+  /// The samples' median interval (95 %, sign test) where the lane computed it, and the bound a
+  /// raced candidate (sampling "raced") was found slower than; 0 where not known or not raced.
+  double interval_low_ns = 0.0;
+  double interval_high_ns = 0.0;
+  double race_bound_ns = 0.0;
 };
 
 struct verdict {

@@ -79,7 +79,10 @@ RPL_MSGPACK_MAP(rpl::messages::kernel_sampling,
                 max_samples,
                 time_cap_ms,
                 max_noise,
-                min_time_ns)
+                min_time_ns,
+                race_bound_ns,
+                race_noise,
+                race_confidence)
 RPL_MSGPACK_MAP(
     rpl::messages::kernel_device, api, ordinal, name, uuid, arch, sm_clock_khz, memory_bytes)
 RPL_MSGPACK_MAP(rpl::messages::kernel_lane_hello, protocol, pid, status, error_name, reason, device)
@@ -109,7 +112,13 @@ RPL_MSGPACK_MAP(rpl::messages::kernel_lane_reply,
                 sampling_ns,
                 sampling_state,
                 noise,
-                noisy)
+                noisy,
+                interval_low_ns,
+                interval_high_ns,
+                load_ns,
+                restore_ns,
+                check_ns,
+                module_cached)
 
 // messages/wire.hpp
 
@@ -198,7 +207,10 @@ RPL_MSGPACK_MAP(rpl::messages::measure_result,
                 device_model,
                 device_uuid,
                 clocks,
-                leftover_processes)
+                leftover_processes,
+                interval_low_ns,
+                interval_high_ns,
+                race_bound_ns)
 RPL_MSGPACK_MAP(
     rpl::messages::verdict, candidate_key, decision, reason, best_key, median_ns, relative_change)
 

@@ -103,10 +103,13 @@ struct autotune_options {
   /// Adaptive sampling: the relative noise to reach; nullopt: exactly --runs samples (the
   /// default for the timing backend; GPU lanes default to 0.005).
   std::optional<double> noise;
-  double min_time_s = 0.0;                   ///< measured time before the noise may stop sampling
-  double max_candidate_time_s = 10.0;        ///< per-candidate sampling cap (wall)
-  std::size_t finalists = 5;                 ///< final interleaved round; 0 or 1: none
-  std::uint32_t final_rounds = 10;           ///< rounds of the final round
+  double min_time_s = 0.0;            ///< measured time before the noise may stop sampling
+  double max_candidate_time_s = 10.0; ///< per-candidate sampling cap (wall)
+  std::size_t finalists = 5;          ///< final interleaved round; 0 or 1: none
+  std::uint32_t final_rounds = 10;    ///< rounds of the final round
+  /// Kernel lane: stop sampling a candidate once its median interval lies wholly above the best
+  /// so far by more than the separating noise (stages/statistics/race_rule.hpp); --no-race: off.
+  bool race = true;
   std::filesystem::path kernel_lane_program; ///< default: rpl-kernel-lane next to rocm-perf
   /// The static screen (engine/autotune/candidate_screen.hpp): a candidate the device would refuse
   /// to launch is invalid before it reaches a lane. --no-static-screen turns it off.

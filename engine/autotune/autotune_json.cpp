@@ -46,6 +46,10 @@ nlohmann::json candidate_json(const stored_candidate& c) {
   j["noise"] =
       c.noise && std::isfinite(*c.noise) ? nlohmann::json(*c.noise) : nlohmann::json(nullptr);
   j["noisy"] = c.noisy;
+  j["interval_ns"] = c.interval_low_ns
+                         ? nlohmann::json::array({*c.interval_low_ns, *c.interval_high_ns})
+                         : nlohmann::json(nullptr);
+  j["race_bound_ns"] = c.race_bound_ns ? nlohmann::json(*c.race_bound_ns) : nlohmann::json(nullptr);
   j["clocks"] = c.clocks.read ? clocks_json(c.clocks) : nlohmann::json(nullptr);
   // Null where a store older than schema 4 did not record it.
   j["leftover_processes"] =

@@ -31,7 +31,8 @@ workers::lane_backend_ptr with_sampling(workers::lane_backend_ptr lane,
 /// not wrapped in adaptive_lane.
 workers::lane_backend_ptr kernel_lane_for(const autotune_options& options,
                                           const autotune_inputs& inputs,
-                                          const workers::nvidia_device& device) {
+                                          const workers::nvidia_device& device,
+                                          const std::shared_ptr<workers::race_board>& race) {
   workers::kernel_lane_options k;
   k.name = "gpu" + std::to_string(device.index);
   k.program = options.kernel_lane_program.empty() ? workers::default_kernel_lane_program()
@@ -40,6 +41,7 @@ workers::lane_backend_ptr kernel_lane_for(const autotune_options& options,
   k.sampling = inputs.sampling;
   k.time_cap =
       std::chrono::milliseconds(static_cast<std::int64_t>(options.max_candidate_time_s * 1000.0));
+  k.race = race;
   return std::make_unique<workers::kernel_lane>(std::move(k));
 }
 
@@ -110,11 +112,14 @@ lane_plan make_lanes(const autotune_options& options,
                    why_not);
     }
   }
+  // One race for the run's GPUs (one device model): a bound set on one lane races the others too.
+  const auto race =
+      options.race && inputs.sampling ? std::make_shared<workers::race_board>() : nullptr;
   for (const auto& device : inputs.devices) {
     plan.devices.push_back(device.name + " (" + device.uuid + ")");
     workers::lane_backend_ptr lane;
     if (inputs.lane_kind == "kernel") {
-      lane = kernel_lane_for(options, inputs, device);
+      lane = kernel_lane_for(options, inputs, device, race);
     } else if (inputs.lane_kind == "replay") {
       workers::replay_lane_options r;
       r.name = "gpu" + std::to_string(device.index);

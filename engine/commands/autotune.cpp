@@ -169,6 +169,10 @@ public:
                     "Adaptive sampling: measured seconds before the noise may stop it");
     cmd->add_option("--max-candidate-time", options_.max_candidate_time_s,
                     "Adaptive sampling: per-candidate cap, seconds");
+    cmd->add_flag("--no-race", no_race_,
+                  "Kernel lane: sample every candidate to the noise target, even one already "
+                  "shown slower than the best so far beyond the noise (default: such a candidate "
+                  "stops after 6 samples, sampling \"raced\", its interval stored)");
     cmd->add_option("--finalists", options_.finalists,
                     "Finalists re-measured interleaved at the end (0: no final round)");
     cmd->add_option("--final-rounds", options_.final_rounds, "Rounds of the final round");
@@ -188,6 +192,7 @@ public:
   int run() override {
     setup_logging(quiet_ || json_);
     options_.static_screen = !no_static_screen_;
+    options_.race = !no_race_;
     if (*budget_opt_) {
       options_.budget = budget_;
     }
@@ -238,6 +243,7 @@ private:
   bool json_ = false;
   bool quiet_ = false;
   bool no_static_screen_ = false;
+  bool no_race_ = false;
   std::int64_t heartbeat_ms_ = 1000;
   std::size_t budget_ = 0;
   std::size_t workers_ = 0;

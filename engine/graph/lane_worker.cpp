@@ -130,6 +130,11 @@ void lane_worker::loop(const std::shared_ptr<state>& s) {
     CPU_SET(s->cpu, &set);
     pthread_setaffinity_np(pthread_self(), sizeof set, &set);
   }
+  try {
+    s->backend->prepare();
+  } catch (const std::exception&) {
+    // measure() meets the same problem and reports it with the candidate.
+  }
   while (true) {
     item next;
     std::deque<item> dropped; // destroyed after the lock is released

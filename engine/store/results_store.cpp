@@ -16,9 +16,19 @@ namespace {
 constexpr const char* schema_sql = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 -- 2 added candidate_sampling and final_rounds, 3 candidate_clocks, 4 candidate_processes, 5
--- compile_cache, 6 determinism_checks; an older file gains them when opened (its candidates simply
--- have no row there).
-INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '6');
+-- compile_cache, 6 determinism_checks, 7 candidate_intervals; an older file gains them when
+-- opened (its candidates simply have no row there).
+INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '7');
+-- The median interval (95 %, sign test) of a candidate's samples where its lane computed one (the
+-- kernel lane), and for a raced candidate (candidate_sampling.sampling = 'raced') the bound it
+-- was shown slower than: the smallest interval upper end measured before it.
+CREATE TABLE IF NOT EXISTS candidate_intervals(
+  run_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  low_ns REAL NOT NULL,
+  high_ns REAL NOT NULL,
+  race_bound_ns REAL,
+  PRIMARY KEY (run_id, key));
 -- The determinism check (--determinism-check): a build compiled twice, on two workers, and the
 -- SHA of each artifact (content_hash); same = 1 when they are byte-identical.
 CREATE TABLE IF NOT EXISTS determinism_checks(
@@ -164,6 +174,10 @@ struct results_store::record_statements {
                  "INSERT OR REPLACE INTO candidate_sampling(run_id, key, sampling, noise, "
                  "noisy, device_model, device_uuid) VALUES (?,?,?,?,?,?,?)",
                  SQLITE_PREPARE_PERSISTENT),
+        intervals(db,
+                  "INSERT OR REPLACE INTO candidate_intervals(run_id, key, low_ns, high_ns, "
+                  "race_bound_ns) VALUES (?,?,?,?,?)",
+                  SQLITE_PREPARE_PERSISTENT),
         clocks(db,
                "INSERT OR REPLACE INTO candidate_clocks(run_id, key, "
                "sm_mhz_before, sm_mhz_after, reasons_before, reasons_after, "
@@ -192,8 +206,8 @@ struct results_store::record_statements {
         touch_run(
             db, "UPDATE runs SET updated_at = ? WHERE run_id = ?", SQLITE_PREPARE_PERSISTENT) {}
 
-  sqlite::statement begin, commit, candidate, sampling, clocks, processes, artifact, delete_samples,
-      sample, verdict, touch_run;
+  sqlite::statement begin, commit, candidate, sampling, intervals, clocks, processes, artifact,
+      delete_samples, sample, verdict, touch_run;
 };
 
 namespace {
@@ -342,6 +356,17 @@ void results_store::record(const std::string& run_id, const candidate_record& c)
       s.bind_text(6, c.measure.device_model).bind_text(7, c.measure.device_uuid);
       s.step();
     }
+    if (c.measure.interval_high_ns > 0.0) {
+      sqlite::statement& s = fresh(q.intervals);
+      s.bind_text(1, run_id).bind_text(2, c.key);
+      s.bind_double(3, c.measure.interval_low_ns).bind_double(4, c.measure.interval_high_ns);
+      if (c.measure.race_bound_ns > 0.0) {
+        s.bind_double(5, c.measure.race_bound_ns);
+      } else {
+        s.bind_null(5);
+      }
+      s.step();
+    }
     if (const messages::gpu_clocks& k = c.measure.clocks; k.read) {
       sqlite::statement& s = fresh(q.clocks);
       s.bind_text(1, run_id).bind_text(2, c.key);
@@ -451,7 +476,9 @@ std::vector<stored_candidate> results_store::candidates(const std::string& run_i
                       "c.max_ns, a.compile_ns, a.compile_status, v.best_key, c.lane, p.sampling, "
                       "p.noise, p.noisy, p.device_model, p.device_uuid, a.hash, k.sm_mhz_before, "
                       "k.sm_mhz_after, k.reasons_before, k.reasons_after, k.power_violation_ns, "
-                      "k.thermal_violation_ns, k.throttled, x.leftover_processes FROM candidates c "
+                      "k.thermal_violation_ns, k.throttled, x.leftover_processes, i.low_ns, "
+                      "i.high_ns, i.race_bound_ns FROM candidates c "
+                      "LEFT JOIN candidate_intervals i ON i.run_id = c.run_id AND i.key = c.key "
                       "LEFT JOIN candidate_sampling p ON p.run_id = c.run_id AND p.key = c.key "
                       "LEFT JOIN candidate_processes x ON x.run_id = c.run_id AND x.key = c.key "
                       "LEFT JOIN candidate_clocks k ON k.run_id = c.run_id AND k.key = c.key "
@@ -500,6 +527,13 @@ std::vector<stored_candidate> results_store::candidates(const std::string& run_i
     }
     if (!s.column_is_null(31)) {
       c.leftover_processes = static_cast<std::uint32_t>(s.column_int64(31));
+    }
+    if (!s.column_is_null(32)) {
+      c.interval_low_ns = s.column_double(32);
+      c.interval_high_ns = s.column_double(33);
+    }
+    if (!s.column_is_null(34)) {
+      c.race_bound_ns = s.column_double(34);
     }
     out.push_back(std::move(c));
   }

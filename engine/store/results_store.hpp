@@ -64,6 +64,11 @@ struct stored_candidate {
   messages::gpu_clocks clocks; ///< read false without clock evidence (CPU lanes, no NVML)
   /// Processes its runs left running, killed by the lane; nullopt in files older than schema 4.
   std::optional<std::uint32_t> leftover_processes;
+  /// The samples' median interval (95 %) where the lane computed it (kernel lane, schema 7), and
+  /// for a raced candidate the bound it was shown slower than.
+  std::optional<double> interval_low_ns;
+  std::optional<double> interval_high_ns;
+  std::optional<double> race_bound_ns;
 };
 
 /// One entry of the artifact cache's index: the artifact's content hash and the compile reply

@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "stages/statistics/median_interval.hpp"
+
 namespace rpl::stages {
 
 /// One candidate's samples. In a final round samples_ns[r] is its sample of round r, and a value
@@ -30,22 +32,6 @@ struct keyed_samples {
   std::string key;
   std::vector<double> samples_ns;
 };
-
-/// A median and its distribution-free confidence interval.
-struct median_interval {
-  std::size_t n = 0; ///< values it is computed from
-  double median = std::numeric_limits<double>::quiet_NaN();
-  double low = std::numeric_limits<double>::quiet_NaN();
-  double high = std::numeric_limits<double>::quiet_NaN();
-  /// Exact coverage of [low, high] for the median of any continuous distribution; below the
-  /// level asked for when n is too small (95 % needs n >= 6), 0 for n <= 1.
-  double confidence = 0.0;
-};
-
-/// The median of the finite `values` (any order; the mean of the middle two for an even count)
-/// and the sign test's interval [x_(k), x_(n+1-k)], k the largest whose coverage is >=
-/// `confidence`, or k = 1 (the whole range) when none is. All NaN for no finite value.
-median_interval estimate_median(std::span<const double> values, double confidence);
 
 /// Tuning of the finalist choice and of the final verdict.
 struct finalist_config {

@@ -98,7 +98,7 @@ TEST(results_store, keeps_a_candidates_clock_evidence_and_none_where_there_was_n
   }
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM candidate_clocks WHERE throttled=1"), 1);
   EXPECT_EQ(rpl::testing::query_texts(db, "SELECT value FROM meta WHERE key='schema_version'")[0],
-            "6");
+            "7");
   const auto rows = results_store(db).candidates("run-a");
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_TRUE(rows[0].clocks.read);
@@ -137,12 +137,42 @@ TEST(results_store, keeps_the_processes_a_candidate_left_behind_and_none_from_ol
   }
   results_store reopened(db);
   EXPECT_EQ(rpl::testing::query_texts(db, "SELECT value FROM meta WHERE key='schema_version'")[0],
-            "6");
+            "7");
   reopened.record("run-a", make_candidate("k3", true));
   const auto rows = reopened.candidates("run-a");
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_FALSE(rows[0].leftover_processes.has_value());
   EXPECT_EQ(rows[2].leftover_processes, std::optional<std::uint32_t>(0));
+}
+
+TEST(results_store, keeps_a_raced_candidates_interval_and_the_bound_it_lost_to) {
+  rpl::testing::temp_dir dir;
+  const auto db = dir / "r.db";
+  {
+    results_store store(db);
+    store.create_run(make_run("run-a", "fp"));
+    auto best = make_candidate("best", true);
+    best.measure.sampling = "converged";
+    best.measure.interval_low_ns = 100;
+    best.measure.interval_high_ns = 120;
+    store.record("run-a", best);
+    auto raced = make_candidate("raced", true);
+    raced.measure.sampling = "raced";
+    raced.measure.interval_low_ns = 150;
+    raced.measure.interval_high_ns = 170;
+    raced.measure.race_bound_ns = 120;
+    store.record("run-a", raced);
+    store.record("run-a", make_candidate("timing", true)); // a lane that computes no interval
+  }
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM candidate_intervals"), 2);
+  const auto rows = results_store(db).candidates("run-a");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].interval_high_ns, 120.0);
+  EXPECT_FALSE(rows[0].race_bound_ns);
+  EXPECT_EQ(rows[1].sampling, "raced");
+  EXPECT_EQ(rows[1].interval_low_ns, 150.0);
+  EXPECT_EQ(rows[1].race_bound_ns, 120.0);
+  EXPECT_FALSE(rows[2].interval_low_ns);
 }
 
 TEST(results_store, finds_the_latest_run_with_a_fingerprint) {

@@ -125,10 +125,69 @@ TEST_F(KernelLane, samples_adaptively_inside_the_lane_in_one_request) {
   EXPECT_EQ(again.sampling, "fixed");
 }
 
+TEST_F(KernelLane, a_candidate_shown_slower_than_the_best_is_raced_after_six_samples) {
+  kernel_lane_options o = options();
+  stages::sampling_target target;
+  target.max_noise = 0.005;
+  target.min_samples = 4;
+  target.min_time_s = 0.005;
+  o.sampling = target;
+  o.race = std::make_shared<race_board>();
+  kernel_lane lane(o);
+  const auto best = lane.measure(request(module("a", "kernel scale factor=2 duration_us=250")));
+  ASSERT_EQ(best.status, measure_status::ok) << best.reason;
+  EXPECT_EQ(best.sampling, "converged") << "nothing to race against yet";
+  EXPECT_EQ(best.interval_low_ns, 250000.0);
+  EXPECT_EQ(best.interval_high_ns, 250000.0);
+  EXPECT_EQ(o.race->current().high_ns, 250000.0);
+
+  // 4 % slower: out after the six samples a 95 % interval needs, with its interval and the bound.
+  const auto slow = lane.measure(request(module("b", "kernel scale factor=2 duration_us=260")));
+  ASSERT_EQ(slow.status, measure_status::ok) << slow.reason;
+  EXPECT_EQ(slow.sampling, "raced");
+  EXPECT_EQ(slow.samples_ns.size(), 6u);
+  EXPECT_FALSE(slow.noisy);
+  EXPECT_EQ(slow.interval_low_ns, 260000.0);
+  EXPECT_EQ(slow.race_bound_ns, 250000.0);
+  EXPECT_TRUE(lane.last_reply().verified) << "a raced candidate's outputs were still checked";
+
+  // 0.4 % slower is inside the 0.5 % separating noise: it could tie, so it is sampled on.
+  const auto close = lane.measure(request(module("c", "kernel scale factor=2 duration_us=251")));
+  ASSERT_EQ(close.status, measure_status::ok) << close.reason;
+  EXPECT_EQ(close.sampling, "converged");
+  EXPECT_GT(close.samples_ns.size(), 6u);
+  EXPECT_EQ(close.race_bound_ns, 0.0);
+
+  // A faster one lowers the bound; the final round's fixed counts are never raced.
+  ASSERT_EQ(lane.measure(request(module("d", "kernel scale factor=2 duration_us=200"))).sampling,
+            "converged");
+  EXPECT_EQ(o.race->current().high_ns, 200000.0);
+  auto fixed = request(dir_ / "b");
+  fixed.fixed_count = true;
+  const auto again = lane.measure(fixed);
+  EXPECT_EQ(again.sampling, "fixed");
+  EXPECT_EQ(again.samples_ns.size(), 4u);
+  EXPECT_TRUE(lane.last_reply().module_cached) << "b was loaded before";
+}
+
+TEST_F(KernelLane, a_wrong_result_found_during_sampling_drops_the_samples) {
+  kernel_lane lane(options());
+  ASSERT_EQ(lane.measure(request(module("a", "kernel scale factor=2"))).status, measure_status::ok);
+  const auto wrong = lane.measure(request(module("b", "kernel scale factor=3")));
+  EXPECT_EQ(wrong.status, measure_status::wrong_result);
+  EXPECT_TRUE(wrong.samples_ns.empty()) << "the samples of a wrong kernel are not kept";
+  EXPECT_NE(wrong.reason.find("wrong result: out["), std::string::npos) << wrong.reason;
+  // The same path with other contents is loaded afresh, not taken from the module cache.
+  testing::write_file(dir_ / "b", "rpl-fake-module\nkernel scale factor=2.0\n");
+  const auto fixed = lane.measure(request(dir_ / "b"));
+  EXPECT_EQ(fixed.status, measure_status::ok) << fixed.reason;
+  EXPECT_FALSE(lane.last_reply().module_cached);
+}
+
 TEST_F(KernelLane, keeps_its_buffers_across_candidates) {
   kernel_lane lane(options());
   ASSERT_EQ(lane.measure(request(module("a", "kernel scale factor=2"))).status, measure_status::ok);
-  EXPECT_EQ(lane.last_reply().allocations, 2u);
+  EXPECT_EQ(lane.last_reply().allocations, 3u) << "two buffers and the input's device copy";
   const pid_t pid = lane.process_id();
   ASSERT_EQ(lane.measure(request(module("b", "kernel scale factor=2"))).status, measure_status::ok);
   EXPECT_EQ(lane.last_reply().allocations, 0u) << "the steady state allocates nothing";

@@ -148,6 +148,30 @@ public:
     return std::nullopt;
   }
 
+  device_status
+  copy_on_device(device_pointer target, device_pointer source, std::size_t bytes) override {
+    std::memcpy(reinterpret_cast<void*>(target), reinterpret_cast<const void*>(source), bytes);
+    return std::nullopt;
+  }
+
+  device_status fill_zero(device_pointer target, std::size_t bytes) override {
+    std::memset(reinterpret_cast<void*>(target), 0, bytes);
+    return std::nullopt;
+  }
+
+  device_status
+  copy_to_host_queued(void* target, device_pointer source, std::size_t bytes) override {
+    return copy_to_host(target, source, bytes);
+  }
+
+  device_status allocate_host(std::size_t bytes, void*& pointer) override {
+    pointer = std::malloc(bytes == 0 ? 1 : bytes);
+    return pointer == nullptr ? device_status(device_error{"FAKE_ERROR_OUT_OF_MEMORY", "", false})
+                              : std::nullopt;
+  }
+
+  void release_host(void* pointer) override { std::free(pointer); }
+
   device_status launch(function_handle function, const launch_shape&, void** params) override {
     const auto& kernel = *static_cast<const fake_kernel*>(function);
     if (kernel.behavior == "crash") {
@@ -187,6 +211,8 @@ public:
     *static_cast<std::int64_t*>(event) = clock_ns_;
     return std::nullopt;
   }
+
+  device_status wait_event(event_handle) override { return synchronize(); }
 
   device_status elapsed_ns(event_handle start, event_handle stop, std::int64_t& ns) override {
     ns = *static_cast<std::int64_t*>(stop) - *static_cast<std::int64_t*>(start);

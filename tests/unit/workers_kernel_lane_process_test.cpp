@@ -184,6 +184,16 @@ public:
     return std::nullopt;
   }
   device_status copy_to_host(void*, device_pointer, std::size_t) override { return std::nullopt; }
+  device_status copy_on_device(device_pointer, device_pointer, std::size_t) override {
+    return std::nullopt;
+  }
+  device_status fill_zero(device_pointer, std::size_t) override { return std::nullopt; }
+  device_status copy_to_host_queued(void*, device_pointer, std::size_t) override {
+    return std::nullopt;
+  }
+  device_status allocate_host(std::size_t, void*&) override { return std::nullopt; }
+  void release_host(void*) override {}
+  device_status wait_event(event_handle) override { return std::nullopt; }
   device_status launch(function_handle, const launch_shape&, void**) override {
     if (launches++ == fail_at_launch)
       return device_error{"TEST_ERROR", "refused", false};
@@ -225,7 +235,7 @@ TEST(workers_kernel_lane_process, a_fixed_count_takes_min_samples_in_one_batch) 
   EXPECT_EQ(outcome.samples_ns, (std::vector<std::int64_t>(5, 1000)));
   EXPECT_EQ(outcome.warmups, 2u);
   EXPECT_EQ(device.launches, 7);
-  EXPECT_EQ(device.synchronizations, 2) << "one after the warm-ups, one after the batch";
+  EXPECT_EQ(device.synchronizations, 1) << "the warm-ups are waited for with the first batch";
   EXPECT_FALSE(outcome.time_capped);
 
   const auto again = take_samples(device, events, nullptr, {}, nullptr, sampling, fixed_count());
@@ -297,6 +307,31 @@ TEST(workers_kernel_lane_process, until_quiet_gives_up_on_noise_that_settles_abo
   EXPECT_GT(criterion.noise(), 0.4);
   EXPECT_LT(outcome.samples_ns.size(), 1000u) << "it ends long before max_samples";
   EXPECT_FALSE(outcome.time_capped);
+}
+
+TEST(workers_kernel_lane_process, the_host_works_alongside_the_first_batch_only) {
+  timing_device device;
+  event_pool events(device);
+  int calls = 0;
+  int synchronizations_seen = -1;
+  const alongside_work work = [&] {
+    ++calls;
+    synchronizations_seen = device.synchronizations;
+    return true;
+  };
+  const auto outcome = take_samples(
+      device, events, nullptr, {}, nullptr, {1, 4, 20, 10000},
+      [](std::span<const std::int64_t> s) { return s.size() >= 20; }, work);
+  EXPECT_EQ(outcome.samples_ns.size(), 20u);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(synchronizations_seen, 0) << "before the first batch is waited for";
+  EXPECT_EQ(device.launches, 21) << "warm-up and first batch queued before the work";
+
+  const auto stopped = take_samples(
+      device, events, nullptr, {}, nullptr, {0, 4, 20, 10000},
+      [](std::span<const std::int64_t>) { return false; }, [] { return false; });
+  EXPECT_TRUE(stopped.stopped);
+  EXPECT_EQ(stopped.samples_ns.size(), 4u) << "no batch after the work said stop";
 }
 
 TEST(workers_kernel_lane_process, a_failed_launch_stops_sampling_with_its_error) {

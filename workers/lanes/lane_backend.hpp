@@ -20,6 +20,10 @@ public:
   virtual messages::measure_result measure(const messages::measure_request& request) = 0;
   /// The lane's name, recorded with every measurement (e.g. "cpu0", "gpu1").
   virtual const std::string& name() const = 0;
+  /// Called once from the lane's thread before it waits for its first measurement, so that a
+  /// slow start (the kernel lane's process and CUDA context) overlaps the first compiles instead
+  /// of delaying the first candidate. A failure here is left for measure() to report.
+  virtual void prepare() {}
 };
 
 using lane_backend_ptr = std::unique_ptr<lane_backend>;

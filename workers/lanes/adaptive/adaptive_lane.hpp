@@ -21,6 +21,7 @@ public:
 
   messages::measure_result measure(const messages::measure_request& request) override;
   const std::string& name() const override { return inner_->name(); }
+  void prepare() override { inner_->prepare(); }
 
 private:
   lane_backend_ptr inner_;

@@ -1,5 +1,6 @@
 #include "workers/lanes/kernel/kernel_lane.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <system_error>
 #include <unistd.h>
@@ -102,6 +103,11 @@ messages::measure_result kernel_lane::measure(const messages::measure_request& r
   return result;
 }
 
+void kernel_lane::prepare() {
+  messages::measure_result ignored; // a failed start is tried again, and reported, by measure()
+  ensure_started(ignored);
+}
+
 bool kernel_lane::ensure_started(messages::measure_result& result) {
   if (process_.running() && process_.has_exited())
     process_.stop(std::chrono::milliseconds(0)); // it died between candidates: start afresh
@@ -185,7 +191,13 @@ messages::kernel_lane_request kernel_lane::make_request(const messages::measure_
     out.sampling.max_samples = std::max(out.sampling.min_samples, options_.max_samples);
     out.sampling.max_noise = options_.sampling->max_noise;
     out.sampling.min_time_ns = static_cast<std::int64_t>(options_.sampling->min_time_s * 1e9);
+    if (options_.race) {
+      const race_board::bound bound = options_.race->current();
+      out.sampling.race_bound_ns = bound.high_ns;
+      out.sampling.race_noise = std::max(options_.sampling->max_noise, bound.noise);
+    }
   }
+  out.sampling.race_confidence = options_.race_confidence;
   return out;
 }
 
@@ -252,10 +264,20 @@ void kernel_lane::take_reply(const messages::kernel_lane_request& request,
   result.sampling = reply.sampling_state;
   result.noise = reply.noise;
   result.noisy = reply.noisy;
-  spdlog::debug("{}: {} setup {:.1f} ms, sampling {:.1f} ms, {} samples, {} warm-ups",
+  result.interval_low_ns = reply.interval_low_ns;
+  result.interval_high_ns = reply.interval_high_ns;
+  if (reply.sampling_state == "raced")
+    result.race_bound_ns = request.sampling.race_bound_ns;
+  else if (reply.status == kernel_lane_status::ok && options_.race && !reply.samples_ns.empty())
+    options_.race->offer(reply.interval_high_ns, reply.noise);
+  spdlog::debug("{}: {} setup {:.2f} ms (load {:.2f}{}, restore {:.2f}), check {:.2f} ms, "
+                "sampling {:.2f} ms, {} samples ({}), {} warm-ups",
                 options_.name, request.candidate_key, static_cast<double>(reply.setup_ns) / 1e6,
+                static_cast<double>(reply.load_ns) / 1e6, reply.module_cached ? " cached" : "",
+                static_cast<double>(reply.restore_ns) / 1e6,
+                static_cast<double>(reply.check_ns) / 1e6,
                 static_cast<double>(reply.sampling_ns) / 1e6, reply.samples_ns.size(),
-                reply.warmup_launches);
+                reply.sampling_state, reply.warmup_launches);
   if (reply.status != kernel_lane_status::ok)
     result.reason = std::string(messages::to_string(reply.status)) + ": " + reply.reason;
   if (reply.lane_exiting) {

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,7 @@
 #include "messages/wire.hpp"
 #include "stages/statistics/sampling_criterion.hpp"
 #include "workers/lanes/kernel/lane_process.hpp"
+#include "workers/lanes/kernel/race_board.hpp"
 #include "workers/lanes/lane_backend.hpp"
 
 namespace rpl::workers {
@@ -52,6 +54,11 @@ struct kernel_lane_options {
   std::uint32_t max_samples = 1u << 20;
   /// Sampling stops after this long even before its criterion is met (the reply says so).
   std::chrono::milliseconds time_cap{10000};
+  /// Racing (with adaptive sampling): a candidate whose median interval lies wholly above the
+  /// board's bound by more than the separating noise stops sampling ("raced"); every valid
+  /// result is offered to the board. nullptr: no racing.
+  std::shared_ptr<race_board> race;
+  double race_confidence = 0.95;
 };
 
 class kernel_lane final : public lane_backend {
@@ -64,6 +71,8 @@ public:
 
   messages::measure_result measure(const messages::measure_request& request) override;
   const std::string& name() const override { return options_.name; }
+  /// Starts the lane process (CUDA's start-up) ahead of the first candidate.
+  void prepare() override;
 
   /// The lane process's full reply to the last measure() (device, mismatch, timings,
   /// allocations); default-constructed when that measure() got no reply.

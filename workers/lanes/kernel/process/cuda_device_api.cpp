@@ -123,6 +123,28 @@ public:
   }
 
   device_status
+  copy_on_device(device_pointer target, device_pointer source, std::size_t bytes) override {
+    return check(cuMemcpyDtoDAsync(static_cast<CUdeviceptr>(target),
+                                   static_cast<CUdeviceptr>(source), bytes, nullptr));
+  }
+
+  device_status fill_zero(device_pointer target, std::size_t bytes) override {
+    return check(cuMemsetD8Async(static_cast<CUdeviceptr>(target), 0, bytes, nullptr));
+  }
+
+  device_status
+  copy_to_host_queued(void* target, device_pointer source, std::size_t bytes) override {
+    return check(cuMemcpyDtoHAsync(target, static_cast<CUdeviceptr>(source), bytes, nullptr));
+  }
+
+  device_status allocate_host(std::size_t bytes, void*& pointer) override {
+    pointer = nullptr;
+    return check(cuMemAllocHost(&pointer, bytes));
+  }
+
+  void release_host(void* pointer) override { cuMemFreeHost(pointer); }
+
+  device_status
   launch(function_handle function, const launch_shape& shape, void** params) override {
     auto f = static_cast<CUfunction>(function);
     // Above 48 KiB of dynamic shared memory a kernel must opt in, once per size.
@@ -149,6 +171,10 @@ public:
 
   device_status record_event(event_handle event) override {
     return check(cuEventRecord(static_cast<CUevent>(event), nullptr));
+  }
+
+  device_status wait_event(event_handle event) override {
+    return check(cuEventSynchronize(static_cast<CUevent>(event)));
   }
 
   device_status elapsed_ns(event_handle start, event_handle stop, std::int64_t& ns) override {

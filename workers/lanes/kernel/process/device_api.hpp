@@ -56,6 +56,17 @@ public:
   copy_to_device(device_pointer target, const void* source, std::size_t bytes) = 0;
   virtual device_status copy_to_host(void* target, device_pointer source, std::size_t bytes) = 0;
 
+  /// Queued on the lane's stream, in order with the launches (the host does not wait): a device
+  /// to device copy, zeroing, and a copy into page-locked host memory from allocate_host().
+  virtual device_status
+  copy_on_device(device_pointer target, device_pointer source, std::size_t bytes) = 0;
+  virtual device_status fill_zero(device_pointer target, std::size_t bytes) = 0;
+  virtual device_status
+  copy_to_host_queued(void* target, device_pointer source, std::size_t bytes) = 0;
+  /// Page-locked host memory (what a queued copy to the host needs).
+  virtual device_status allocate_host(std::size_t bytes, void*& pointer) = 0;
+  virtual void release_host(void* pointer) = 0;
+
   /// `params` as cuLaunchKernel takes them: one pointer per kernel parameter, to its value.
   virtual device_status
   launch(function_handle function, const launch_shape& shape, void** params) = 0;
@@ -65,6 +76,8 @@ public:
   virtual device_status create_event(event_handle& event) = 0;
   virtual void destroy_event(event_handle event) = 0;
   virtual device_status record_event(event_handle event) = 0;
+  /// Waits until the work queued before `event`'s record is done; a kernel's fault surfaces here.
+  virtual device_status wait_event(event_handle event) = 0;
   /// GPU time between two recorded (and completed) events.
   virtual device_status elapsed_ns(event_handle start, event_handle stop, std::int64_t& ns) = 0;
 };

@@ -115,6 +115,27 @@ public:
   }
 
   device_status
+  copy_on_device(device_pointer target, device_pointer source, std::size_t bytes) override {
+    return check(hipMemcpyDtoDAsync(as_pointer(target), as_pointer(source), bytes, nullptr));
+  }
+
+  device_status fill_zero(device_pointer target, std::size_t bytes) override {
+    return check(hipMemsetD8Async(as_pointer(target), 0, bytes, nullptr));
+  }
+
+  device_status
+  copy_to_host_queued(void* target, device_pointer source, std::size_t bytes) override {
+    return check(hipMemcpyDtoHAsync(target, as_pointer(source), bytes, nullptr));
+  }
+
+  device_status allocate_host(std::size_t bytes, void*& pointer) override {
+    pointer = nullptr;
+    return check(hipHostMalloc(&pointer, bytes, 0));
+  }
+
+  void release_host(void* pointer) override { (void)hipHostFree(pointer); }
+
+  device_status
   launch(function_handle function, const launch_shape& shape, void** params) override {
     return check(hipModuleLaunchKernel(
         static_cast<hipFunction_t>(function), shape.grid.x, shape.grid.y, shape.grid.z,
@@ -136,6 +157,10 @@ public:
 
   device_status record_event(event_handle event) override {
     return check(hipEventRecord(static_cast<hipEvent_t>(event), nullptr));
+  }
+
+  device_status wait_event(event_handle event) override {
+    return check(hipEventSynchronize(static_cast<hipEvent_t>(event)));
   }
 
   device_status elapsed_ns(event_handle start, event_handle stop, std::int64_t& ns) override {

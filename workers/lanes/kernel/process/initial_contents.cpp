@@ -17,13 +17,6 @@ std::uint64_t splitmix64(std::uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-std::string key_of(const messages::kernel_arg& arg) {
-  return std::to_string(static_cast<int>(arg.type)) + "/" + std::to_string(arg.count) + "/" +
-         std::to_string(static_cast<int>(arg.init.fill)) + "/" + std::to_string(arg.init.seed) +
-         "/" + std::to_string(arg.init.min) + "/" + std::to_string(arg.init.max) + "/" +
-         arg.init.path;
-}
-
 bool read_file(const messages::kernel_arg& arg, std::vector<std::byte>& bytes, std::string& error) {
   std::ifstream in(arg.init.path, std::ios::binary | std::ios::ate);
   if (!in) {
@@ -49,6 +42,13 @@ bool read_file(const messages::kernel_arg& arg, std::vector<std::byte>& bytes, s
 }
 
 } // namespace
+
+std::string contents_key(const messages::kernel_arg& arg) {
+  return std::to_string(static_cast<int>(arg.type)) + "/" + std::to_string(arg.count) + "/" +
+         std::to_string(static_cast<int>(arg.init.fill)) + "/" + std::to_string(arg.init.seed) +
+         "/" + std::to_string(arg.init.min) + "/" + std::to_string(arg.init.max) + "/" +
+         arg.init.path;
+}
 
 std::vector<std::byte>
 random_contents(messages::element_type type, std::size_t count, const messages::buffer_init& init) {
@@ -77,7 +77,7 @@ initial_contents::get(std::size_t index, const messages::kernel_arg& arg, std::s
   if (entries_.size() <= index)
     entries_.resize(index + 1);
   entry& slot = entries_[index];
-  const std::string key = key_of(arg);
+  const std::string key = contents_key(arg);
   if (slot.key == key && !key.empty())
     return &slot.bytes;
   slot.key.clear();

@@ -17,6 +17,10 @@ namespace rpl::workers::kernel_process {
 std::vector<std::byte>
 random_contents(messages::element_type type, std::size_t count, const messages::buffer_init& init);
 
+/// What a buffer's initial contents are made from (type, count, fill, seed, range, file): equal
+/// keys, equal bytes.
+std::string contents_key(const messages::kernel_arg& arg);
+
 class initial_contents {
 public:
   /// The initial bytes of buffer argument number `index`, or nullptr with `error` set (a file

@@ -10,6 +10,8 @@
 #include <msgpack.hpp>
 
 #include "messages/wire_msgpack.hpp"
+#include "stages/statistics/race_rule.hpp"
+#include "stages/statistics/statistics.hpp"
 #include "workers/lanes/kernel/process/kernel_params.hpp"
 #include "workers/lanes/kernel/process/output_check.hpp"
 
@@ -49,23 +51,6 @@ void record(messages::kernel_lane_reply& reply, kernel_lane_status status, std::
 
 std::int64_t ns_since(clock_type::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - start).count();
-}
-
-bool read_code_object(const std::string& path, std::string& image, std::string& error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = "cannot read the code object " + path + ": " + std::strerror(errno) +
-            "; fix: pass the artifact's path as argv[0]";
-    return false;
-  }
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  image = bytes.str();
-  if (image.empty()) {
-    error = "the code object " + path + " is empty; fix: check the build's {OUT}";
-    return false;
-  }
-  return true;
 }
 
 std::string check_dims(const messages::launch_dims& d, const std::string& what) {
@@ -131,26 +116,6 @@ bool has_outputs(const messages::kernel_launch& launch) {
   return false;
 }
 
-/// A loaded module, unloaded when it goes out of scope (also on every early return).
-class loaded_module {
-public:
-  explicit loaded_module(device_api& api) : api_(api) {}
-  ~loaded_module() {
-    if (module_ != nullptr)
-      api_.unload_module(module_);
-  }
-  loaded_module(const loaded_module&) = delete;
-  loaded_module& operator=(const loaded_module&) = delete;
-  device_status load(const std::string& image) { return api_.load_module(image, module_); }
-  device_status find(const std::string& symbol, function_handle& function) {
-    return api_.find_function(module_, symbol, function);
-  }
-
-private:
-  device_api& api_;
-  module_handle module_ = nullptr;
-};
-
 std::string describe_mismatch(const messages::kernel_mismatch& m,
                               const messages::value_tolerance& tolerance) {
   std::ostringstream out;
@@ -163,7 +128,8 @@ std::string describe_mismatch(const messages::kernel_mismatch& m,
 
 } // namespace
 
-lane_server::lane_server(device_api& api) : api_(api), buffers_(api), events_(api) {}
+lane_server::lane_server(device_api& api)
+    : api_(api), buffers_(api), pristine_(api), readback_(api), modules_(api), events_(api) {}
 
 messages::kernel_lane_hello lane_server::open(int ordinal) {
   messages::kernel_lane_hello hello;
@@ -192,35 +158,38 @@ messages::kernel_lane_reply lane_server::handle(const messages::kernel_lane_requ
     record(reply, kernel_lane_status::bad_request, problem);
     return reply;
   }
-  std::string image;
-  if (std::string error; !read_code_object(request.code_object_path, image, error)) {
-    record(reply, kernel_lane_status::bad_request, error);
-    return reply;
-  }
   if (!prepare_buffers(request.launch, reply))
     return reply;
-  if (request.launch.reference && !ensure_reference(request, image, reply))
+  if (request.launch.reference && !ensure_reference(request, reply))
     return reply;
-  loaded_module module(api_);
-  if (device_status error = module.load(image)) {
-    record(reply, kernel_lane_status::load_failed, *error,
+  const auto loading = clock_type::now();
+  const module_cache::outcome module = modules_.get(request.code_object_path);
+  reply.module_cached = module.cached;
+  if (!module.file_error.empty()) {
+    record(reply, kernel_lane_status::bad_request, module.file_error);
+    return reply;
+  }
+  if (module.load_error) {
+    record(reply, kernel_lane_status::load_failed, *module.load_error,
            "loading the code object " + request.code_object_path,
            "build a cubin or fatbin for this GPU's architecture (" + device_.arch + ")");
     return reply;
   }
   function_handle function = nullptr;
-  if (device_status error = module.find(request.launch.symbol, function)) {
+  if (device_status error = api_.find_function(module.module, request.launch.symbol, function)) {
     record(reply, kernel_lane_status::symbol_not_found, *error,
            "the code object has no kernel " + request.launch.symbol,
            "the launch file's \"kernel\" must be the symbol as the code object lists it "
            "(cuobjdump -symbols); declare the kernel extern \"C\" so that it is not mangled");
     return reply;
   }
+  reply.load_ns = ns_since(loading);
   kernel_params params(request.launch.args, buffers_);
-  if (!checked_launch(request, function, params.data(), reply))
+  const bool checking = request.launch.reference && has_outputs(request.launch);
+  if (!checked_launch(request, function, params.data(), checking, reply))
     return reply;
   reply.setup_ns = ns_since(start);
-  sample(request, function, params.data(), reply);
+  sample(request, function, params.data(), checking, reply);
   return reply;
 }
 
@@ -240,22 +209,21 @@ bool lane_server::prepare_buffers(const messages::kernel_launch& launch,
   return true;
 }
 
-bool lane_server::upload_initial(const messages::kernel_launch& launch,
-                                 messages::kernel_lane_reply& reply) {
-  for (std::size_t i = 0; i < launch.args.size(); ++i) {
-    const messages::kernel_arg& arg = launch.args[i];
-    if (arg.kind != messages::kernel_arg_kind::buffer)
-      continue;
-    std::string error;
-    const std::vector<std::byte>* bytes = contents_.get(i, arg, error);
-    if (bytes == nullptr) {
-      record(reply, kernel_lane_status::bad_request, error);
-      return false;
-    }
-    if (device_status e = api_.copy_to_device(buffers_.pointer(i), bytes->data(), bytes->size())) {
-      record(reply, kernel_lane_status::launch_failed, *e, "uploading buffer " + arg.name);
-      return false;
-    }
+bool lane_server::restore_initial(const messages::kernel_launch& launch,
+                                  messages::kernel_lane_reply& reply) {
+  const auto start = clock_type::now();
+  std::string contents_error;
+  device_status error =
+      pristine_.restore(launch.args, buffers_, contents_, contents_error, reply.allocations);
+  reply.restore_ns += ns_since(start);
+  if (!contents_error.empty()) {
+    record(reply, kernel_lane_status::bad_request, contents_error);
+    return false;
+  }
+  if (error) {
+    record(reply, kernel_lane_status::launch_failed, *error,
+           "restoring the buffers' initial contents");
+    return false;
   }
   return true;
 }
@@ -279,7 +247,6 @@ bool lane_server::download_outputs(const messages::kernel_launch& launch,
 }
 
 bool lane_server::ensure_reference(const messages::kernel_lane_request& request,
-                                   const std::string& candidate_image,
                                    messages::kernel_lane_reply& reply) {
   const messages::kernel_launch& launch = request.launch;
   const messages::kernel_reference& ref = *launch.reference;
@@ -288,19 +255,18 @@ bool lane_server::ensure_reference(const messages::kernel_lane_request& request,
     return true;
   reference_ = {};
   const std::string what = "the reference kernel " + ref.symbol;
-  std::string image = candidate_image;
-  if (std::string error;
-      !ref.code_object_path.empty() && !read_code_object(ref.code_object_path, image, error)) {
-    record(reply, kernel_lane_status::reference_failed, what + ": " + error);
+  const module_cache::outcome module =
+      modules_.get(ref.code_object_path.empty() ? request.code_object_path : ref.code_object_path);
+  if (!module.file_error.empty()) {
+    record(reply, kernel_lane_status::reference_failed, what + ": " + module.file_error);
     return false;
   }
-  loaded_module module(api_);
   function_handle function = nullptr;
-  device_status error = module.load(image);
+  device_status error = module.load_error;
   if (!error)
-    error = module.find(ref.symbol, function);
+    error = api_.find_function(module.module, ref.symbol, function);
   kernel_params params(launch.args, buffers_);
-  if (!error && !upload_initial(launch, reply))
+  if (!error && !restore_initial(launch, reply))
     return false;
   if (!error)
     error =
@@ -320,70 +286,119 @@ bool lane_server::ensure_reference(const messages::kernel_lane_request& request,
 bool lane_server::checked_launch(const messages::kernel_lane_request& request,
                                  function_handle function,
                                  void** params,
+                                 bool checking,
                                  messages::kernel_lane_reply& reply) {
   const messages::kernel_launch& launch = request.launch;
-  if (!upload_initial(launch, reply))
+  if (!restore_initial(launch, reply))
     return false;
   const launch_shape shape{launch.grid, launch.block, launch.shared_bytes};
   if (device_status error = api_.launch(function, shape, params)) {
     record(reply, kernel_lane_status::launch_failed, *error, "launching " + launch.symbol);
     return false;
   }
+  if (checking) {
+    // Read back behind the launch; compared while the timed launches run (sample()).
+    if (device_status error = readback_.queue(launch.args, buffers_)) {
+      record(reply, kernel_lane_status::launch_failed, *error, "reading back the outputs");
+      return false;
+    }
+    return true;
+  }
   if (device_status error = api_.synchronize()) {
     record(reply, kernel_lane_status::launch_failed, *error, "running " + launch.symbol);
     return false;
   }
-  if (!launch.reference)
-    return true;
-  std::vector<std::vector<std::byte>> outputs;
-  return download_outputs(launch, outputs, reply) && verify(launch, outputs, reply);
+  return true;
 }
 
-bool lane_server::verify(const messages::kernel_launch& launch,
-                         const std::vector<std::vector<std::byte>>& got,
-                         messages::kernel_lane_reply& reply) {
+bool lane_server::verify_readback(const messages::kernel_launch& launch,
+                                  messages::kernel_lane_reply& reply) {
   for (std::size_t i = 0; i < launch.args.size(); ++i) {
     const messages::kernel_arg& arg = launch.args[i];
     if (arg.kind != messages::kernel_arg_kind::buffer || !arg.output)
       continue;
-    if (auto mismatch = compare_output(arg, got[i], reference_.outputs[i])) {
+    if (auto mismatch = compare_output(arg, readback_.output(i), reference_.outputs[i])) {
       reply.mismatch = *mismatch;
       record(reply, kernel_lane_status::wrong_result, describe_mismatch(*mismatch, arg.tolerance));
       return false;
     }
   }
-  reply.verified = has_outputs(launch);
+  reply.verified = true;
   return true;
 }
 
 void lane_server::sample(const messages::kernel_lane_request& request,
                          function_handle function,
                          void** params,
+                         bool checking,
                          messages::kernel_lane_reply& reply) {
   const auto start = clock_type::now();
   const messages::kernel_launch& launch = request.launch;
-  const messages::kernel_sampling& sampling = request.sampling;
+  messages::kernel_sampling sampling = request.sampling;
   const bool adaptive = sampling.max_noise > 0.0;
+  const stages::race_bound bound{sampling.race_bound_ns, sampling.race_noise,
+                                 sampling.race_confidence};
+  const bool racing = adaptive && bound.high_ns > 0.0;
+  if (racing) // the first batch is enough for an interval at the race's confidence
+    sampling.min_samples = std::max<std::uint32_t>(
+        sampling.min_samples,
+        static_cast<std::uint32_t>(stages::race_min_samples(bound.confidence)));
+  sampling.max_samples = std::max(sampling.max_samples, sampling.min_samples);
   stages::sampling_criterion criterion(target_of(sampling));
+  const stop_criterion quiet = adaptive ? until_quiet(criterion) : fixed_count();
+  bool raced = false;
+  const stop_criterion enough = [&](std::span<const std::int64_t> samples) {
+    if (racing && stages::judge_race(samples, bound).raced) {
+      raced = true;
+      return true;
+    }
+    return quiet(samples);
+  };
+  // The output check runs on the host while the GPU works through the first batch.
+  device_status check_error;
+  bool wrong = false;
+  const alongside_work check = [&] {
+    const auto started = clock_type::now();
+    check_error = readback_.wait();
+    if (!check_error && !verify_readback(launch, reply))
+      wrong = true;
+    reply.check_ns = ns_since(started);
+    return !check_error && !wrong;
+  };
   sampling_outcome outcome = take_samples(
       api_, events_, function, launch_shape{launch.grid, launch.block, launch.shared_bytes}, params,
-      sampling, adaptive ? until_quiet(criterion) : fixed_count());
-  reply.sampling_ns = ns_since(start);
+      sampling, enough, checking ? check : alongside_work{});
+  reply.sampling_ns = ns_since(start) - reply.check_ns;
+  if (check_error) {
+    record(reply, kernel_lane_status::launch_failed, *check_error, "running " + launch.symbol);
+    return;
+  }
+  if (wrong)
+    return; // verify_readback recorded the mismatch; the samples of a wrong kernel are not kept
+  if (outcome.error) {
+    record(reply, kernel_lane_status::launch_failed, *outcome.error,
+           "timing " + launch.symbol + " (after the checked launch succeeded)");
+    return;
+  }
   reply.samples_ns = std::move(outcome.samples_ns);
   reply.warmup_launches = outcome.warmups;
   reply.time_capped = outcome.time_capped;
   if (adaptive) {
     const stages::sampling_state state = criterion.state();
-    reply.sampling_state = state != stages::sampling_state::continue_sampling ? to_string(state)
-                           : outcome.time_capped                              ? "time_cap"
-                                                                              : "max_samples";
-    reply.noise = criterion.noise();
-    reply.noisy = state == stages::sampling_state::continue_sampling || stages::is_noisy(state);
+    reply.sampling_state = raced                                                ? "raced"
+                           : state != stages::sampling_state::continue_sampling ? to_string(state)
+                           : outcome.time_capped                                ? "time_cap"
+                                                                                : "max_samples";
+    // The noise of every sample kept (a race may stop before the criterion saw the last batch).
+    reply.noise = raced ? stages::summarize(reply.samples_ns).cv : criterion.noise();
+    reply.noisy =
+        !raced && (state == stages::sampling_state::continue_sampling || stages::is_noisy(state));
   }
-  if (outcome.error) {
-    record(reply, kernel_lane_status::launch_failed, *outcome.error,
-           "timing " + launch.symbol + " (after the checked launch succeeded)");
-    return;
+  const stages::median_interval interval =
+      stages::judge_race(reply.samples_ns, stages::race_bound{0.0, 0.0, bound.confidence}).interval;
+  if (interval.n > 0) {
+    reply.interval_low_ns = interval.low;
+    reply.interval_high_ns = interval.high;
   }
   reply.status = kernel_lane_status::ok;
 }

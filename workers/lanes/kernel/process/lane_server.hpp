@@ -17,6 +17,9 @@
 #include "workers/lanes/kernel/process/device_buffers.hpp"
 #include "workers/lanes/kernel/process/event_pool.hpp"
 #include "workers/lanes/kernel/process/initial_contents.hpp"
+#include "workers/lanes/kernel/process/module_cache.hpp"
+#include "workers/lanes/kernel/process/output_readback.hpp"
+#include "workers/lanes/kernel/process/pristine_copies.hpp"
 #include "workers/lanes/kernel/process/sample_loop.hpp"
 
 namespace rpl::workers::kernel_process {
@@ -39,29 +42,33 @@ private:
   };
 
   bool prepare_buffers(const messages::kernel_launch& launch, messages::kernel_lane_reply& reply);
-  bool upload_initial(const messages::kernel_launch& launch, messages::kernel_lane_reply& reply);
+  bool restore_initial(const messages::kernel_launch& launch, messages::kernel_lane_reply& reply);
   bool download_outputs(const messages::kernel_launch& launch,
                         std::vector<std::vector<std::byte>>& outputs,
                         messages::kernel_lane_reply& reply);
   bool ensure_reference(const messages::kernel_lane_request& request,
-                        const std::string& candidate_image,
                         messages::kernel_lane_reply& reply);
+  /// Restores the buffers and queues the launch; with `checking`, queues the outputs' read-back
+  /// behind it (compared in sample()), else waits for it.
   bool checked_launch(const messages::kernel_lane_request& request,
                       function_handle function,
                       void** params,
+                      bool checking,
                       messages::kernel_lane_reply& reply);
-  bool verify(const messages::kernel_launch& launch,
-              const std::vector<std::vector<std::byte>>& got,
-              messages::kernel_lane_reply& reply);
+  bool verify_readback(const messages::kernel_launch& launch, messages::kernel_lane_reply& reply);
   void sample(const messages::kernel_lane_request& request,
               function_handle function,
               void** params,
+              bool checking,
               messages::kernel_lane_reply& reply);
 
   device_api& api_;
   messages::kernel_device device_;
   device_buffers buffers_;
   initial_contents contents_;
+  pristine_copies pristine_;
+  output_readback readback_;
+  module_cache modules_;
   event_pool events_;
   reference_outputs reference_;
 };

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "messages/kernel_lane.hpp"
@@ -15,7 +16,7 @@ bool within_tolerance(double value, double expected, const messages::value_toler
 
 /// nullopt when every element matches; else the first wrong one and how many are wrong.
 std::optional<messages::kernel_mismatch> compare_output(const messages::kernel_arg& arg,
-                                                        const std::vector<std::byte>& value,
-                                                        const std::vector<std::byte>& expected);
+                                                        std::span<const std::byte> value,
+                                                        std::span<const std::byte> expected);
 
 } // namespace rpl::workers::kernel_process

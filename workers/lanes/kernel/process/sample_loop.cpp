@@ -20,7 +20,7 @@ device_status warm_up(device_api& api,
   for (; done < launches; ++done)
     if (device_status error = api.launch(function, shape, params))
       return error;
-  return launches == 0 ? std::nullopt : api.synchronize();
+  return std::nullopt; // waited for with the first batch
 }
 
 device_status timed_batch(device_api& api,
@@ -29,7 +29,9 @@ device_status timed_batch(device_api& api,
                           const launch_shape& shape,
                           void** params,
                           std::uint32_t count,
-                          std::vector<std::int64_t>& samples) {
+                          std::vector<std::int64_t>& samples,
+                          const alongside_work& alongside,
+                          bool& stop) {
   if (device_status error = events.reserve(count))
     return error;
   for (std::uint32_t i = 0; i < count; ++i) {
@@ -40,6 +42,8 @@ device_status timed_batch(device_api& api,
     if (device_status error = api.record_event(events.stop(i)))
       return error;
   }
+  if (alongside && !alongside())
+    stop = true;
   if (device_status error = api.synchronize())
     return error;
   for (std::uint32_t i = 0; i < count; ++i) {
@@ -80,7 +84,8 @@ sampling_outcome take_samples(device_api& api,
                               const launch_shape& shape,
                               void** params,
                               const messages::kernel_sampling& sampling,
-                              const stop_criterion& enough) {
+                              const stop_criterion& enough,
+                              const alongside_work& alongside) {
   sampling_outcome out;
   const auto start = std::chrono::steady_clock::now();
   const std::chrono::milliseconds cap(sampling.time_cap_ms);
@@ -93,8 +98,12 @@ sampling_outcome take_samples(device_api& api,
     const auto have = static_cast<std::uint32_t>(out.samples_ns.size());
     const std::uint32_t want = have < min_samples ? min_samples - have : adaptive_batch;
     const std::uint32_t count = std::min({want, max_samples - have, max_batch});
-    if ((out.error = timed_batch(api, events, function, shape, params, count, out.samples_ns)))
+    const bool first = have == 0;
+    if ((out.error = timed_batch(api, events, function, shape, params, count, out.samples_ns,
+                                 first ? alongside : alongside_work{}, out.stopped)))
       return out;
+    if (out.stopped)
+      break;
     const bool satisfied = out.samples_ns.size() >= min_samples && enough(out.samples_ns);
     if (satisfied)
       break;

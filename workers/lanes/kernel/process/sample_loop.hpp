@@ -1,8 +1,10 @@
 #pragma once
 /// Warm-up launches, then timed launches: an event pair around each launch gives its GPU time.
 /// Launches go out in batches, one synchronisation per batch, so the GPU stays busy between
-/// samples. After each batch past min_samples the stop criterion decides whether there are
-/// enough; max_samples and time_cap_ms bound it.
+/// samples; the warm-ups are queued with the first batch, and the host's own work for the
+/// candidate (the output check) runs while the GPU works through them. After each batch past
+/// min_samples the stop criterion decides whether there are enough; max_samples and time_cap_ms
+/// bound it.
 ///
 /// Two criteria: fixed_count() stops at min_samples; until_quiet() is adaptive sampling
 /// (stages/statistics/sampling_criterion.hpp, NVBench's stdrel rule) inside the lane, so one
@@ -34,10 +36,15 @@ stop_criterion until_quiet(stages::sampling_criterion& criterion);
 /// own (take_samples has time_cap_ms).
 stages::sampling_target target_of(const messages::kernel_sampling& sampling);
 
+/// Host work done once while the GPU runs the warm-ups and the first timed batch (queued, not yet
+/// waited for): the lane's output check. False stops sampling after that batch.
+using alongside_work = std::function<bool()>;
+
 struct sampling_outcome {
   std::vector<std::int64_t> samples_ns;
   std::uint32_t warmups = 0;
   bool time_capped = false; ///< stopped by the time cap before the criterion was met
+  bool stopped = false;     ///< the alongside work said stop
   device_status error;      ///< the launch or synchronisation that failed
 };
 
@@ -50,6 +57,7 @@ sampling_outcome take_samples(device_api& api,
                               const launch_shape& shape,
                               void** params,
                               const messages::kernel_sampling& sampling,
-                              const stop_criterion& enough);
+                              const stop_criterion& enough,
+                              const alongside_work& alongside = {});
 
 } // namespace rpl::workers::kernel_process
