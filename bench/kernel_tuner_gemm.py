@@ -75,8 +75,11 @@ Timing notes.
 What .kt/ holds (see .kt/VENDORED.md): Kernel Tuner 1.4.0 (tag 1.4.0, commit
 96a6abc1019179397753c4afede9149a80aec369), python-constraint2 2.6.0 as plain Python (its .py
 sources; the Cython build that the PyPI wheel ships was not run: the same code, slower, which only
-matters for search-space construction, a few milliseconds here), xmltodict 1.0.4, and
-hand-written *.dist-info/METADATA so that importlib.metadata finds their versions.
+matters for search-space construction, a few milliseconds here), xmltodict 1.0.4, packaging 25.0
+(kernel_tuner.file_utils imports packaging.requirements at import time), and hand-written
+*.dist-info/METADATA so that importlib.metadata finds their versions. .kt/ is git-ignored: rebuild
+it with scripts/vendor-kernel-tuner (given git dirs of kernel_tuner, python-constraint, xmltodict,
+packaging), then copy it to the GPU host with the tree.
 SHIMMED: `jsonschema`. Kernel Tuner imports it at import time but only calls it to validate T1
 input files (tune_kernel_T1) and in kernel_tuner.integration, neither of which a tune_kernel run
 touches; the real package needs rpds-py (a compiled Rust extension), so .kt/jsonschema is a
