@@ -172,8 +172,11 @@ struct kernel_lane_reply {
   std::string error_name; ///< e.g. CUDA_ERROR_ILLEGAL_ADDRESS; empty when no API call failed
   std::string reason;     ///< one sentence for any status but ok
   std::vector<std::int64_t> samples_ns; ///< GPU time of each timed launch (events around it)
-  std::uint32_t warmup_launches = 0;    ///< done, the checked launch not included
-  bool verified = false;                ///< outputs were compared with a reference and matched
+  /// Untimed launches before the timed ones; the checked launch, when one ran, is the first.
+  std::uint32_t warmup_launches = 0;
+  /// Outputs were compared with a reference and matched: in this request, or (the final round)
+  /// in an earlier one of the same unchanged code object on the same launch, which is not rerun.
+  bool verified = false;
   bool time_capped = false; ///< sampling stopped at time_cap_ms, before its criterion was met
   kernel_mismatch mismatch; ///< filled for wrong_result
   kernel_device device;

@@ -100,9 +100,13 @@ TEST(cli_worker_refused, a_refused_worker_logs_a_few_lines_and_does_not_spin) {
   const auto cpu_before = cpu_time(worker.pid());
   const auto since = std::chrono::steady_clock::now();
   // Liveness 3 x heartbeat 1 s: the reconnect that ends the first episode comes after about 3 s.
-  const bool episode_ended = became_full && wait_until([&] {
-    return read_text(worker_log).find("while the send queue was full") != std::string::npos;
-  }, 30s);
+  const bool episode_ended =
+      became_full &&
+      wait_until(
+          [&] {
+            return read_text(worker_log).find("while the send queue was full") != std::string::npos;
+          },
+          30s);
   std::this_thread::sleep_until(since + 6s);
   const auto cpu = cpu_time(worker.pid()) - cpu_before;
   const auto log = read_text(worker_log);

@@ -1,5 +1,9 @@
 #include "workers/lanes/clocks/clock_watch_lane.hpp"
 
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
 #include "stages/hardware/clock_events.hpp"
 
 namespace rpl::workers {
@@ -19,9 +23,17 @@ clock_watch_lane::clock_watch_lane(lane_backend_ptr inner,
     : inner_(std::move(inner)), probe_(std::move(probe)), uuid_(std::move(uuid)) {}
 
 messages::measure_result clock_watch_lane::measure(const messages::measure_request& request) {
+  const auto start = std::chrono::steady_clock::now();
   const auto before = probe_->read(uuid_);
+  const auto measuring = std::chrono::steady_clock::now();
   messages::measure_result result = inner_->measure(request);
+  const auto measured = std::chrono::steady_clock::now();
   const auto after = probe_->read(uuid_);
+  spdlog::debug("clock watch {}: NVML reads {:.2f} ms around {:.2f} ms", inner_->name(),
+                std::chrono::duration<double, std::milli>(
+                    (measuring - start) + (std::chrono::steady_clock::now() - measured))
+                    .count(),
+                std::chrono::duration<double, std::milli>(measured - measuring).count());
   if (!before || !after) {
     return result;
   }

@@ -97,9 +97,13 @@ messages::measure_result kernel_lane::measure(const messages::measure_request& r
   }
   if (!ensure_started(result))
     return result;
+  const auto sent = std::chrono::steady_clock::now();
   const messages::kernel_lane_request lane_request = make_request(request);
   exchange(lane_request, std::chrono::milliseconds(request.timeout_ms) + options_.reply_allowance,
            result);
+  spdlog::debug(
+      "{}: {} round trip {:.2f} ms", options_.name, request.candidate_key,
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
   return result;
 }
 

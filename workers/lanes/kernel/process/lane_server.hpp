@@ -9,6 +9,7 @@
 /// arguments, recomputed only when the reference or the arguments change.
 
 #include <cstddef>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,9 +57,12 @@ private:
                       bool checking,
                       messages::kernel_lane_reply& reply);
   bool verify_readback(const messages::kernel_launch& launch, messages::kernel_lane_reply& reply);
+  /// Warm-ups and timed launches; `after_checked_launch`: the checked launch counts as the first
+  /// warm-up; `checking`: its read-back is compared alongside the first batch.
   void sample(const messages::kernel_lane_request& request,
               function_handle function,
               void** params,
+              bool after_checked_launch,
               bool checking,
               messages::kernel_lane_reply& reply);
 
@@ -71,6 +75,8 @@ private:
   module_cache modules_;
   event_pool events_;
   reference_outputs reference_;
+  /// Code objects (path and reference key) whose outputs matched the reference in this process.
+  std::set<std::string> verified_;
 };
 
 } // namespace rpl::workers::kernel_process
