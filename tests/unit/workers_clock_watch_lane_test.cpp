@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -62,7 +63,7 @@ TEST(workers_clock_watch_lane, flags_a_measurement_during_which_the_power_limit_
                      gpu_clock_reading{1600, 0x0, 9'000'000, -1}};
   auto fake = std::make_unique<rpl::testing::fake_lane>("gpu0");
   fake->succeed("a", {100, 101, 102});
-  clock_watch_lane lane(std::move(fake), probe, "GPU-1");
+  clock_watch_lane lane(std::move(fake), probe, "GPU-1", std::chrono::milliseconds(0));
   const auto result = lane.measure(request_for("a"));
   EXPECT_EQ(result.clocks.power_violation_ns, 4'000'000);
   EXPECT_EQ(result.clocks.thermal_violation_ns, -1) << "unsupported stays unknown";
@@ -82,6 +83,42 @@ TEST(workers_clock_watch_lane, a_probe_that_cannot_read_leaves_no_evidence_and_n
   EXPECT_EQ(result.status, messages::measure_status::ok);
   EXPECT_FALSE(result.clocks.read);
   EXPECT_FALSE(result.clocks.throttled);
+}
+
+TEST(workers_clock_watch_lane, back_to_back_measurements_share_the_reading_between_them) {
+  auto probe = std::make_shared<scripted_probe>();
+  probe->readings = {gpu_clock_reading{1980, 0x0, 1000, 0}, gpu_clock_reading{1980, 0x0, 1000, 0},
+                     gpu_clock_reading{1700, 0x0, 3000, 0}, gpu_clock_reading{1980, 0x0, 3000, 0},
+                     gpu_clock_reading{1980, 0x0, 3000, 0}};
+  auto fake = std::make_unique<rpl::testing::fake_lane>("gpu0");
+  fake->succeed("a", {100});
+  fake->succeed("b", {100});
+  fake->succeed("c", {100});
+  clock_watch_lane lane(std::move(fake), probe, "GPU-1", std::chrono::hours(1));
+  EXPECT_FALSE(lane.measure(request_for("a")).clocks.throttled);
+  EXPECT_EQ(probe->asked.size(), 2u) << "the first measurement reads before and after";
+  const auto b = lane.measure(request_for("b"));
+  EXPECT_EQ(probe->asked.size(), 3u) << "the next one starts from the previous one's after";
+  EXPECT_EQ(b.clocks.sm_mhz_before, 1980u);
+  EXPECT_EQ(b.clocks.power_violation_ns, 2000);
+  EXPECT_TRUE(b.clocks.throttled);
+  const auto c = lane.measure(request_for("c"));
+  EXPECT_EQ(c.clocks.sm_mhz_before, 1700u) << "b's after";
+  EXPECT_EQ(c.clocks.power_violation_ns, 0);
+  EXPECT_FALSE(c.clocks.throttled);
+
+  // After a pause longer than the window, a fresh reading is taken before.
+  auto probe2 = std::make_shared<scripted_probe>();
+  probe2->readings = {gpu_clock_reading{1980, 0, 0, 0}, gpu_clock_reading{1980, 0, 0, 0},
+                      gpu_clock_reading{1980, 0, 0, 0}, gpu_clock_reading{1980, 0, 0, 0}};
+  auto fake2 = std::make_unique<rpl::testing::fake_lane>("gpu0");
+  fake2->succeed("a", {100});
+  fake2->succeed("b", {100});
+  clock_watch_lane apart(std::move(fake2), probe2, "GPU-1", std::chrono::milliseconds(0));
+  apart.measure(request_for("a"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  apart.measure(request_for("b"));
+  EXPECT_EQ(probe2->asked.size(), 4u);
 }
 
 } // namespace
