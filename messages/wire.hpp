@@ -138,6 +138,9 @@ struct compile_request {
   /// Send the artifact as ARTIFACT_CHUNKs of at most this many bytes before the reply (which then
   /// carries none); 0: inside the reply, as one message (older engines).
   std::uint32_t chunk_bytes = 0;
+  /// The configuration's index in the engine's space, for the broker's longest-first order
+  /// (stages/search/compile_cost.hpp); -1: none. Workers ignore it.
+  std::int64_t space_index = -1;
 };
 
 /// Per-kernel resource usage reported by the device compiler (nvcc's ptxas today).

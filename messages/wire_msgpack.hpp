@@ -151,7 +151,8 @@ RPL_MSGPACK_MAP(rpl::messages::compile_request,
                 max_output_bytes,
                 match_toolchain,
                 max_artifact_bytes,
-                chunk_bytes)
+                chunk_bytes,
+                space_index)
 RPL_MSGPACK_MAP(rpl::messages::kernel_resource_usage,
                 name,
                 arch,

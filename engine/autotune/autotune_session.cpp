@@ -281,6 +281,7 @@ messages::compile_request autotune_session::make_compile_request(const candidate
   request.max_artifact_bytes = options_.max_artifact_bytes;
   request.chunk_bytes = options_.artifact_chunk_bytes;
   request.deadline_ms = static_cast<std::uint32_t>(options_.compile_timeout_s * 1000.0);
+  request.space_index = static_cast<std::int64_t>(c.space_index);
   return request;
 }
 
@@ -295,7 +296,21 @@ messages::measure_request autotune_session::make_measure_request(const candidate
   return request;
 }
 
+double autotune_session::compile_rank(const messages::compile_request& request) const {
+  if (request.space_index < 0)
+    return 0.0;
+  const std::lock_guard lock(compile_cost_mutex_);
+  return compile_cost_ ? compile_cost_->expected(static_cast<std::size_t>(request.space_index))
+                       : 0.0;
+}
+
 void autotune_session::on_compiled(candidate_state& c, const messages::compile_reply& reply) {
+  if (reply.compile_ns > 0) {
+    const std::lock_guard lock(compile_cost_mutex_);
+    if (!compile_cost_)
+      compile_cost_.emplace(inputs_.space.configurations);
+    compile_cost_->observe(c.space_index, static_cast<double>(reply.compile_ns) * 1e-9);
+  }
   c.compile = reply;
   c.compile.artifact.clear();
   c.compile.artifact.shrink_to_fit();

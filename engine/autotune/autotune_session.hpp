@@ -21,6 +21,7 @@
 #include "engine/store/results_store.hpp"
 #include "engine/store/run_lease.hpp"
 #include "stages/search/acceptance.hpp"
+#include "stages/search/compile_cost.hpp"
 
 namespace rpl::engine {
 
@@ -38,6 +39,9 @@ public:
 
   candidate_ptr next_candidate() override;
   void on_compiled(candidate_state& c, const messages::compile_reply& reply) override;
+  /// The broker's order of queued compiles (broker_config::rank): the expected compile seconds
+  /// of the request's configuration, learned from the builds so far (longest first).
+  double compile_rank(const messages::compile_request& request) const;
   std::string build_failure(const candidate_state& c) const override;
   std::optional<std::string> screen(candidate_state& c) override;
   void judge(candidate_state& c) override;
@@ -113,6 +117,8 @@ private:
   /// next_candidate() in the feedback node, which may run beside it.
   std::vector<measured_candidate> measured_; // guarded by measured_mutex_
   std::mutex measured_mutex_;
+  mutable std::mutex compile_cost_mutex_;
+  std::optional<stages::compile_cost_model> compile_cost_; ///< made at the first compile reply
   std::atomic<bool> fatal_{false};  ///< the store cannot write: nothing more is stored
   std::atomic<bool> failed_{false}; ///< the run failed (a store error or fail())
   std::mutex screen_mutex_;

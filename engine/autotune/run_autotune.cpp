@@ -332,10 +332,13 @@ autotune_result run_recorded(const autotune_options& options,
 std::size_t default_in_flight(const autotune_options& options,
                               const autotune_inputs& inputs,
                               std::size_t lanes) {
-  return options.strategy == "model"
-             ? std::max<std::size_t>(2 * lanes, 4)
-             : std::max<std::size_t>(2 * (std::max<std::size_t>(inputs.workers, 1) + lanes),
-                                     options.listen.empty() ? 0 : 128);
+  if (options.strategy == "model")
+    return std::max<std::size_t>(2 * lanes, 4);
+  const std::size_t base = 2 * (std::max<std::size_t>(inputs.workers, 1) + lanes);
+  // GPU lanes are rarely the bottleneck of a sweep that compiles: the broker then sees most of
+  // the space at once and hands out the longest builds first (broker_config::rank).
+  const std::size_t gpu = inputs.lane_kind == "timing" ? 0 : std::min<std::size_t>(8 * base, 1024);
+  return std::max<std::size_t>({base, gpu, options.listen.empty() ? 0 : 128});
 }
 
 /// The final round after the graph: none when interrupted or failed (`winner_note` says why when
@@ -418,7 +421,10 @@ autotune_result run_autotune(const autotune_options& options,
     session.store().set_run_status(session.run_id(), "failed");
     throw config_error(error.what());
   }
-  const auto bconfig = make_broker_config(options, inputs, *ipc_dir);
+  auto bconfig = make_broker_config(options, inputs, *ipc_dir);
+  bconfig.rank = [&session](const messages::compile_request& request) {
+    return session.compile_rank(request);
+  };
   broker compile_broker(bconfig);
   try {
     compile_broker.start();

@@ -626,6 +626,20 @@ bool broker::fits(const worker& w, const job& j) {
 void broker::dispatch() {
   const auto now = config_.clock();
   unplaced_reason_.clear();
+  if (config_.rank && queue_.size() > 1) {
+    // Longest expected first; a stable order keeps the oldest first among equals. Proposer jobs
+    // have no compile time and keep rank 0.
+    std::vector<std::pair<double, std::size_t>> order;
+    order.reserve(queue_.size());
+    for (std::size_t i = 0; i < queue_.size(); ++i)
+      order.emplace_back(queue_[i].proposal ? 0.0 : -config_.rank(queue_[i].request), i);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::deque<job> sorted;
+    for (const auto& [rank, i] : order)
+      sorted.push_back(std::move(queue_[i]));
+    queue_.swap(sorted);
+  }
   // Each job, oldest first, to the least loaded worker that fits it, has a free slot and is not
   // sitting out a back-off; a job that no worker can take now stays queued without holding up
   // the jobs behind it.

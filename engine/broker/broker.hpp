@@ -57,6 +57,9 @@ struct broker_config {
   /// real time (at most min(heartbeat / 2, 100 ms) per turn), so a clock moved by hand is acted on
   /// at the next turn.
   broker_clock clock = [] { return std::chrono::steady_clock::now(); };
+  /// The order queued compile jobs go out in: the highest rank first (the engine's expected
+  /// compile time, longest first); equal ranks, and every job without this, oldest first.
+  std::function<double(const messages::compile_request&)> rank;
 };
 
 class broker {
