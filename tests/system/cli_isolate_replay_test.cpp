@@ -179,6 +179,7 @@ workers::child_outcome rocm_perf_with(const std::filesystem::path& replay_progra
 }
 
 std::filesystem::path write_replay_stand_in(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
   const auto program = dir / "rpl-replay-cuda";
   rpl::testing::write_file(program, replay_stand_in);
   ::chmod(program.c_str(), 0755);
