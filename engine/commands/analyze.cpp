@@ -11,6 +11,7 @@
 #include "stages/trace/rocpd_schema.hpp"
 #include "workers/capture/capture_directory.hpp"
 #include "workers/replay/replay_run.hpp"
+#include "workers/replay/replay_timing.hpp"
 
 namespace rpl::engine::commands {
 
@@ -22,12 +23,14 @@ struct analyze_options {
   report_options report;
   std::filesystem::path replay; ///< a capture of one of the traced kernels, timed in isolation
   int replay_iterations = 20;
+  std::string replay_timing; ///< --replay-timing; empty: the replay's default (cupti)
 };
 
 /// --replay: the captured dispatch timed in isolation (rpl-replay-cuda), next to the same kernel's
-/// in-application median from the databases. Printed after the report (on stderr with --json, so
-/// stdout stays the report). 0 compared; 1 the replay failed; 2 a bad capture or a kernel the
-/// trace does not hold; 3 the replay did not reproduce the captured output.
+/// in-application median from the databases, and how each side was timed (by default both from
+/// kernel activity records' GPU start/end: like with like). Printed after the report (on stderr
+/// with --json, so stdout stays the report). 0 compared; 1 the replay failed; 2 a bad capture or a
+/// kernel the trace does not hold; 3 the replay did not reproduce the captured output.
 int compare_with_replay(const analyze_options& options, const stages::profile_report& report) {
   FILE* to = options.report.json ? stderr : stdout;
   workers::capture::capture_directory capture;
@@ -61,6 +64,7 @@ int compare_with_replay(const analyze_options& options, const stages::profile_re
   run.program = *program;
   run.capture = options.replay;
   run.iterations = options.replay_iterations;
+  run.timing = options.replay_timing;
   const auto result = workers::replay::run_replay(run);
   if (result.exit_code != 0 || !result.document.is_object() ||
       !result.document["timing"].is_object()) {
@@ -80,6 +84,13 @@ int compare_with_replay(const analyze_options& options, const stages::profile_re
                result.document["verification"].value("mode", std::string()).c_str(), isolated / 1e3,
                t.value("iterations", 0), 100.0 * t.value("cv", 0.0), app / 1e3,
                in_app->runtime.count, 100.0 * in_app->runtime.cv, app > 0 ? isolated / app : 0.0);
+  std::vector<std::string> agents;
+  for (const auto& a : report.agents) {
+    agents.push_back(a.name);
+  }
+  std::fprintf(to, "timed: application: %s\n       replay: %s\n",
+               workers::replay::describe_trace_timing(in_app->runtime.count, agents).c_str(),
+               workers::replay::describe_replay_timing(t).c_str());
   return exit_code::done;
 }
 
@@ -144,6 +155,10 @@ public:
     cmd_->add_option("--replay-iterations", options_.replay_iterations,
                      "Timed launches of the --replay (default 20)")
         ->check(CLI::Range(1, 1000000));
+    cmd_->add_option("--replay-timing", options_.replay_timing,
+                     "How the --replay's launches are timed: cupti (default, as the trace times "
+                     "the application's dispatches), events or batch (rocm-perf replay --timing)")
+        ->check(CLI::IsMember({"cupti", "events", "batch"}));
     cmd_->add_flag("--quiet", options_.report.quiet, "Print only the runtime in ms");
     cmd_->add_option("--out", options_.report.out,
                      "Write profile.json, analysis.json, dag.json and roofline.json here");

@@ -1,7 +1,9 @@
-// `rocm-perf replay DIR [--iterations N] [--warmup W] [--tolerance ABS[,REL]] [--relocate]
-// [--timeout S] [--json]`: replays a dispatch that `rocm-perf isolate` captured, in a fresh process
-// (rpl-replay-cuda), at its original addresses: verifies the memory it leaves against the
-// captured after-state, then times it. Exit 0 verified and timed; 1 the replay failed (an
+// `rocm-perf replay DIR [--iterations N] [--warmup W] [--timing cupti|events|batch]
+// [--tolerance ABS[,REL]] [--relocate] [--timeout S] [--json]`: replays a dispatch that `rocm-perf
+// isolate` captured, in a fresh process (rpl-replay-cuda), at its original addresses: verifies the
+// memory it leaves against the captured after-state, then times it (by default from CUPTI's kernel
+// records, as the tracer times the application) and says how. Exit 0 verified and timed; 1 the
+// replay failed (an
 // address was taken, a CUDA error, no replay program); 2 bad input (arguments, a damaged capture,
 // another GPU architecture); 3 verification failed (no valid result).
 #include <cmath>
@@ -12,6 +14,7 @@
 #include "stages/capture/capture_manifest.hpp"
 #include "workers/capture/capture_directory.hpp"
 #include "workers/replay/replay_run.hpp"
+#include "workers/replay/replay_timing.hpp"
 
 namespace rpl::engine::commands {
 
@@ -33,6 +36,13 @@ public:
         ->check(CLI::Range(1, 1000000));
     cmd_->add_option("--warmup", warmup_, "Untimed launches first (default 3)")
         ->check(CLI::Range(0, 1000000));
+    cmd_->add_option("--timing", timing_,
+                     "How launches are timed: cupti (default: each launch's GPU start/end from "
+                     "CUPTI's kernel records, as the tracer times the application; events where "
+                     "CUPTI cannot be used), events (an event pair around each launch), batch "
+                     "(events around 10 back-to-back launches; only for kernels that do not read "
+                     "what they write)")
+        ->check(CLI::IsMember({"cupti", "events", "batch"}));
     cmd_->add_option("--tolerance", tolerance_,
                      "Compare as float32 within ABS[,REL] instead of bit-exact (kernels with "
                      "atomics), e.g. 1e-6,1e-5");
@@ -68,6 +78,12 @@ public:
                            "drop it\n");
       return bad_input;
     }
+    if (hsa && !timing_.empty()) {
+      std::fprintf(stderr, "rocm-perf replay: error: --timing is for CUDA captures only (the HSA "
+                           "replay times each dispatch from its packet's profiling timestamps); "
+                           "fix: drop it\n");
+      return bad_input;
+    }
     const auto program = hsa ? rp::find_hsa_replay_program() : rp::find_cuda_replay_program();
     if (!program) {
       std::fprintf(stderr, "%s",
@@ -84,6 +100,7 @@ public:
     options.iterations = iterations_;
     options.warmup = warmup_;
     options.relocate = relocate_;
+    options.timing = timing_;
     options.timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s_ * 1000));
     const auto result = rp::run_replay(options);
     if (result.document.is_object()) {
@@ -147,12 +164,12 @@ private:
     }
     if (doc["timing"].is_object()) {
       const auto& t = doc["timing"];
-      std::printf("median %.3f us over %d launches (cv %.2f %%, min %.3f, max %.3f us; %d warm-up; "
-                  "%zu written regions restored before each)\n",
+      std::printf("median %.3f us over %d samples (cv %.2f %%, min %.3f, max %.3f us; %d warm-up)\n"
+                  "timed by %s\n",
                   t.value("median_ns", 0.0) / 1e3, t.value("iterations", 0),
                   100.0 * t.value("cv", 0.0), t.value("min_ns", 0.0) / 1e3,
                   t.value("max_ns", 0.0) / 1e3, t.value("warmup", 0),
-                  t.value("restored_regions", std::size_t{0}));
+                  rp::describe_replay_timing(t).c_str());
     }
   }
 
@@ -161,6 +178,7 @@ private:
   int iterations_ = 20;
   int warmup_ = 3;
   std::string tolerance_;
+  std::string timing_; ///< empty: rpl-replay-cuda's default (cupti)
   bool relocate_ = false;
   double timeout_s_ = 600;
   bool json_ = false;

@@ -4,7 +4,10 @@
 // process at the original addresses and reproduces its output bit-exactly; replayed at other
 // addresses (--relocate: pointer parameters translated, stored pointers not) it fails
 // verification. A program with managed memory live is refused, a kernel that never ran is not
-// found. Skips without an NVIDIA GPU or the CUDA build (capture library, replay program).
+// found. The replay times from CUPTI's kernel records by default (as the tracer times the
+// application), with event pairs or batches on request, and falls back to events where CUPTI
+// cannot be loaded. Skips without an NVIDIA GPU or the CUDA build (capture library, replay
+// program).
 
 #include <string>
 #include <vector>
@@ -41,10 +44,14 @@ protected:
       GTEST_SKIP() << "no pointer_table (examples/cuda) beside rocm-perf";
   }
 
-  workers::child_outcome rocm_perf(std::vector<std::string> args) {
+  workers::child_outcome
+  rocm_perf(std::vector<std::string> args,
+            std::vector<std::pair<std::string, std::string>> environment = {}) {
     workers::child_options child;
     child.argv = {rocm_perf_.string()};
     child.argv.insert(child.argv.end(), args.begin(), args.end());
+    for (auto& [name, value] : environment)
+      child.environment.emplace_back(name, value);
     child.max_output_bytes = 4 << 20;
     return workers::run_child(child, std::chrono::minutes(3));
   }
@@ -147,6 +154,70 @@ TEST_F(capture_replay, analyze_times_the_captured_dispatch_next_to_its_in_app_ti
       << analyzed.output;
   EXPECT_NE(analyzed.output.find("in the application: median"), std::string::npos);
   EXPECT_NE(analyzed.output.find("over 8 dispatches"), std::string::npos) << analyzed.output;
+  // Like with like: both sides from kernel activity records.
+  EXPECT_NE(analyzed.output.find("timed: application: GPU start/end of 8 dispatches from the "
+                                 "trace (CUPTI kernel activity records)"),
+            std::string::npos)
+      << analyzed.output;
+  EXPECT_NE(analyzed.output.find("replay: CUPTI kernel activity records of 10 launches"),
+            std::string::npos)
+      << analyzed.output;
+}
+
+TEST_F(capture_replay, launches_are_timed_from_cupti_kernel_records_by_default) {
+  temp_dir dir;
+  const auto out = dir / "capture";
+  ASSERT_EQ(rocm_perf({"isolate", "--kernel", "gather_scale", "--dispatch", "2", "--out",
+                       out.string(), "--", app_.string(), "--rounds", "4", "--elements", "1048576"})
+                .exit_code,
+            0);
+  auto timing_of = [&](std::vector<std::string> args,
+                       std::vector<std::pair<std::string, std::string>> environment = {}) {
+    std::vector<std::string> all = {"replay", out.string(), "--iterations", "30", "--json"};
+    all.insert(all.end(), args.begin(), args.end());
+    const auto r = rocm_perf(all, std::move(environment));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const auto doc = json_of(r.output);
+    return doc.is_object() ? doc["timing"] : nlohmann::json();
+  };
+  const auto cupti = timing_of({});
+  ASSERT_TRUE(cupti.is_object());
+  EXPECT_EQ(cupti["method"], "cupti_kernel_activity") << cupti.dump(1);
+  EXPECT_FALSE(cupti.contains("requested")) << cupti.dump(1);
+  ASSERT_EQ(cupti["samples_ns"].size(), 30u);
+  for (const auto& ns : cupti["samples_ns"])
+    EXPECT_GT(ns.get<std::int64_t>(), 0);
+  // One record per launch, the 3 warm-ups told apart; the outputs restored before each.
+  EXPECT_EQ(cupti["cupti_records"]["timed"], 30);
+  EXPECT_EQ(cupti["cupti_records"]["warmup"], 3);
+  EXPECT_EQ(cupti["restored_regions"], 4);
+
+  const auto events = timing_of({"--timing", "events"});
+  ASSERT_TRUE(events.is_object());
+  EXPECT_EQ(events["method"], "events_per_launch");
+  // The same kernel: an event pair only adds to the kernel's span.
+  const double kernel_ns = cupti["median_ns"].get<double>();
+  const double events_ns = events["median_ns"].get<double>();
+  EXPECT_GT(kernel_ns, 0.5 * events_ns);
+  EXPECT_LT(kernel_ns, 1.05 * events_ns);
+
+  // gather_scale reads its inputs and writes its outputs: a batch repeats the same work.
+  const auto batch = timing_of({"--timing", "batch"});
+  ASSERT_TRUE(batch.is_object());
+  EXPECT_EQ(batch["method"], "events_per_batch");
+  EXPECT_EQ(batch["batch_size"], 10);
+  EXPECT_EQ(batch["restored_regions"], 0);
+
+  // CUPTI not loadable: events, saying why.
+  const auto fallback =
+      timing_of({}, {{"RPL_CUPTI_LIBRARY", (dir / "no-such-libcupti.so").string()}});
+  ASSERT_TRUE(fallback.is_object());
+  EXPECT_EQ(fallback["method"], "events_per_launch");
+  EXPECT_EQ(fallback["requested"], "cupti_kernel_activity");
+  EXPECT_NE(fallback.value("fallback_reason", std::string()).find("CUPTI could not be loaded"),
+            std::string::npos)
+      << fallback.dump(1);
+  EXPECT_EQ(fallback["samples_ns"].size(), 30u);
 }
 
 TEST_F(capture_replay, autotune_times_each_candidate_on_the_captured_dispatch) {

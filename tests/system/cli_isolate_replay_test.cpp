@@ -1,7 +1,11 @@
 // `rocm-perf isolate` and `rocm-perf replay` without a GPU: bad input exits 2 with the input, the
 // problem and a fix (a bad regex, an existing --out, a missing or damaged capture, a bad
 // --tolerance); an HSA capture is refused by this CUDA-only replay (exit 1); a program that is not
-// a CUDA program leaves no capture (exit 3). The GPU paths are tests/gpu/capture_replay_test.cpp.
+// a CUDA program leaves no capture (exit 3). With a stand-in replay program (RPL_REPLAY_CUDA):
+// `replay --timing` and `analyze --replay-timing` reach it, and both say how each side was timed.
+// The GPU paths are tests/gpu/capture_replay_test.cpp.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include "stages/capture/capture_manifest.hpp"
@@ -134,6 +138,120 @@ TEST(cli_replay, a_capture_the_library_refused_says_why) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("holds no capture (refused: managed memory)"), std::string::npos)
       << r.output;
+}
+
+/// A stand-in for rpl-replay-cuda (RPL_REPLAY_CUDA): answers as the real program does by its
+/// --timing: cupti by default (or, with STANDIN_NO_CUPTI set, events after a fallback), events, and
+/// batch refused as for a kernel that reads what it writes. Its arguments go to args.txt beside it.
+constexpr const char* replay_stand_in = R"sh(#!/bin/sh
+out=""; timing=""
+echo "$@" > "$(dirname "$0")/args.txt"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --json-out) out=$2; shift 2 ;;
+    --timing) timing=$2; shift 2 ;;
+    *) shift ;;
+  esac
+done
+case "$timing" in
+  batch) echo "rpl-replay-cuda: --timing batch: a second launch without restoring left region 0x7f0000200000 unlike the capture's after-state" >&2; exit 2 ;;
+  events) method='"method": "events_per_launch"' ;;
+  *) if [ -n "$STANDIN_NO_CUPTI" ]; then
+       method='"method": "events_per_launch", "requested": "cupti_kernel_activity", "fallback_reason": "another CUPTI client holds this process"'
+     else
+       method='"method": "cupti_kernel_activity"'
+     fi ;;
+esac
+printf '{"kernel": "_Z6kernelPf", "device": {"name": "stand-in", "arch": "sm_90"}, "addresses": "original", "regions": 1, "reserved_ranges": 1, "verification": {"passed": true, "mode": "bit-exact", "regions_written": 1, "regions_compared": 1, "mismatched_regions": []}, "timing": {%s, "iterations": 20, "warmup": 3, "restored_regions": 1, "median_ns": 61400.0, "mean_ns": 61400.0, "cv": 0.004, "min_ns": 61000.0, "max_ns": 62000.0, "samples_ns": [61400]}}' "$method" > "$out"
+)sh";
+
+workers::child_outcome rocm_perf_with(const std::filesystem::path& replay_program,
+                                      std::vector<std::string> args,
+                                      bool no_cupti = false) {
+  workers::child_options child;
+  child.argv = {rpl::testing::rocm_perf.string()};
+  child.argv.insert(child.argv.end(), args.begin(), args.end());
+  child.environment.emplace_back("RPL_REPLAY_CUDA", replay_program.string());
+  if (no_cupti) {
+    child.environment.emplace_back("STANDIN_NO_CUPTI", "1");
+  }
+  return workers::run_child(child, std::chrono::seconds(60));
+}
+
+std::filesystem::path write_replay_stand_in(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  const auto program = dir / "rpl-replay-cuda";
+  rpl::testing::write_file(program, replay_stand_in);
+  ::chmod(program.c_str(), 0755);
+  return program;
+}
+
+TEST(cli_replay, says_how_the_launches_were_timed_and_passes_timing_on) {
+  temp_dir dir;
+  write_capture(dir / "c");
+  const auto program = write_replay_stand_in(dir / "bin");
+  auto r = rocm_perf_with(program, {"replay", (dir / "c").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("median 61.400 us over 20 samples"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("timed by CUPTI kernel activity records of 20 launches (GPU start/end, "
+                          "as the tracer reads them); 1 written region restored before each "
+                          "launch, outside what is timed"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(rpl::testing::read_text(dir / "bin" / "args.txt").find("--timing"), std::string::npos);
+
+  r = rocm_perf_with(program, {"replay", (dir / "c").string(), "--timing", "events", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(rpl::testing::read_text(dir / "bin" / "args.txt").find("--timing events"),
+            std::string::npos);
+  EXPECT_NE(r.output.find(R"("method": "events_per_launch")"), std::string::npos) << r.output;
+
+  // CUPTI could not be used: the fallback and its reason are said.
+  r = rocm_perf_with(program, {"replay", (dir / "c").string()}, true);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--timing cupti was asked for but another CUPTI client holds this "
+                          "process"),
+            std::string::npos)
+      << r.output;
+
+  // Batch timing refused (the kernel reads what it writes): bad input, the program's reason.
+  r = rocm_perf_with(program, {"replay", (dir / "c").string(), "--timing", "batch"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--timing batch: a second launch without restoring"), std::string::npos)
+      << r.output;
+
+  r = rocm_perf_with(program, {"replay", (dir / "c").string(), "--timing", "clock"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  write_capture(dir / "h", "hsa");
+  r = rocm_perf_with(program, {"replay", (dir / "h").string(), "--timing", "events"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--timing is for CUDA captures only"), std::string::npos) << r.output;
+}
+
+TEST(cli_analyze_replay, says_how_each_side_was_timed) {
+  temp_dir dir;
+  rpl::testing::write_process_trace(dir / "t" / "1_results.db", 1, {"kernel(float*)"}, 20, 7);
+  write_capture(dir / "c"); // kernel(float*)
+  const auto program = write_replay_stand_in(dir / "bin");
+  auto r = rocm_perf_with(program, {"analyze", (dir / "t").string(), "--replay",
+                                    (dir / "c").string(), "--replay-timing", "events"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(rpl::testing::read_text(dir / "bin" / "args.txt").find("--timing events"),
+            std::string::npos);
+  EXPECT_NE(r.output.find("isolated replay of kernel(float*)"), std::string::npos) << r.output;
+  // The fixture's agents are AMD's (gfx90a): rocprofv3's records.
+  EXPECT_NE(r.output.find("timed: application: GPU start/end of 20 dispatches from the trace "
+                          "(rocprofv3 kernel dispatch records)\n       replay: a CUDA event pair "
+                          "around each of 20 launches"),
+            std::string::npos)
+      << r.output;
+  r = rocm_perf_with(program,
+                     {"analyze", (dir / "t").string(), "--replay", (dir / "c").string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("replay: CUPTI kernel activity records of 20 launches"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(rpl::testing::read_text(dir / "bin" / "args.txt").find("--timing"), std::string::npos);
 }
 
 TEST(cli_analyze_replay, a_capture_of_a_kernel_the_trace_lacks_is_bad_input) {

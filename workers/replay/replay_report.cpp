@@ -94,19 +94,37 @@ nlohmann::json verification_json(const region_check& check,
 
 nlohmann::json timing_json(const std::vector<std::int64_t>& samples_ns,
                            const replay_arguments& arguments,
-                           std::size_t restored_regions) {
+                           std::size_t restored_regions,
+                           const timing_details& details) {
   const auto stats = rpl::stages::summarize(samples_ns);
-  return {{"warmup", arguments.warmup},
-          {"iterations", arguments.iterations},
-          {"restored_regions", restored_regions},
-          {"median_ns", stats.median},
-          {"mean_ns", stats.mean},
-          {"stddev_ns", stats.stddev},
-          {"cv", stats.cv},
-          {"min_ns", stats.min},
-          {"max_ns", stats.max},
-          {"stability", rpl::stages::to_string(stats.stability)},
-          {"samples_ns", samples_ns}};
+  nlohmann::json out = {{"method", to_string(details.method)}};
+  if (details.requested && *details.requested != details.method) {
+    out["requested"] = to_string(*details.requested);
+    out["fallback_reason"] = details.fallback_reason;
+  }
+  if (details.method == timing_method::events_per_batch) {
+    out["batch_size"] = details.batch_size;
+  }
+  if (details.records) {
+    const auto& r = *details.records;
+    out["cupti_records"] = {{"timed", r.timed},
+                            {"warmup", r.warmup},
+                            {"other", r.other},
+                            {"incomplete", r.incomplete},
+                            {"dropped", r.dropped}};
+  }
+  out.update(nlohmann::json{{"warmup", arguments.warmup},
+                            {"iterations", arguments.iterations},
+                            {"restored_regions", restored_regions},
+                            {"median_ns", stats.median},
+                            {"mean_ns", stats.mean},
+                            {"stddev_ns", stats.stddev},
+                            {"cv", stats.cv},
+                            {"min_ns", stats.min},
+                            {"max_ns", stats.max},
+                            {"stability", rpl::stages::to_string(stats.stability)},
+                            {"samples_ns", samples_ns}});
+  return out;
 }
 
 int replay_main(const char* program, const std::function<int()>& body) {

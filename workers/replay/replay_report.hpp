@@ -15,6 +15,7 @@
 
 #include "stages/capture/output_compare.hpp"
 #include "workers/capture/capture_directory.hpp"
+#include "workers/replay/replay_timing.hpp"
 
 namespace rpl::workers::replay {
 
@@ -65,11 +66,13 @@ nlohmann::json verification_json(const region_check& check,
                                  std::size_t regions,
                                  const std::optional<stages::capture::float_tolerance>& tolerance);
 
-/// The "timing" object of the JSON: the summary of `samples_ns` (stages/statistics) and the
-/// samples.
+/// The "timing" object of the JSON: how the samples were taken (`method`: replay_timing.hpp's
+/// names; `requested` and `fallback_reason` when --timing asked for another; `batch_size`;
+/// `cupti_records`), the summary of `samples_ns` (stages/statistics) and the samples.
 nlohmann::json timing_json(const std::vector<std::int64_t>& samples_ns,
                            const replay_arguments& arguments,
-                           std::size_t restored_regions);
+                           std::size_t restored_regions,
+                           const timing_details& details);
 
 /// Runs `body`, turning its exceptions into `program: message` on stderr and the exit code.
 int replay_main(const char* program, const std::function<int()>& body);

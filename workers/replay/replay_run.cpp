@@ -55,6 +55,7 @@ replay_run_result run_replay(const replay_run_options& options) {
       child.argv.insert(child.argv.end(), {flag, value});
     }
   };
+  add("--timing", options.timing);
   add("--code-object", options.code_object.string());
   add("--kernel", options.kernel);
   for (const auto& [name, value] : options.environment) {

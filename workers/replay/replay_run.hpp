@@ -25,6 +25,9 @@ struct replay_run_options {
   std::optional<double> tolerance_abs;
   std::optional<double> tolerance_rel;
   bool relocate = false;
+  /// --timing: "cupti", "events" or "batch" (replay_timing.hpp); empty: the program's default
+  /// (cupti, falling back to events where CUPTI cannot be used).
+  std::string timing;
   std::chrono::milliseconds timeout{600000};
   /// A tuning candidate in place of the captured kernel (same parameter list): its code object
   /// and its symbol; empty: the capture's.

@@ -6,7 +6,9 @@
 /// measurement is one rpl-replay-cuda process on the lane's device (CUDA_VISIBLE_DEVICES): the
 /// capture's memory restored at its original addresses, the candidate launched, its output checked
 /// bit-exactly against the captured after-state (a difference is wrong_result, with the regions),
-/// then `runs` launches timed with events after `warmup`.
+/// then `runs` launches timed after `warmup`, by the program's default (each launch's GPU
+/// start/end from CUPTI's kernel records, as application lanes read the trace; events where CUPTI
+/// cannot be used).
 
 #include <filesystem>
 #include <string>

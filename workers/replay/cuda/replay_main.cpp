@@ -11,8 +11,15 @@
 //      parameter bytes and geometry;
 //   3. verify every region against the captured after-state (unchanged regions against their
 //      before-state): bit-exact, or float32 within a tolerance;
-//   4. time warm-up + N launches with events, restoring the regions the kernel writes before each
-//      one (device-to-device from pristine copies, outside the timed interval).
+//   4. time warm-up + N launches, restoring the regions the kernel writes before each one
+//      (device-to-device from pristine copies on the stream, outside what is timed). --timing:
+//      cupti (the default): each launch's GPU start/end from CUPTI's kernel activity records, as
+//      the tracer times the application (cupti_kernel_timer.hpp; CUPTI attaches only now, so its
+//      own allocations come after the placement); events: an event pair around each launch;
+//      batch: events around --batch-size back-to-back launches, for kernels whose second launch
+//      without restoring writes the same output. A CUPTI that cannot be used (not installed,
+//      another CUPTI client attached, records missing) falls back to events, with a warning and
+//      the reason in the JSON.
 //
 // --relocate replays elsewhere on purpose, as pointer-translating replayers do: every range is
 // mapped at another address with its contents, the kernel's pointer parameters are translated,
@@ -44,12 +51,15 @@
 
 #include "stages/capture/va_ranges.hpp"
 #include "workers/capture/capture_directory.hpp"
+#include "workers/replay/cuda/cupti_kernel_timer.hpp"
 #include "workers/replay/replay_report.hpp"
+#include "workers/replay/replay_timing.hpp"
 
 namespace {
 
 namespace sc = rpl::stages::capture;
 namespace cap = rpl::workers::capture;
+namespace rp = rpl::workers::replay;
 
 using rpl::workers::replay::bad_input;
 using rpl::workers::replay::replay_failed;
@@ -73,6 +83,8 @@ struct options : rpl::workers::replay::replay_arguments {
   /// parameter list); the capture's geometry.
   std::string code_object;
   std::string kernel;
+  rp::timing_method timing = rp::timing_method::cupti_kernel_activity;
+  int batch_size = 10; ///< --timing batch: launches per event pair
 };
 
 options parse(int argc, char** argv) {
@@ -86,6 +98,18 @@ options parse(int argc, char** argv) {
               o.kernel = value();
             } else if (flag == "--relocate") {
               o.relocate = true;
+            } else if (flag == "--timing") {
+              const auto text = value();
+              const auto method = rp::parse_timing_flag(text);
+              if (!method) {
+                throw bad_input("--timing '" + text + "': expected cupti, events or batch");
+              }
+              o.timing = *method;
+            } else if (flag == "--batch-size") {
+              o.batch_size = std::stoi(value());
+              if (o.batch_size < 1) {
+                throw bad_input("--batch-size must be at least 1");
+              }
             } else {
               return false;
             }
@@ -528,41 +552,90 @@ parameter_bytes(const options& o, const cap::capture_directory& c, const region_
   return {std::move(kernarg), translated};
 }
 
-/// 4. Timing: warm-up + N launches between events, with the regions the kernel writes restored
-/// before each one (device to device from pristine copies, outside the events). Returns the
-/// samples in ns and how many regions were restored.
-template <class Launch>
-std::pair<std::vector<std::int64_t>, std::size_t>
-time_launches(const options& o,
-              const cap::capture_directory& c,
-              const std::vector<std::size_t>& written,
-              const std::vector<std::vector<std::uint8_t>>& before,
-              const region_homes& homes,
-              CUstream stream,
-              const Launch& launch) {
-  std::vector<std::pair<CUdeviceptr, std::size_t>> pristine;
-  for (const auto i : written) {
-    CUdeviceptr copy = 0;
-    check(cuMemAlloc(&copy, c.regions[i].size), "cuMemAlloc for a pristine copy");
-    check(cuMemcpyHtoD(copy, before[i].data(), before[i].size()), "pristine copy");
-    pristine.emplace_back(copy, i);
-  }
-  auto restore = [&] {
-    for (const auto& [copy, i] : pristine) {
-      check(cuMemcpyDtoDAsync(homes.where[i], copy, c.regions[i].size, stream), "restoring inputs");
+/// The regions the kernel writes, restored before each launch from device copies of their
+/// captured contents (device to device, on the launch stream, so outside any timed span).
+class restorer {
+public:
+  restorer(const cap::capture_directory& c,
+           const std::vector<std::size_t>& written,
+           const std::vector<std::vector<std::uint8_t>>& before,
+           const region_homes& homes)
+      : c_(c), homes_(homes) {
+    for (const auto i : written) {
+      CUdeviceptr copy = 0;
+      check(cuMemAlloc(&copy, c.regions[i].size), "cuMemAlloc for a pristine copy");
+      check(cuMemcpyHtoD(copy, before[i].data(), before[i].size()), "pristine copy");
+      pristine_.emplace_back(copy, i);
     }
-  };
+  }
+  void operator()(CUstream stream) const {
+    for (const auto& [copy, i] : pristine_) {
+      check(cuMemcpyDtoDAsync(homes_.where[i], copy, c_.regions[i].size, stream),
+            "restoring inputs");
+    }
+  }
+  std::size_t regions() const { return pristine_.size(); }
+
+private:
+  const cap::capture_directory& c_;
+  const region_homes& homes_;
+  std::vector<std::pair<CUdeviceptr, std::size_t>> pristine_;
+};
+
+struct timed_launches {
+  std::vector<std::int64_t> samples_ns;
+  std::size_t restored = 0;
+  rp::timing_details how;
+};
+
+/// --timing cupti: warm-ups and timed launches queued back to back, each after its restores, no
+/// events; then each timed launch's end - start from its CUPTI kernel record (matched by
+/// correlation id). Nothing, with `why_not`, when CUPTI cannot be used or a record is missing.
+template <class Launch>
+std::optional<std::vector<std::int64_t>> time_with_cupti(const options& o,
+                                                         const restorer& restore,
+                                                         CUstream stream,
+                                                         const Launch& launch,
+                                                         rp::timing_details& how,
+                                                         std::string& why_not) {
+  auto timer = rp::cupti_kernel_timer::attach(why_not);
+  if (!timer || !timer->start(why_not)) {
+    return std::nullopt;
+  }
+  std::vector<std::uint32_t> warmup_ids;
+  std::vector<std::uint32_t> timed_ids;
+  for (int i = 0; i < o.warmup + o.iterations; ++i) {
+    restore(stream);
+    launch(stream);
+    (i < o.warmup ? warmup_ids : timed_ids).push_back(timer->last_launch_id());
+  }
+  check(cuStreamSynchronize(stream), "the timed launches");
+  const auto got = timer->finish();
+  const auto match = rp::match_launches(got.spans, warmup_ids, timed_ids);
+  how.records = rp::timing_details::record_counts{match.timed_records, match.warmup_records,
+                                                  match.other_records, got.incomplete, got.dropped};
+  if (!match.complete()) {
+    why_not = rp::describe_missing(match, timed_ids.size(), got.incomplete, got.dropped);
+    return std::nullopt;
+  }
+  return match.samples_ns;
+}
+
+/// --timing events: an event pair around each launch, synchronized after each.
+template <class Launch>
+std::vector<std::int64_t>
+time_with_events(const options& o, const restorer& restore, CUstream stream, const Launch& launch) {
   CUevent start = nullptr;
   CUevent stop = nullptr;
   check(cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
   check(cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
   for (int i = 0; i < o.warmup; ++i) {
-    restore();
+    restore(stream);
     launch(stream);
   }
   std::vector<std::int64_t> samples;
   for (int i = 0; i < o.iterations; ++i) {
-    restore();
+    restore(stream);
     check(cuEventRecord(start, stream), "cuEventRecord");
     launch(stream);
     check(cuEventRecord(stop, stream), "cuEventRecord");
@@ -571,7 +644,111 @@ time_launches(const options& o,
     check(cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
     samples.push_back(static_cast<std::int64_t>(static_cast<double>(ms) * 1e6 + 0.5));
   }
-  return {std::move(samples), pristine.size()};
+  cuEventDestroy(start);
+  cuEventDestroy(stop);
+  return samples;
+}
+
+/// --timing batch: each sample is an event pair around --batch-size back-to-back launches, divided
+/// by it; nothing is restored (batch_repeats_its_output checked that nothing needs to be).
+template <class Launch>
+std::vector<std::int64_t>
+time_with_batches(const options& o, CUstream stream, const Launch& launch) {
+  CUevent start = nullptr;
+  CUevent stop = nullptr;
+  check(cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
+  check(cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+  for (int i = 0; i < o.warmup; ++i) {
+    launch(stream);
+  }
+  std::vector<std::int64_t> samples;
+  for (int i = 0; i < o.iterations; ++i) {
+    check(cuEventRecord(start, stream), "cuEventRecord");
+    for (int b = 0; b < o.batch_size; ++b) {
+      launch(stream);
+    }
+    check(cuEventRecord(stop, stream), "cuEventRecord");
+    check(cuEventSynchronize(stop), "the timed batch");
+    float ms = 0;
+    check(cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+    samples.push_back(
+        static_cast<std::int64_t>(static_cast<double>(ms) * 1e6 / o.batch_size + 0.5));
+  }
+  cuEventDestroy(start);
+  cuEventDestroy(stop);
+  return samples;
+}
+
+/// 4. Timing: warm-up + N launches by the --timing method, the regions the kernel writes restored
+/// before each one outside what is timed (none with --timing batch).
+template <class Launch>
+timed_launches time_launches(const options& o,
+                             const cap::capture_directory& c,
+                             const std::vector<std::size_t>& written,
+                             const std::vector<std::vector<std::uint8_t>>& before,
+                             const region_homes& homes,
+                             CUstream stream,
+                             const Launch& launch) {
+  timed_launches out;
+  out.how.method = o.timing;
+  if (o.timing == rp::timing_method::events_per_batch) {
+    out.how.batch_size = static_cast<std::size_t>(o.batch_size);
+    out.samples_ns = time_with_batches(o, stream, launch);
+    return out;
+  }
+  const restorer restore(c, written, before, homes);
+  out.restored = restore.regions();
+  if (o.timing == rp::timing_method::cupti_kernel_activity) {
+    std::string why_not;
+    if (auto samples = time_with_cupti(o, restore, stream, launch, out.how, why_not)) {
+      out.samples_ns = std::move(*samples);
+      return out;
+    }
+    std::fprintf(stderr,
+                 "rpl-replay-cuda: warning: CUPTI kernel records could not time the launches: "
+                 "%s; timing with an event pair per launch instead (which adds a few "
+                 "microseconds a trace does not)\n",
+                 why_not.c_str());
+    out.how.requested = o.timing;
+    out.how.fallback_reason = why_not;
+    out.how.method = rp::timing_method::events_per_launch;
+  }
+  out.samples_ns = time_with_events(o, restore, stream, launch);
+  return out;
+}
+
+/// --timing batch times launches that are not restored between them: valid only when a second
+/// launch, without restoring, leaves every region as the first did (the kernel does not read what
+/// it writes: no in-place update, no accumulation). Launches once more and checks; bad_input with
+/// the first region that differs otherwise.
+template <class Launch>
+void check_batch_repeats_its_output(const options& o,
+                                    const cap::capture_directory& c,
+                                    const std::vector<std::vector<std::uint8_t>>& before,
+                                    const region_homes& homes,
+                                    CUstream stream,
+                                    const Launch& launch) {
+  launch(stream);
+  check(cuStreamSynchronize(stream), "the repeated dispatch");
+  const auto again = rp::check_regions(
+      c, before,
+      [&](std::size_t i) {
+        std::vector<std::uint8_t> now(c.regions[i].size);
+        check(cuMemcpyDtoH(now.data(), homes.where[i], now.size()),
+              "reading region " + sc::hex_address(c.regions[i].base));
+        return now;
+      },
+      o.tolerance);
+  if (!again.passed()) {
+    const auto& first = again.mismatched[0];
+    throw bad_input(
+        "--timing batch: a second launch without restoring left region " +
+        first.value("base", std::string()) + " unlike the capture's after-state (" +
+        std::to_string(first.value("mismatched", 0ull)) +
+        " bytes differ): the kernel reads what it writes (an update in place, an accumulation), "
+        "so back-to-back launches would time other work; fix: --timing cupti (the default) or "
+        "--timing events, which restore the written regions before each launch");
+  }
 }
 
 int run(const options& o) {
@@ -641,9 +818,11 @@ int run(const options& o) {
     rpl::workers::replay::emit(o, out);
     return 3;
   }
-  const auto [samples, restored] =
-      time_launches(o, c, verified.written, before, homes, stream, launch);
-  out["timing"] = rpl::workers::replay::timing_json(samples, o, restored);
+  if (o.timing == rp::timing_method::events_per_batch && !verified.written.empty()) {
+    check_batch_repeats_its_output(o, c, before, homes, stream, launch);
+  }
+  const auto timed = time_launches(o, c, verified.written, before, homes, stream, launch);
+  out["timing"] = rp::timing_json(timed.samples_ns, o, timed.restored, timed.how);
   rpl::workers::replay::emit(o, out);
   return 0;
 }

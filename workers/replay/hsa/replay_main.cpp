@@ -283,7 +283,9 @@ int run(const options& o) {
       samples.push_back(ns);
     }
   }
-  out["timing"] = rp::timing_json(samples, o, verified.written.size());
+  rp::timing_details how;
+  how.method = rp::timing_method::hsa_dispatch_timestamps;
+  out["timing"] = rp::timing_json(samples, o, verified.written.size(), how);
   rp::emit(o, out);
   return 0;
 }

@@ -3,6 +3,8 @@
 #include <utility>
 #include <vector>
 
+#include "workers/tracers/cupti/kernel_activity.hpp"
+
 namespace rpl::workers::cupti_tracer {
 namespace {
 
@@ -33,12 +35,12 @@ static_assert(cupti::synchronization_type::stream_synchronize ==
 static_assert(cupti::synchronization_type::context_synchronize ==
               CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE);
 
-/// GPU activities need both timestamps; a forced flush can deliver records without them.
+/// GPU activities need both timestamps (kernel_activity.hpp: the replay reads kernels alike).
 bool timed(std::uint64_t start, std::uint64_t end) {
-  return start != 0 && end >= start;
+  return gpu_span_complete(start, end);
 }
 
-void parse_kernel(const CUpti_ActivityKernel10& k, parsed_records& out) {
+void parse_kernel(const kernel_activity& k, parsed_records& out) {
   if (!timed(k.start, k.end)) {
     ++out.incomplete;
     return;
@@ -232,10 +234,10 @@ template <typename Record> const Record& as(const CUpti_Activity& record) {
 } // namespace
 
 void parse_record(const CUpti_Activity& record, const tracer_state& state, parsed_records& out) {
+  if (const kernel_activity* kernel = as_kernel_activity(record)) {
+    return parse_kernel(*kernel, out);
+  }
   switch (record.kind) {
-  case CUPTI_ACTIVITY_KIND_KERNEL:
-  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-    return parse_kernel(as<CUpti_ActivityKernel10>(record), out);
   case CUPTI_ACTIVITY_KIND_MEMCPY: return parse_memcpy(as<CUpti_ActivityMemcpy6>(record), out);
   case CUPTI_ACTIVITY_KIND_MEMCPY2:
     return parse_peer_memcpy(as<CUpti_ActivityMemcpyPtoP4>(record), out);
