@@ -263,8 +263,8 @@ const ojson& params_object(const ojson& document, const std::string& origin) {
   }
   const ojson& params = document.at("params");
   if (!params.is_object()) {
-    fail(origin,
-         "\"params\" is " + space_value_type(params) + ", expected an object; fix: write " + params_example);
+    fail(origin, "\"params\" is " + space_value_type(params) + ", expected an object; fix: write " +
+                     params_example);
   }
   if (params.empty()) {
     fail(origin, std::string("\"params\" is empty; fix: add at least one parameter, e.g. ") +
@@ -279,7 +279,8 @@ parse_param_values(const std::string& name, const ojson& list, const std::string
   const std::string where = "params." + name;
   check_name(name, origin, where);
   if (!list.is_array() || list.empty()) {
-    fail(origin, where + ": the values are " + (list.is_array() ? "an empty array" : space_value_type(list)) +
+    fail(origin, where + ": the values are " +
+                     (list.is_array() ? "an empty array" : space_value_type(list)) +
                      ", expected a non-empty array; fix: write " + space_quoted(name) +
                      ": [value, ...], e.g. [8, 16, 32]");
   }
@@ -347,7 +348,8 @@ std::size_t constraint_parameter(const compiled_constraint& compiled,
   for (const param_value& value : values[index]) {
     if (std::holds_alternative<std::string>(value)) {
       fail(result.origin, located + ": " + column + ": parameter '" + variable +
-                              "' has the string value " + space_quoted(std::get<std::string>(value)) +
+                              "' has the string value " +
+                              space_quoted(std::get<std::string>(value)) +
                               ", and constraints compute on numbers only; fix: use only numeric "
                               "parameters in constraints, or list the allowed configurations "
                               "explicitly as an array");
