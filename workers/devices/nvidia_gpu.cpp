@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "workers/devices/nvml_probe.hpp"
 #include "workers/process/child_process.hpp"
 
 namespace rpl::workers {
@@ -40,6 +41,9 @@ std::string local_nvidia_arch() {
   if (!nvidia_gpu_present()) {
     return {};
   }
+  if (const auto gpus = list_nvml_gpus(); gpus && !gpus->empty() && gpus->front().compute_major > 0)
+    return "sm_" + std::to_string(gpus->front().compute_major) +
+           std::to_string(gpus->front().compute_minor);
   std::error_code ec;
   std::vector<std::vector<std::string>> queries = {
       {"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"}};
@@ -83,6 +87,11 @@ std::string trimmed(std::string text) {
 std::vector<nvidia_device> list_nvidia_gpus() {
   std::vector<nvidia_device> devices;
   if (!nvidia_gpu_present()) {
+    return devices;
+  }
+  if (const auto gpus = list_nvml_gpus()) {
+    for (const auto& gpu : *gpus)
+      devices.push_back({gpu.index, gpu.name, gpu.uuid});
     return devices;
   }
   child_options options;

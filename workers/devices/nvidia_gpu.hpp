@@ -13,9 +13,9 @@ namespace rpl::workers {
 bool nvidia_gpu_present();
 
 /// The compute capability of this host's first NVIDIA GPU as "sm_XY", or empty without one. Asks
-/// nvidia-smi first, then the CUDA toolkit's own device query (what `nvcc -arch=native` uses),
-/// since some drivers' nvidia-smi cannot report compute_cap. Runs child processes (up to 30 s
-/// each on a freshly booted host), so call it once.
+/// NVML first (no process), then nvidia-smi, then the CUDA toolkit's own device query (what `nvcc
+/// -arch=native` uses), since some drivers' nvidia-smi cannot report compute_cap. The fallbacks
+/// run child processes (up to 30 s each on a freshly booted host), so call it once.
 std::string local_nvidia_arch();
 
 /// One GPU as nvidia-smi lists it.
@@ -25,8 +25,8 @@ struct nvidia_device {
   std::string uuid; ///< "GPU-..."
 };
 
-/// Every NVIDIA GPU of this host (nvidia-smi --query-gpu=index,name,uuid); empty without a GPU or
-/// without nvidia-smi. Starts a child process.
+/// Every NVIDIA GPU of this host, from NVML (nvml_probe.hpp), else from nvidia-smi
+/// --query-gpu=index,name,uuid (a child process); empty without a GPU or either.
 std::vector<nvidia_device> list_nvidia_gpus();
 
 } // namespace rpl::workers

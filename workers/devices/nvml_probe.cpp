@@ -112,6 +112,55 @@ private:
 
 } // namespace
 
+std::optional<std::vector<nvml_gpu>> list_nvml_gpus() {
+  void* library = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr)
+    return std::nullopt;
+  using count_fn = int (*)(unsigned int*);
+  using by_index_fn = int (*)(unsigned int, nvml_device*);
+  using text_fn = int (*)(nvml_device, char*, unsigned int);
+  using index_fn = int (*)(nvml_device, unsigned int*);
+  using capability_fn = int (*)(nvml_device, int*, int*);
+  const auto init = reinterpret_cast<init_fn>(dlsym(library, "nvmlInit_v2"));
+  const auto shutdown = reinterpret_cast<shutdown_fn>(dlsym(library, "nvmlShutdown"));
+  const auto count = reinterpret_cast<count_fn>(dlsym(library, "nvmlDeviceGetCount_v2"));
+  const auto by_index =
+      reinterpret_cast<by_index_fn>(dlsym(library, "nvmlDeviceGetHandleByIndex_v2"));
+  const auto name = reinterpret_cast<text_fn>(dlsym(library, "nvmlDeviceGetName"));
+  const auto uuid = reinterpret_cast<text_fn>(dlsym(library, "nvmlDeviceGetUUID"));
+  const auto index = reinterpret_cast<index_fn>(dlsym(library, "nvmlDeviceGetIndex"));
+  const auto capability =
+      reinterpret_cast<capability_fn>(dlsym(library, "nvmlDeviceGetCudaComputeCapability"));
+  std::optional<std::vector<nvml_gpu>> gpus;
+  if (init != nullptr && shutdown != nullptr && count != nullptr && by_index != nullptr &&
+      name != nullptr && uuid != nullptr && index != nullptr && init() == nvml_success) {
+    unsigned int n = 0;
+    if (count(&n) == nvml_success) {
+      gpus.emplace();
+      for (unsigned int i = 0; i < n; ++i) {
+        nvml_device device = nullptr;
+        char name_text[256] = {};
+        char uuid_text[96] = {};
+        unsigned int at = 0;
+        if (by_index(i, &device) != nvml_success ||
+            name(device, name_text, sizeof name_text) != nvml_success ||
+            uuid(device, uuid_text, sizeof uuid_text) != nvml_success ||
+            index(device, &at) != nvml_success) {
+          gpus.reset(); // a partial list would hide a GPU: let nvidia-smi answer instead
+          break;
+        }
+        nvml_gpu gpu{static_cast<int>(at), name_text, uuid_text};
+        if (capability != nullptr)
+          capability(device, &gpu.compute_major, &gpu.compute_minor);
+        gpus->push_back(std::move(gpu));
+      }
+    }
+    shutdown();
+  }
+  dlclose(library);
+  return gpus;
+}
+
 std::shared_ptr<gpu_clock_probe> open_nvml_probe(std::string& why_not) {
   void* library = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace rpl::workers {
 
@@ -26,6 +27,20 @@ public:
   /// The GPU with this UUID ("GPU-..."), or nullopt when it cannot be read.
   virtual std::optional<gpu_clock_reading> read(const std::string& uuid) = 0;
 };
+
+/// One GPU as NVML lists it.
+struct nvml_gpu {
+  int index = 0;    ///< NVML's (and nvidia-smi's) index
+  std::string name; ///< e.g. "NVIDIA H100 80GB HBM3"
+  std::string uuid; ///< "GPU-..."
+  int compute_major = 0;
+  int compute_minor = 0;
+};
+
+/// Every GPU NVML lists, or nullopt where NVML cannot be loaded or initialised (callers then ask
+/// nvidia-smi). No child process: nvidia-smi costs a process start and its own NVML start-up,
+/// which the engine's start (and so the first candidate) waited for.
+std::optional<std::vector<nvml_gpu>> list_nvml_gpus();
 
 /// NVML's probe, or nullptr with `why_not` set (no libnvidia-ml.so.1, nvmlInit failed). The
 /// library stays loaded while the probe lives; nvmlShutdown runs when it goes.
