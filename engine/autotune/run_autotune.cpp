@@ -438,7 +438,9 @@ autotune_result run_autotune(const autotune_options& options,
   const bool cpu_lanes = inputs.lane_kind == "timing";
   auto cpus = cpu_lanes ? plan_cpus(options.lanes, inputs.workers) : cpu_plan{};
   local_workers pool(make_workers_config(options, inputs, bconfig, inputs.workers, cpus.workers));
-  pool.start();
+  // The local workers start with the first compile that is not in the artifact cache: a warm
+  // re-tune starts none (14 processes probing 8 toolchains each at the moment the lanes start).
+  bool pool_started = false;
   // --local-fallback: local workers started once compiles have waited that long for a fitting one.
   std::optional<local_workers> fallback;
   std::atomic<std::size_t> fallback_count{0};
@@ -450,8 +452,13 @@ autotune_result run_autotune(const autotune_options& options,
                  endpoints.listening, endpoints.connect);
   }
   worker_wait_watch waiting(options, endpoints, !remote_workers_possible);
-  compile_broker.set_tick([&pool, &compile_broker, &session, &waiting, remote_workers_possible,
-                           &fallback, &fallback_count, &options, &inputs, &bconfig] {
+  compile_broker.set_tick([&pool, &pool_started, &compile_broker, &session, &waiting,
+                           remote_workers_possible, &fallback, &fallback_count, &options, &inputs,
+                           &bconfig] {
+    if (!pool_started && compile_broker.queued_jobs() > 0) {
+      pool_started = true;
+      pool.start();
+    }
     pool.supervise();
     if (fallback) {
       fallback->supervise();
