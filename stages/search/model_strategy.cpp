@@ -15,7 +15,7 @@ model_strategy::model_strategy(const std::vector<configuration>& configs,
                                model_options options)
     : features_(space_features(configs)), budget_(std::min(budget, configs.size())),
       options_(options), rng_(seed), proposed_(configs.size(), 0), statics_(configs.size()),
-      measured_(configs.size(), 0) {
+      measured_(configs.size(), 0), awaiting_(configs.size(), 0) {
   const std::size_t n = configs.size();
   shuffled_.resize(n);
   std::iota(shuffled_.begin(), shuffled_.end(), std::size_t{0});
@@ -88,8 +88,10 @@ void model_strategy::observe(const observation& result) {
   results_.emplace_back(result.index, value);
   if (result.index < measured_.size())
     measured_[result.index] = 1;
-  if (!result.resumed && outstanding_ > 0)
+  if (result.index < awaiting_.size() && awaiting_[result.index]) {
+    awaiting_[result.index] = 0;
     --outstanding_;
+  }
   if (result.static_features && result.index < statics_.size() && !statics_[result.index]) {
     statics_[result.index] = result.static_features;
     ++report_.static_known;
@@ -176,11 +178,13 @@ void model_strategy::refit() {
   results_at_fit_ = results_.size();
   batch_ = options_.batch > 0 ? options_.batch : std::max<std::size_t>(1, results_.size() / 10);
   // The confirm phase, the budget's last part: no exploration, only the best predictions and
-  // the neighbours of the best measured configuration, all of them when the budget allows.
+  // the neighbours of the best measured configuration; at least one proposal per parameter
+  // (while the best measured has that many unproposed neighbours), so that a small budget's
+  // confirm can step each parameter once.
   std::size_t confirm =
       static_cast<std::size_t>(std::ceil(options_.confirm_fraction * static_cast<double>(budget_)));
   if (const auto best = best_measured())
-    confirm = std::max(confirm, neighbours(*best).size());
+    confirm = std::max(confirm, std::min(neighbours(*best).size(), groups_.size()));
   const bool confirming = proposed_count_ + confirm >= budget_;
   if (confirming)
     batch_ = std::min(batch_, std::max<std::size_t>(budget_ - proposed_count_, 1));
@@ -537,6 +541,7 @@ std::optional<std::size_t> model_strategy::next() {
   if (pick) {
     proposed_[*pick] = 1;
     ++proposed_count_;
+    awaiting_[*pick] = 1;
     ++outstanding_;
   }
   return pick;
