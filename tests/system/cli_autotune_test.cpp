@@ -65,7 +65,7 @@ TEST(cli, autotune_json_matches_its_schema_and_names_the_winner) {
   ASSERT_NE(start, std::string::npos) << out.output;
   const auto doc = nlohmann::json::parse(out.output.substr(start));
   EXPECT_EQ(schema_errors(doc), std::vector<std::string>{});
-  EXPECT_EQ(doc["schema_version"], "1.4");
+  EXPECT_EQ(doc["schema_version"], "1.5");
   EXPECT_EQ(doc["status"], "finished");
   ASSERT_TRUE(doc["winner"].is_object());
   EXPECT_EQ(doc["winner"]["params"]["MODE"], 0);
