@@ -7,6 +7,8 @@
 // more than half do not), the median final gap to the best, and the median time per search.
 // Baseline: random search, whose evaluations to 1 % (counted without a budget, over the whole
 // space) the model strategy must at least halve; the last lines state issue 12's goals at 10 %.
+// Issue 29: --noise, --in-flight, --space and --lane-values measure as a real run or
+// `autotune --recorded` does (bench/README.md), --trace prints each run's evaluations.
 
 #include <algorithm>
 #include <chrono>

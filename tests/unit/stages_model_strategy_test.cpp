@@ -232,7 +232,6 @@ TEST(stages_model_strategy, pure_noise_raises_low_model_confidence_and_failures_
   EXPECT_EQ(run(configs, smooth, 1000, 1).order.size(), configs.size());
 }
 
-
 /// A landscape the ridge fits well (log-linear: faster with x and y, z=b 30 % slower) but for
 /// one configuration: (x=256, y=7, a), 10 % faster than the corner (256, 15, a) the model
 /// predicts best. It is one of the corner's 24 one-parameter neighbours, one a model monotone in
