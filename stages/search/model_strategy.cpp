@@ -15,7 +15,7 @@ model_strategy::model_strategy(const std::vector<configuration>& configs,
                                model_options options)
     : features_(space_features(configs)), budget_(std::min(budget, configs.size())),
       options_(options), rng_(seed), proposed_(configs.size(), 0), statics_(configs.size()),
-      measured_(configs.size(), 0), awaiting_(configs.size(), 0) {
+      measured_(configs.size(), 0), awaiting_(configs.size(), 0), confirm_kind_(configs.size(), 0) {
   const std::size_t n = configs.size();
   shuffled_.resize(n);
   std::iota(shuffled_.begin(), shuffled_.end(), std::size_t{0});
@@ -312,11 +312,11 @@ void model_strategy::queue_converged_picks(double best_log) {
         confirm_turn_ % options_.uncertain_every == options_.uncertain_every - 1;
     ++confirm_turn_;
     if ((uncertain_turn && u < unsure.size()) || a >= near.size()) {
-      queue_.push_back(unsure[u++]);
-      ++report_.confirm_uncertain;
+      queue_.push_back(unsure[u]);
+      confirm_kind_[unsure[u++]] = 2;
     } else {
-      queue_.push_back(near[a++]);
-      ++report_.confirm_neighbours;
+      queue_.push_back(near[a]);
+      confirm_kind_[near[a++]] = 1;
     }
   }
   std::reverse(queue_.begin(), queue_.end()); // taken from the back
@@ -539,6 +539,9 @@ std::optional<std::size_t> model_strategy::next() {
       pick = random_unproposed();
   }
   if (pick) {
+    // Counted when proposed: a refit may drop what it queued.
+    report_.confirm_neighbours += confirm_kind_[*pick] == 1;
+    report_.confirm_uncertain += confirm_kind_[*pick] == 2;
     proposed_[*pick] = 1;
     ++proposed_count_;
     awaiting_[*pick] = 1;

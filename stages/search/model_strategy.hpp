@@ -98,7 +98,7 @@ struct model_report {
   bool converged = false; ///< see model_options::converge_fits
   /// Proposals made when the converged model's confirm picks began; nullopt: they never did.
   std::optional<std::size_t> converged_at;
-  std::size_t confirm_neighbours = 0; ///< converged confirm picks: neighbours, predicted best
+  std::size_t confirm_neighbours = 0; ///< converged confirm proposals: neighbours, predicted best
   std::size_t confirm_uncertain = 0;  ///< and the most uncertain ones
 };
 
@@ -199,6 +199,7 @@ private:
   std::vector<char> measured_;                ///< [config]: a result came in
   std::vector<char> awaiting_;                ///< [config]: proposed by next(), no result yet
   std::size_t outstanding_ = 0;               ///< how many are awaiting
+  std::vector<char> confirm_kind_; ///< [config]: queued as a converged pick (1: near, 2: unsure)
 };
 
 } // namespace rpl::stages
