@@ -145,7 +145,7 @@ std::optional<final_round_result> final_round_from_json(const nlohmann::json& do
 
 nlohmann::json to_json(const autotune_result& result) {
   nlohmann::json doc;
-  doc["schema_version"] = "1.4";
+  doc["schema_version"] = "1.5";
   doc["run_id"] = result.run_id;
   doc["status"] = result.run_status;
   doc["db"] = result.db.string();

@@ -225,6 +225,12 @@ candidate_ptr autotune_session::make_candidate(std::size_t index) {
     c->run_argv = inputs_.cmd->expand(values);
   } catch (const std::exception& error) {
     spdlog::error("candidate {}: {}", index, error.what());
+    // The strategy hears of every index it proposed (the model strategy counts those awaiting).
+    stages::observation o;
+    o.index = index;
+    o.config = &inputs_.space.configurations[index];
+    o.failure = error.what();
+    inputs_.strategy->observe(o);
     return nullptr;
   }
   if (inputs_.launch) {
@@ -264,6 +270,11 @@ candidate_ptr autotune_session::make_candidate(std::size_t index) {
   }
   if (!seen_keys_.insert(c->key).second) {
     ++duplicates_;
+    stages::observation o;
+    o.index = index;
+    o.config = &inputs_.space.configurations[index];
+    o.failure = "duplicate: the same candidate key as a configuration already proposed";
+    inputs_.strategy->observe(o);
     return nullptr;
   }
   c->compile_request = make_compile_request(*c);

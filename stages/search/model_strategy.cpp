@@ -14,7 +14,8 @@ model_strategy::model_strategy(const std::vector<configuration>& configs,
                                std::uint64_t seed,
                                model_options options)
     : features_(space_features(configs)), budget_(std::min(budget, configs.size())),
-      options_(options), rng_(seed), proposed_(configs.size(), 0), statics_(configs.size()) {
+      options_(options), rng_(seed), proposed_(configs.size(), 0), statics_(configs.size()),
+      measured_(configs.size(), 0), awaiting_(configs.size(), 0), confirm_kind_(configs.size(), 0) {
   const std::size_t n = configs.size();
   shuffled_.resize(n);
   std::iota(shuffled_.begin(), shuffled_.end(), std::size_t{0});
@@ -85,6 +86,12 @@ void model_strategy::observe(const observation& result) {
   if (result.value_ns && *result.value_ns > 0)
     value = std::log(*result.value_ns);
   results_.emplace_back(result.index, value);
+  if (result.index < measured_.size())
+    measured_[result.index] = 1;
+  if (result.index < awaiting_.size() && awaiting_[result.index]) {
+    awaiting_[result.index] = 0;
+    --outstanding_;
+  }
   if (result.static_features && result.index < statics_.size() && !statics_[result.index]) {
     statics_[result.index] = result.static_features;
     ++report_.static_known;
@@ -171,9 +178,13 @@ void model_strategy::refit() {
   results_at_fit_ = results_.size();
   batch_ = options_.batch > 0 ? options_.batch : std::max<std::size_t>(1, results_.size() / 10);
   // The confirm phase, the budget's last part: no exploration, only the best predictions and
-  // the neighbours of the best measured configuration.
-  const std::size_t confirm =
+  // the neighbours of the best measured configuration; at least one proposal per parameter
+  // (while the best measured has that many unproposed neighbours), so that a small budget's
+  // confirm can step each parameter once.
+  std::size_t confirm =
       static_cast<std::size_t>(std::ceil(options_.confirm_fraction * static_cast<double>(budget_)));
+  if (const auto best = best_measured())
+    confirm = std::max(confirm, std::min(neighbours(*best).size(), groups_.size()));
   const bool confirming = proposed_count_ + confirm >= budget_;
   if (confirming)
     batch_ = std::min(batch_, std::max<std::size_t>(budget_ - proposed_count_, 1));
@@ -205,10 +216,110 @@ void model_strategy::refit() {
   // Even a model under the threshold ranks the neighbours better than chance while it predicts
   // better than the mean (cv R² > 0); the widened search still draws random configurations.
   const bool guided = usable && report_.cv_r2 && *report_.cv_r2 > 0;
+  if (usable)
+    note_convergence(trusted);
+  if (confirming && guided && report_.converged) {
+    queue_converged_picks(y.minCoeff());
+    if (!queue_.empty())
+      return;
+  }
   const std::vector<std::size_t> near =
       neighbour_picks(local_search_centres(confirming), guided, scores.chosen);
   const std::vector<std::size_t> global = guided ? model_picks(scores) : std::vector<std::size_t>{};
   queue_picks(global, near, confirming, trusted, guided);
+}
+
+std::optional<std::size_t> model_strategy::best_measured() const {
+  std::optional<std::size_t> best;
+  double best_log = HUGE_VAL;
+  for (const auto& [index, value] : results_)
+    if (value && *value < best_log) {
+      best_log = *value;
+      best = index;
+    }
+  return best;
+}
+
+void model_strategy::note_convergence(bool trusted) {
+  // The predicted best over the whole space, when the fit is trusted and it is measured: the
+  // model then expects nothing unmeasured to beat what was measured.
+  std::optional<std::size_t> best;
+  if (trusted && predicted_log_.size() == static_cast<Eigen::Index>(proposed_.size())) {
+    Eigen::Index at = 0;
+    predicted_log_.minCoeff(&at);
+    if (measured_[static_cast<std::size_t>(at)])
+      best = static_cast<std::size_t>(at);
+  }
+  stable_fits_ = !best ? 0 : best == predicted_best_ ? stable_fits_ + 1 : 1;
+  predicted_best_ = best;
+  // Once converged, the model stays so for the rest of the search.
+  report_.converged = report_.converged ||
+                      (best && stable_fits_ >= std::max<std::size_t>(options_.converge_fits, 1));
+}
+
+void model_strategy::queue_converged_picks(double best_log) {
+  const auto n = static_cast<Eigen::Index>(proposed_.size());
+  auto by_mean = [this](std::size_t a, std::size_t b) {
+    return std::tie(predicted_log_[static_cast<Eigen::Index>(a)], a) <
+           std::tie(predicted_log_[static_cast<Eigen::Index>(b)], b);
+  };
+  std::vector<char> listed(proposed_.size(), 0);
+  auto add = [&](std::vector<std::size_t>& to, std::size_t i) {
+    if (!proposed_[i] && !listed[i]) {
+      listed[i] = 1;
+      to.push_back(i);
+    }
+  };
+  // First the best measured one's neighbours: it is about to be named, so each one-parameter
+  // step from it is measured (by the model's order) before anything else.
+  std::vector<std::size_t> near;
+  if (const auto best = best_measured())
+    for (const std::size_t j : neighbours(*best))
+      add(near, j);
+  std::stable_sort(near.begin(), near.end(), by_mean);
+  // Then the predicted best few, measured or not, and their neighbours: one step around the
+  // model's optimum absorbs its bias (a tile size ranked at a corner of its range).
+  std::vector<std::size_t> top(proposed_.size());
+  std::iota(top.begin(), top.end(), std::size_t{0});
+  const std::size_t k = std::min(options_.confirm_top, top.size());
+  std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(k), top.end(), by_mean);
+  top.resize(k);
+  std::vector<std::size_t> around;
+  for (const std::size_t c : top) {
+    add(around, c);
+    for (const std::size_t j : neighbours(c))
+      add(around, j);
+  }
+  std::stable_sort(around.begin(), around.end(), by_mean);
+  near.insert(near.end(), around.begin(), around.end());
+  // The most uncertain predictions (the trees' spread) that could still beat the best measured.
+  std::vector<std::size_t> unsure;
+  if (options_.uncertain_every > 0 && trees_spread_.size() == n) {
+    for (Eigen::Index i = 0; i < n; ++i)
+      if (trees_mean_[i] - 2 * trees_spread_[i] < best_log)
+        add(unsure, static_cast<std::size_t>(i));
+    std::stable_sort(unsure.begin(), unsure.end(), [this](std::size_t a, std::size_t b) {
+      return trees_spread_[static_cast<Eigen::Index>(a)] >
+             trees_spread_[static_cast<Eigen::Index>(b)];
+    });
+  }
+  if (!report_.converged_at)
+    report_.converged_at = proposed_count_;
+  std::size_t a = 0, u = 0;
+  while (queue_.size() < batch_ && (a < near.size() || u < unsure.size())) {
+    const bool uncertain_turn =
+        options_.uncertain_every > 0 &&
+        confirm_turn_ % options_.uncertain_every == options_.uncertain_every - 1;
+    ++confirm_turn_;
+    if ((uncertain_turn && u < unsure.size()) || a >= near.size()) {
+      queue_.push_back(unsure[u]);
+      confirm_kind_[unsure[u++]] = 2;
+    } else {
+      queue_.push_back(near[a]);
+      confirm_kind_[near[a++]] = 1;
+    }
+  }
+  std::reverse(queue_.begin(), queue_.end()); // taken from the back
 }
 
 model_strategy::surrogate_scores model_strategy::fit_surrogates(
@@ -226,6 +337,8 @@ model_strategy::surrogate_scores model_strategy::fit_surrogates(
   report_.columns = static_cast<std::size_t>(columns);
   report_.cv_r2_ridge = ridge.cv_r2;
   report_.cv_r2_trees.reset();
+  trees_mean_.resize(0);
+  trees_spread_.resize(0);
   report_.cv_r2 = ridge.cv_r2;
   report_.surrogate = "ridge";
   if (options_.trees > 0) {
@@ -240,6 +353,8 @@ model_strategy::surrogate_scores model_strategy::fit_surrogates(
       Eigen::VectorXd mean, spread;
       model.predict(inputs, mean, spread);
       trees_mean = mean;
+      trees_mean_ = mean;
+      trees_spread_ = spread;
       score = expected_improvement_score(mean, spread, y.minCoeff(), confirming);
     }
     if (*report_.cv_r2_trees > ridge.cv_r2) {
@@ -401,6 +516,11 @@ void model_strategy::queue_picks(const std::vector<std::size_t>& global,
 std::optional<std::size_t> model_strategy::next() {
   if (proposed_count_ >= budget_)
     return std::nullopt;
+  // Past the seed sample, a pick waits for results while max_pending are outstanding: each
+  // finished candidate asks again.
+  if (options_.max_pending > 0 && proposed_count_ >= report_.seed_size &&
+      outstanding_ >= options_.max_pending)
+    return std::nullopt;
   std::optional<std::size_t> pick;
   if (proposed_count_ < report_.seed_size) {
     pick = random_unproposed();
@@ -419,8 +539,13 @@ std::optional<std::size_t> model_strategy::next() {
       pick = random_unproposed();
   }
   if (pick) {
+    // Counted when proposed: a refit may drop what it queued.
+    report_.confirm_neighbours += confirm_kind_[*pick] == 1;
+    report_.confirm_uncertain += confirm_kind_[*pick] == 2;
     proposed_[*pick] = 1;
     ++proposed_count_;
+    awaiting_[*pick] = 1;
+    ++outstanding_;
   }
   return pick;
 }
@@ -448,6 +573,11 @@ nlohmann::json model_strategy::summary() const {
           {"confidence_r2", options_.confidence_r2},
           {"low_model_confidence", report_.low_model_confidence},
           {"low_confidence_fits", report_.low_confidence_fits},
+          {"converged", report_.converged},
+          {"converged_at",
+           report_.converged_at ? nlohmann::json(*report_.converged_at) : nlohmann::json(nullptr)},
+          {"confirm_neighbours", report_.confirm_neighbours},
+          {"confirm_uncertain", report_.confirm_uncertain},
           {"unmeasured", unmeasured()}};
 }
 

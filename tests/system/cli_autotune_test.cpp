@@ -65,7 +65,7 @@ TEST(cli, autotune_json_matches_its_schema_and_names_the_winner) {
   ASSERT_NE(start, std::string::npos) << out.output;
   const auto doc = nlohmann::json::parse(out.output.substr(start));
   EXPECT_EQ(schema_errors(doc), std::vector<std::string>{});
-  EXPECT_EQ(doc["schema_version"], "1.4");
+  EXPECT_EQ(doc["schema_version"], "1.5");
   EXPECT_EQ(doc["status"], "finished");
   ASSERT_TRUE(doc["winner"].is_object());
   EXPECT_EQ(doc["winner"]["params"]["MODE"], 0);
@@ -95,6 +95,30 @@ TEST(cli, autotune_json_matches_its_schema_and_names_the_winner) {
   auto broken = doc;
   broken["counts"]["failed"] = "four";
   EXPECT_FALSE(schema_errors(broken).empty());
+}
+
+TEST(cli, the_model_strategy_spends_its_whole_budget_through_the_graph) {
+  // Past its seed sample the model holds proposals to lanes + 1 awaiting results (the graph then
+  // holds fewer); failures (MODE 3 exits 3) come back as results too, so it never waits for
+  // nothing and the whole budget is measured.
+  temp_dir dir;
+  rpl::testing::write_file(dir / "space.json",
+                           R"({"params": {"MODE": [0, 3], "SLEEP_US": [1000, 2000, 4000, 8000,
+                               16000], "X": [0, 1]}, "constraints": []})");
+  auto args = autotune_args(dir / "space.json", dir / "m.db");
+  for (const char* extra : {"--strategy", "model", "--budget", "14", "--seed", "1", "--json"})
+    args.emplace_back(extra);
+  const auto out = run_rocm_perf(args);
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  const auto doc = nlohmann::json::parse(out.output.substr(out.output.find("{\n")));
+  EXPECT_EQ(schema_errors(doc), std::vector<std::string>{});
+  EXPECT_EQ(doc["status"], "finished");
+  EXPECT_EQ(doc["counts"]["completed"], 14);
+  EXPECT_EQ(doc["candidates"].size(), 14u);
+  EXPECT_EQ(doc["model"]["seed_size"], 6); // twice the 3 linear features
+  EXPECT_TRUE(doc["model"]["converged"].is_boolean());
+  ASSERT_TRUE(doc["winner"].is_object());
+  EXPECT_EQ(doc["winner"]["params"]["MODE"], 0);
 }
 
 TEST(cli, plain_output_has_a_table_and_the_winner_and_quiet_prints_only_the_runtime) {

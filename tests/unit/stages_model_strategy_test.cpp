@@ -1,6 +1,8 @@
 // The model strategy and its parts on synthetic spaces: features, the cross-validated ridge
-// surrogate (low_model_confidence on noise, not on a smooth landscape), and the strategy's
-// contract (budget, no repeats, determinism, failures survived).
+// surrogate (low_model_confidence on noise, not on a smooth landscape), the strategy's
+// contract (budget, no repeats, determinism, failures survived), the converged model's confirm
+// picks and the pending limit.
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -123,8 +125,9 @@ search_result run(const std::vector<configuration>& configs,
                   const std::function<std::optional<double>(const configuration&)>& value,
                   std::size_t budget,
                   std::uint64_t seed,
-                  const statics_fn& statics = nullptr) {
-  model_strategy s(configs, budget, seed);
+                  const statics_fn& statics = nullptr,
+                  const model_options& options = {}) {
+  model_strategy s(configs, budget, seed, options);
   search_result out;
   const auto finish = [&] {
     out.report = s.report();
@@ -227,6 +230,141 @@ TEST(stages_model_strategy, pure_noise_raises_low_model_confidence_and_failures_
   EXPECT_EQ(r.unmeasured["pruned"], 0);
   // A budget over the space stops at the space.
   EXPECT_EQ(run(configs, smooth, 1000, 1).order.size(), configs.size());
+}
+
+/// A landscape the ridge fits well (log-linear: faster with x and y, z=b 30 % slower) but for
+/// one configuration: (x=256, y=7, a), 10 % faster than the corner (256, 15, a) the model
+/// predicts best. It is one of the corner's 24 one-parameter neighbours, one a model monotone in
+/// y ranks eighth of the corner's y steps.
+double corner_with_a_dip(const configuration& c) {
+  const double lx = std::log2(static_cast<double>(std::get<std::int64_t>(*c.find("x"))));
+  const auto y = std::get<std::int64_t>(*c.find("y"));
+  const bool a = std::get<std::string>(*c.find("z")) == "a";
+  const double t = std::exp(-0.1 * lx - 0.02 * static_cast<double>(y)) * (a ? 1.0 : 1.3);
+  return lx == 8 && y == 7 && a ? 0.9 * std::exp(-0.8 - 0.3) : t;
+}
+
+bool at(const configuration& c, std::int64_t x, std::int64_t y) {
+  return std::get<std::int64_t>(*c.find("x")) == x && std::get<std::int64_t>(*c.find("y")) == y &&
+         std::get<std::string>(*c.find("z")) == "a";
+}
+
+/// One parameter apart.
+bool neighbours(const configuration& a, const configuration& b) {
+  std::size_t differ = 0;
+  for (std::size_t p = 0; p < a.params.size(); ++p)
+    differ += !(a.params[p].second == b.params[p].second);
+  return differ == 1;
+}
+
+TEST(stages_model_strategy, a_converged_model_confirms_the_neighbours_of_its_best) {
+  // Everything but the corner's neighbours and a few others measured in an earlier session (as
+  // --resume replays them): the trusted model predicts the corner, measured, best, so it has
+  // converged, and the 12 proposals left are all confirm picks.
+  const auto configs = grid();
+  std::size_t corner = 0, dip = 0;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    corner = at(configs[i], 256, 15) ? i : corner;
+    dip = at(configs[i], 256, 7) ? i : dip;
+  }
+  model_options options;
+  options.batch = 1; // a fit per result, so that convergence is seen at once
+  options.uncertain_every = 0;
+  std::size_t resumed = 0;
+  std::vector<observation> earlier;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const bool open = i == corner ? false
+                      : neighbours(configs[i], configs[corner])
+                          ? true
+                          : std::get<std::int64_t>(*configs[i].find("y")) == 1;
+    if (open)
+      continue;
+    observation o;
+    o.index = i;
+    o.config = &configs[i];
+    o.value_ns = corner_with_a_dip(configs[i]);
+    o.resumed = true;
+    earlier.push_back(o);
+    ++resumed;
+  }
+  model_strategy s(configs, resumed + 12, 1, options);
+  for (const auto& o : earlier)
+    s.observe(o);
+  std::vector<std::size_t> picks;
+  std::optional<std::size_t> best_at_pick; // the best measured when each pick was made
+  std::size_t best = corner;
+  while (const auto i = s.next()) {
+    picks.push_back(*i);
+    const std::size_t since = picks.size() - 1 + resumed;
+    if (s.report().converged_at && since >= *s.report().converged_at) {
+      // A converged pick: a neighbour of the best measured while it has unmeasured ones.
+      EXPECT_TRUE(neighbours(configs[*i], configs[best]))
+          << "pick " << picks.size() << ": " << to_string(*configs[*i].find("x")) << ","
+          << to_string(*configs[*i].find("y"));
+    }
+    observation o;
+    o.index = *i;
+    o.config = &configs[*i];
+    o.value_ns = corner_with_a_dip(configs[*i]);
+    s.observe(o);
+    if (corner_with_a_dip(configs[*i]) < corner_with_a_dip(configs[best]))
+      best = *i;
+  }
+  ASSERT_TRUE(s.report().converged);
+  ASSERT_TRUE(s.report().converged_at.has_value());
+  EXPECT_LE(*s.report().converged_at, resumed + 1); // the second fit
+  EXPECT_GT(s.report().confirm_neighbours, 9u);
+  // The dip, which the model ranked low, was measured and is the best.
+  EXPECT_NE(std::find(picks.begin(), picks.end(), dip), picks.end());
+  EXPECT_EQ(best, dip);
+}
+
+TEST(stages_model_strategy, a_converged_model_also_tries_its_most_uncertain_predictions) {
+  // The bowl: its model converges; every third converged pick is the trees' most uncertain
+  // prediction that could still beat the best measured, none with uncertain_every = 0.
+  const auto configs = grid();
+  model_options options;
+  options.confirm_fraction = 0.5;
+  const auto r = run(configs, smooth, 60, 3, nullptr, options);
+  ASSERT_TRUE(r.report.converged);
+  EXPECT_GT(r.report.confirm_uncertain, 0u);
+  EXPECT_GE(r.report.confirm_neighbours, 2 * r.report.confirm_uncertain);
+  options.uncertain_every = 0;
+  const auto none = run(configs, smooth, 60, 3, nullptr, options);
+  EXPECT_EQ(none.report.confirm_uncertain, 0u);
+  EXPECT_EQ(none.order.size(), 60u);
+}
+
+TEST(stages_model_strategy, past_the_seed_it_waits_for_results_beyond_max_pending) {
+  const auto configs = grid();
+  model_options options;
+  options.max_pending = 2;
+  model_strategy s(configs, 30, 5, options);
+  std::vector<std::size_t> pending;
+  // The seed sample (6) is proposed without waiting.
+  for (std::size_t k = 0; k < s.report().seed_size + 3; ++k)
+    if (const auto i = s.next())
+      pending.push_back(*i);
+  EXPECT_EQ(pending.size(), s.report().seed_size);
+  std::size_t proposed = pending.size();
+  while (!pending.empty()) {
+    observation o;
+    o.index = pending.front();
+    o.config = &configs[o.index];
+    o.value_ns = smooth(configs[o.index]);
+    pending.erase(pending.begin());
+    s.observe(o);
+    // One result in: at most one new proposal while two are pending.
+    while (pending.size() < 2)
+      if (const auto i = s.next()) {
+        pending.push_back(*i);
+        ++proposed;
+      } else {
+        break;
+      }
+    EXPECT_FALSE(s.next().has_value() && pending.size() >= 2);
+  }
+  EXPECT_EQ(proposed, 30u); // the whole budget, once results came back
 }
 
 } // namespace
