@@ -20,12 +20,20 @@ namespace {
 /// (database index, row id): rows of different files never share an id space.
 using row_key = std::pair<std::size_t, std::int64_t>;
 
+/// Element by element: std::array's == calls memcmp, a library call per dispatch.
+bool same(const dim3& a, const dim3& b) {
+  return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
+}
+bool same(std::int64_t a, std::int64_t b) {
+  return a == b;
+}
+
 /// Adds one to `counts[key]`, remembering the last key: a kernel is mostly launched one way.
 template <class Key> struct last_counted {
   Key key{};
   std::size_t* count = nullptr;
   template <class Map> void add(Map& counts, const Key& k) {
-    if (count == nullptr || !(key == k)) {
+    if (count == nullptr || !same(key, k)) {
       count = &counts[k];
       key = k;
     }
@@ -114,30 +122,32 @@ void scan_dispatches(const rocpd::reader& reader,
   scan.per_run_user_ns.assign(run_of_database.empty() ? 0 : run_of_database.back() + 1, 0);
   rocpd::runtime_accumulator accumulator(reader);
   shape_finder find_shape(scan.shapes);
-  reader.for_each_dispatch([&](const rocpd::dispatch_row& row) {
-    accumulator.add(row);
-    kernel_shape& shape = find_shape(row);
-    const dim3 block{row.workgroup[0], row.workgroup[1], row.workgroup[2]};
-    shape.last_block.add(shape.blocks, block);
-    shape.last_grid.add(shape.grids, dim3{row.grid[0], row.grid[1], row.grid[2]});
-    if (shape.lds_of_last_block == nullptr || !(shape.last_lds_block == block)) {
-      shape.lds_of_last_block = &shape.lds_bytes_by_block[block];
-      shape.last_lds_block = block;
-      shape.last_lds = {};
-    }
-    shape.last_lds.add(*shape.lds_of_last_block, row.group_segment_size);
-    if (!run_of_database.empty() && !shape.runtime_helper)
-      scan.per_run_user_ns[run_of_database[row.database]] += row.end_ns - row.start_ns;
-    if (timeline != nullptr && row.database >= timeline_first) {
-      if (timeline_first == 0) {
-        timeline->add(row);
-      } else {
-        rocpd::dispatch_row renumbered = row;
-        renumbered.database -= timeline_first;
-        timeline->add(renumbered);
-      }
-    }
-  });
+  reader.for_each_dispatch(
+      [&](const rocpd::dispatch_row& row) {
+        accumulator.add(row);
+        kernel_shape& shape = find_shape(row);
+        const dim3 block{row.workgroup[0], row.workgroup[1], row.workgroup[2]};
+        shape.last_block.add(shape.blocks, block);
+        shape.last_grid.add(shape.grids, dim3{row.grid[0], row.grid[1], row.grid[2]});
+        if (shape.lds_of_last_block == nullptr || !same(shape.last_lds_block, block)) {
+          shape.lds_of_last_block = &shape.lds_bytes_by_block[block];
+          shape.last_lds_block = block;
+          shape.last_lds = {};
+        }
+        shape.last_lds.add(*shape.lds_of_last_block, row.group_segment_size);
+        if (!run_of_database.empty() && !shape.runtime_helper)
+          scan.per_run_user_ns[run_of_database[row.database]] += row.end_ns - row.start_ns;
+        if (timeline != nullptr && row.database >= timeline_first) {
+          if (timeline_first == 0) {
+            timeline->add(row);
+          } else {
+            rocpd::dispatch_row renumbered = row;
+            renumbered.database -= timeline_first;
+            timeline->add(renumbered);
+          }
+        }
+      },
+      rocpd::dispatch_fields::report);
   scan.summary = accumulator.finish();
 }
 
