@@ -157,6 +157,7 @@ void write_our_trace(const std::filesystem::path& path,
 struct child_run {
   int status = -1;
   double wall_s = 0;
+  double cpu_s = 0; ///< user + system: the run's own cost, which a busy machine barely changes
   double peak_rss_mb = 0;
 };
 
@@ -172,6 +173,8 @@ child_run in_child(const std::function<int()>& body) {
   wait4(pid, &r.status, 0, &usage);
   r.wall_s = std::chrono::duration<double>(clock_type::now() - start).count();
   r.peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  r.cpu_s = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+            static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
   return r;
 }
 
@@ -321,15 +324,15 @@ int main(int argc, char** argv) {
       (std::filesystem::canonical("/proc/self/exe").parent_path() / "rocm-perf").string();
   const std::vector<std::string> analyze = {cli, "analyze", files[0].string(), files[1].string()};
   auto with = [&](std::vector<std::string> extra) {
-    std::vector<std::string> argv = analyze;
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    return argv;
+    std::vector<std::string> args = analyze;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
   };
   const std::filesystem::path out = dir / "out";
   const bool amd = input == "amd";
   const char* baseline_name =
       amd ? "AMD's kernel_summary view, both files" : "analyze --quiet (nothing written)";
-  std::vector<double> base_s, base_mb, json_s, json_mb, out_s, out_mb;
+  std::vector<double> base_s, base_mb, base_cpu, json_s, json_mb, json_cpu, out_s, out_mb, out_cpu;
   int failures = 0;
   for (std::size_t r = 1; r <= repeats; ++r) {
     const auto b = amd ? in_child([&] { return amd_kernel_summary(files, dispatches); })
@@ -344,26 +347,30 @@ int main(int argc, char** argv) {
     json_mb.push_back(j.peak_rss_mb);
     out_s.push_back(o.wall_s);
     out_mb.push_back(o.peak_rss_mb);
-    std::printf("repeat %zu: baseline %.2f s %.0f MB (exit %d); --json %.2f s %.0f MB (exit %d); "
-                "--out %.2f s %.0f MB (exit %d)\n",
-                r, b.wall_s, b.peak_rss_mb, WEXITSTATUS(b.status), j.wall_s, j.peak_rss_mb,
-                WEXITSTATUS(j.status), o.wall_s, o.peak_rss_mb, WEXITSTATUS(o.status));
+    base_cpu.push_back(b.cpu_s);
+    json_cpu.push_back(j.cpu_s);
+    out_cpu.push_back(o.cpu_s);
+    std::printf("repeat %zu: baseline %.2f s (CPU %.2f s) %.0f MB (exit %d); --json %.2f s (CPU "
+                "%.2f s) %.0f MB (exit %d); --out %.2f s (CPU %.2f s) %.0f MB (exit %d)\n",
+                r, b.wall_s, b.cpu_s, b.peak_rss_mb, WEXITSTATUS(b.status), j.wall_s, j.cpu_s,
+                j.peak_rss_mb, WEXITSTATUS(j.status), o.wall_s, o.cpu_s, o.peak_rss_mb,
+                WEXITSTATUS(o.status));
   }
   std::vector<std::string> missing;
   for (const char* file : {"profile.json", "roofline.json", "dag.json", "analysis.json"})
     if (!std::filesystem::exists(out / file))
       missing.push_back(file);
-  std::printf("medians of %zu (wall, child's peak RSS):\n", repeats);
-  std::printf("  baseline: %-40s %6.2f s %5.0f MB\n", baseline_name, median(base_s),
-              median(base_mb));
-  std::printf("  rocm-perf analyze A B --json               %6.2f s %5.0f MB  x%.2f the baseline "
-              "(%s)\n",
-              median(json_s), median(json_mb), median(json_s) / std::max(median(base_s), 1e-9),
-              verdict(json_s, base_s));
-  std::printf("  rocm-perf analyze A B --out DIR            %6.2f s %5.0f MB  x%.2f the baseline "
-              "(%s)\n",
-              median(out_s), median(out_mb), median(out_s) / std::max(median(base_s), 1e-9),
-              verdict(out_s, base_s));
+  std::printf("medians of %zu (wall, CPU, the child's peak RSS):\n", repeats);
+  std::printf("  baseline: %-40s %6.2f s (CPU %.2f s) %5.0f MB\n", baseline_name, median(base_s),
+              median(base_cpu), median(base_mb));
+  std::printf("  rocm-perf analyze A B --json               %6.2f s (CPU %.2f s) %5.0f MB  x%.2f "
+              "the baseline (%s)\n",
+              median(json_s), median(json_cpu), median(json_mb),
+              median(json_s) / std::max(median(base_s), 1e-9), verdict(json_s, base_s));
+  std::printf("  rocm-perf analyze A B --out DIR            %6.2f s (CPU %.2f s) %5.0f MB  x%.2f "
+              "the baseline (%s)\n",
+              median(out_s), median(out_cpu), median(out_mb),
+              median(out_s) / std::max(median(base_s), 1e-9), verdict(out_s, base_s));
   for (const auto& file : missing)
     std::printf("missing: %s\n", file.c_str());
   const bool written = failures == 0 && missing.empty();

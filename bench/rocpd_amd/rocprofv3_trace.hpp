@@ -89,11 +89,12 @@ struct trace_shape {
 /// The UUID rocprofv3 would give the file (a UUIDv7 whose time field is small: boot time).
 inline std::string uuid_of(const trace_shape& shape) {
   char text[40];
-  std::snprintf(text, sizeof text,
-                "0000%04" PRIx64 "-%04" PRIx64 "-7%03" PRIx64 "-8%03" PRIx64 "-%012" PRIx64,
-                static_cast<std::uint64_t>(shape.pid) & 0xffff, (shape.seed * 2654435761u) & 0xffff,
-                static_cast<std::uint64_t>(shape.pid) & 0xfff, shape.seed & 0xfff,
-                (shape.seed * 0x9e3779b97f4a7c15ull) & 0xffffffffffffull);
+  std::snprintf(
+      text, sizeof text,
+      "0000%04" PRIx64 "-%04" PRIx64 "-7%03" PRIx64 "-8%03" PRIx64 "-%012" PRIx64,
+      static_cast<std::uint64_t>(shape.pid) & 0xffff, (shape.seed * 2654435761u) & 0xffff,
+      static_cast<std::uint64_t>(shape.pid) & 0xfff, shape.seed & 0xfff,
+      static_cast<std::uint64_t>((shape.seed * 0x9e3779b97f4a7c15ull) & 0xffffffffffffull));
   return text;
 }
 
