@@ -116,7 +116,7 @@ int analyze(const analyze_options& options) {
     context.backend = "rocpd"; // no command: the databases were recorded elsewhere
     context.arch = options.report.arch;
     // One pass over the dispatch tables gives the report and the last run's timeline.
-    auto built = stages::build_profile_report_and_timeline(runs, context);
+    auto built = stages::build_profile_report_and_timeline(runs, context, /*side_thread=*/true);
     analysis.timeline_read =
         std::make_shared<const stages::rocpd::timeline>(std::move(built.timeline));
     const stages::profile_report& report = built.report;

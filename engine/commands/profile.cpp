@@ -262,7 +262,7 @@ int trace_and_report(const profile_options& options,
     analysis.counters = record_counters(options, backend, runs.back(), root / "counters");
   if (!failed) {
     // One pass over the dispatch tables gives the report and the last run's timeline.
-    auto built = stages::build_profile_report_and_timeline(runs, context);
+    auto built = stages::build_profile_report_and_timeline(runs, context, /*side_thread=*/true);
     analysis.timeline_read =
         std::make_shared<const stages::rocpd::timeline>(std::move(built.timeline));
     return emit_report(built.report, options.report, &analysis);

@@ -345,7 +345,8 @@ profile_app(const std::vector<std::string>& argv, const fs::path& root, const ap
   inputs.timeline = {folder};
   inputs.want_dag = false; // only the analysis is used
   try {
-    auto built = stages::build_profile_report_and_timeline({{folder}}, context);
+    auto built =
+        stages::build_profile_report_and_timeline({{folder}}, context, /*side_thread=*/true);
     report = std::move(built.report);
     inputs.timeline_read =
         std::make_shared<const stages::rocpd::timeline>(std::move(built.timeline));

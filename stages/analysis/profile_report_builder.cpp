@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <set>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include "stages/hardware/arch_model.hpp"
@@ -247,9 +249,19 @@ namespace {
 
 /// The report, and with `with_timeline` the last run's timeline, from one pass over the dispatches
 /// of every run.
+/// Joins the thread when the scope ends, however it ends.
+struct joined {
+  std::thread& thread;
+  ~joined() {
+    if (thread.joinable())
+      thread.join();
+  }
+};
+
 report_and_timeline build(const std::vector<std::vector<std::filesystem::path>>& runs,
                           const report_context& context,
-                          bool with_timeline) {
+                          bool with_timeline,
+                          bool side_thread) {
   std::vector<std::filesystem::path> all_paths;
   std::vector<std::size_t> run_of_database; // for stability across runs
   std::vector<std::string> partial_reasons;
@@ -272,6 +284,19 @@ report_and_timeline build(const std::vector<std::vector<std::filesystem::path>>&
   std::optional<rocpd::timeline_builder> timeline;
   if (with_timeline && last_run)
     timeline.emplace(*last_run);
+  // The timeline's copies and synchronization beside the scan: the builder keeps them apart from
+  // what the scan adds. A failure there is reported after the scan's own (as finish() would).
+  std::thread side;
+  std::exception_ptr side_error;
+  const joined join_side{side};
+  if (timeline && side_thread)
+    side = std::thread([&] {
+      try {
+        timeline->read_side_tables();
+      } catch (...) {
+        side_error = std::current_exception();
+      }
+    });
   // All runs together: the per-kernel table, with the dispatch shapes seen on the way, each run's
   // GPU total (stability across runs) and the last run's timeline ops.
   trace_scan scan =
@@ -307,6 +332,10 @@ report_and_timeline build(const std::vector<std::vector<std::filesystem::path>>&
   report.dominant_kernel = summary.dominant_kernel;
   report.partial = !partial_reasons.empty();
   report.partial_reasons = std::move(partial_reasons);
+  if (side.joinable())
+    side.join();
+  if (side_error)
+    std::rethrow_exception(side_error);
   if (timeline)
     out.timeline = timeline->finish();
   return out;
@@ -316,13 +345,14 @@ report_and_timeline build(const std::vector<std::vector<std::filesystem::path>>&
 
 profile_report build_profile_report(const std::vector<std::vector<std::filesystem::path>>& runs,
                                     const report_context& context) {
-  return build(runs, context, false).report;
+  return build(runs, context, false, false).report;
 }
 
 report_and_timeline
 build_profile_report_and_timeline(const std::vector<std::vector<std::filesystem::path>>& runs,
-                                  const report_context& context) {
-  return build(runs, context, true);
+                                  const report_context& context,
+                                  bool side_thread) {
+  return build(runs, context, true, side_thread);
 }
 
 profile_report timing_profile_report(std::vector<std::string> command,

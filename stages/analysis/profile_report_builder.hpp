@@ -45,11 +45,14 @@ struct report_and_timeline {
 };
 
 /// build_profile_report, with the last run's timeline built from the same scan of its dispatches
-/// (rocpd::timeline_builder) instead of a second one. Throws as build_profile_report does, and
-/// rocpd::rocpd_error for a file whose copies or synchronization cannot be read.
+/// (rocpd::timeline_builder) instead of a second one. With `side_thread`, the timeline's other
+/// tables (copies, synchronization) are read on a second thread while the dispatches are scanned
+/// (the commands do; on 2 cores that hides most of their cost). Throws as build_profile_report
+/// does, and rocpd::rocpd_error for a file whose copies or synchronization cannot be read.
 report_and_timeline
 build_profile_report_and_timeline(const std::vector<std::vector<std::filesystem::path>>& runs,
-                                  const report_context& context);
+                                  const report_context& context,
+                                  bool side_thread = false);
 
 /// The timing backend's report: `wall_ns` holds one process wall time per run; no kernels, and a
 /// note that says these are not kernel times.

@@ -428,12 +428,37 @@ void place_in_stream_order(sqlite::connection& db,
 
 } // namespace
 
+/// What a timeline reads beside the dispatches: every file's copies (names not yet interned) and
+/// synchronization, with the connections that read them.
+struct side_tables {
+  struct copy {
+    std::size_t database = 0;
+    std::uint16_t source = 0;
+    std::int64_t pid = 0, start_ns = 0, end_ns = 0;
+    std::string name;
+    std::int64_t agent_id = 0, stream_id = 0, row_id = 0;
+  };
+  /// The syncs of one file and suffix, [first_sync, last_sync): placed in stream order once
+  /// every op is in.
+  struct sync_range {
+    std::size_t database = 0;
+    std::uint16_t source = 0;
+    std::size_t first_sync = 0, last_sync = 0;
+  };
+  bool read = false;
+  std::vector<sqlite::connection> connections; ///< per file
+  std::vector<copy> copies;                    ///< by file, suffix, then table order
+  std::vector<sync_row> syncs;
+  std::vector<sync_range> ranges;
+};
+
 struct timeline_builder::state {
   explicit state(const reader& f) : files(f), intern(out.names) {}
 
   const reader& files;
   timeline out;
   interner intern;
+  side_tables side; ///< read_side_tables' only state: add() never touches it
   std::map<std::pair<std::size_t, std::int64_t>, std::string> device_name, stream_name;
   using track_key = std::tuple<std::size_t, std::int64_t, std::int64_t, std::int64_t>;
   std::map<track_key, std::int32_t> tracks;
@@ -484,23 +509,18 @@ void timeline_builder::add(const dispatch_row& row) {
                         static_cast<std::uint16_t>(row.source), row.row_id});
 }
 
-timeline timeline_builder::finish() {
+void timeline_builder::read_side_tables() {
   state& st = *state_;
-  timeline& out = st.out;
+  side_tables& side = st.side;
+  if (side.read)
+    return;
+  side = side_tables{};
   const reader& files = st.files;
-  // Per file and suffix, the syncs it added: placed in stream order once every op is in.
-  struct placed {
-    std::size_t database;
-    std::uint16_t source;
-    std::size_t first_sync, last_sync;
-  };
-  std::vector<placed> to_place;
-  std::vector<sqlite::connection> connections;
   for (std::size_t database = 0; database < files.databases().size(); ++database) {
     const database_info& info = files.databases()[database];
     try {
-      connections.emplace_back(info.path, SQLITE_OPEN_READONLY);
-      sqlite::connection& db = connections.back();
+      side.connections.emplace_back(info.path, SQLITE_OPEN_READONLY);
+      sqlite::connection& db = side.connections.back();
       for (std::size_t u = 0; u < info.uuids.size(); ++u) {
         const std::string& sfx = info.uuids[u];
         const auto source = static_cast<std::uint16_t>(u);
@@ -513,29 +533,39 @@ timeline timeline_builder::finish() {
                     " A ON A.id = M.dst_agent_id");
         while (copies.step()) {
           const bool to_gpu = copies.column_text_view(7) == "GPU";
-          const std::int64_t agent = to_gpu ? copies.column_int64(5) : copies.column_int64(4);
-          out.ops.push_back(
-              {copies.column_int64(1), copies.column_int64(2),
-               st.intern(copies.column_text_view(3)),
-               st.track_of(database, copies.column_int64(0), agent, copies.column_int64(6)), true,
-               source, copies.column_int64(8)});
+          side.copies.push_back({database, source, copies.column_int64(0), copies.column_int64(1),
+                                 copies.column_int64(2), copies.column_text(3),
+                                 to_gpu ? copies.column_int64(5) : copies.column_int64(4),
+                                 copies.column_int64(6), copies.column_int64(8)});
         }
-        const std::size_t first_sync = out.syncs.size();
-        read_synchronization(db, sfx, database, out.syncs);
-        to_place.push_back({database, source, first_sync, out.syncs.size()});
+        const std::size_t first_sync = side.syncs.size();
+        read_synchronization(db, sfx, database, side.syncs);
+        side.ranges.push_back({database, source, first_sync, side.syncs.size()});
       }
     } catch (const sqlite::sqlite_error& error) {
       throw rocpd_error(info.path.string() + ": cannot read its copies or synchronization (" +
                         error.what() + "); fix: check that the file is a complete rocpd database");
     }
   }
+  side.read = true;
+}
+
+timeline timeline_builder::finish() {
+  read_side_tables();
+  state& st = *state_;
+  timeline& out = st.out;
+  side_tables& side = st.side;
+  for (const auto& c : side.copies)
+    out.ops.push_back({c.start_ns, c.end_ns, st.intern(c.name),
+                       st.track_of(c.database, c.pid, c.agent_id, c.stream_id), true, c.source,
+                       c.row_id});
+  out.syncs = std::move(side.syncs);
   out.by_start = ops_by_start(out);
-  const std::vector<std::uint32_t>& by_start = out.by_start;
-  for (const placed& p : to_place) {
-    const database_info& info = files.databases()[p.database];
+  for (const auto& p : side.ranges) {
+    const database_info& info = st.files.databases()[p.database];
     try {
-      place_in_stream_order(connections[p.database], info.uuids[p.source], p.database, p.source,
-                            out, p.first_sync, p.last_sync, by_start);
+      place_in_stream_order(side.connections[p.database], info.uuids[p.source], p.database,
+                            p.source, out, p.first_sync, p.last_sync, out.by_start);
     } catch (const sqlite::sqlite_error& error) {
       throw rocpd_error(info.path.string() + ": cannot read its copies or synchronization (" +
                         error.what() + "); fix: check that the file is a complete rocpd database");

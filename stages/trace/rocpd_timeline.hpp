@@ -100,8 +100,12 @@ public:
 
   /// One dispatch, with at least the dispatch_fields::accounting fields.
   void add(const dispatch_row& row);
-  /// Reads the copies and the synchronization of every file and returns the timeline; the
-  /// builder is spent. Throws rocpd_error naming the file for a read error.
+  /// Reads every file's copies and synchronization (region and argument tables) over connections
+  /// of its own. It shares nothing with add(), so another thread may run it while the dispatches
+  /// are added; finish() runs it otherwise. Throws rocpd_error naming the file for a read error.
+  void read_side_tables();
+  /// Adds the copies, places the event records and stream waits in their streams' enqueue order
+  /// and returns the timeline; the builder is spent. Throws rocpd_error naming the file.
   timeline finish();
 
 private:

@@ -172,18 +172,24 @@ TEST_F(rocpd_amd_schema, timeline_places_ops_per_gpu_and_stream_and_resolves_wai
   EXPECT_GT(records, 20u); // every 100 launches of each GPU's host thread
   EXPECT_EQ(t.by_start.size(), t.ops.size());
 
-  // The report's scan builds the same timeline in the same pass as the accounting.
-  const auto built = stages::build_profile_report_and_timeline({{a_, b_}}, {.backend = "rocpd"});
-  ASSERT_EQ(built.timeline.ops.size(), t.ops.size());
-  for (std::size_t i = 0; i < t.ops.size(); ++i) {
-    EXPECT_EQ(built.timeline.ops[i].start_ns, t.ops[i].start_ns);
-    EXPECT_EQ(built.timeline.ops[i].track, t.ops[i].track);
-    EXPECT_EQ(built.timeline.names[static_cast<std::size_t>(built.timeline.ops[i].name)],
-              t.names[static_cast<std::size_t>(t.ops[i].name)]);
+  // The report's scan builds the same timeline in the same pass as the accounting, with the
+  // copies and synchronization read on the same thread or on a second one.
+  for (const bool side_thread : {false, true}) {
+    SCOPED_TRACE(side_thread ? "side thread" : "one thread");
+    const auto built =
+        stages::build_profile_report_and_timeline({{a_, b_}}, {.backend = "rocpd"}, side_thread);
+    ASSERT_EQ(built.timeline.ops.size(), t.ops.size());
+    for (std::size_t i = 0; i < t.ops.size(); ++i) {
+      EXPECT_EQ(built.timeline.ops[i].start_ns, t.ops[i].start_ns);
+      EXPECT_EQ(built.timeline.ops[i].track, t.ops[i].track);
+      EXPECT_EQ(built.timeline.names[static_cast<std::size_t>(built.timeline.ops[i].name)],
+                t.names[static_cast<std::size_t>(t.ops[i].name)]);
+    }
+    EXPECT_EQ(built.timeline.by_start, t.by_start);
+    ASSERT_EQ(built.timeline.syncs.size(), t.syncs.size());
+    for (std::size_t i = 0; i < t.syncs.size(); ++i)
+      EXPECT_EQ(built.timeline.syncs[i].op, t.syncs[i].op);
   }
-  ASSERT_EQ(built.timeline.syncs.size(), t.syncs.size());
-  for (std::size_t i = 0; i < t.syncs.size(); ++i)
-    EXPECT_EQ(built.timeline.syncs[i].op, t.syncs[i].op);
 }
 
 TEST_F(rocpd_amd_schema, analyze_out_writes_the_four_files_with_the_waits_as_edges) {
