@@ -1,6 +1,7 @@
 #include "engine/commands/analysis_output.hpp"
 
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,7 +58,10 @@ analysis_outputs analyze_application(const stages::profile_report& report,
 
   const rocpd::reader files = rocpd::reader::open(inputs.timeline);
   sources.compute_units = compute_units_of(files);
-  const rocpd::timeline timeline = rocpd::read_timeline(files);
+  std::shared_ptr<const rocpd::timeline> read = inputs.timeline_read;
+  if (!read)
+    read = std::make_shared<const rocpd::timeline>(rocpd::read_timeline(files));
+  const rocpd::timeline& timeline = *read;
   const std::vector<double> percents(std::begin(what_if_percents), std::end(what_if_percents));
   const analysis::critical_path_result path =
       analysis::critical_path(timeline, what_if_kernels, percents);
@@ -77,7 +81,8 @@ analysis_outputs analyze_application(const stages::profile_report& report,
 
   out.analysis =
       analysis::build_application_analysis(sources, analysis::bottleneck_thresholds::defaults());
-  out.dag = analysis::to_json(timeline, path);
+  if (inputs.want_dag)
+    out.dag = analysis::to_json(timeline, path);
   if (inputs.want_timeline) {
     out.ops = analysis::timeline_ops(timeline, path);
     out.flows = analysis::timeline_flows(path);

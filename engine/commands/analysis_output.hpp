@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,17 +17,24 @@
 #include "stages/analysis/perfetto_trace.hpp"
 #include "stages/analysis/profile_report.hpp"
 #include "stages/analysis/roofline_report.hpp"
+#include "stages/trace/rocpd_timeline.hpp"
 
 namespace rpl::engine::commands {
 
 /// The databases behind a report, sorted by role (stages/trace/counter_passes.hpp).
 struct analysis_inputs {
   std::vector<std::filesystem::path> timeline; ///< one run's files: the DAG, the timeline
+  /// The timeline of those files when the report's scan already built it
+  /// (build_profile_report_and_timeline): the dispatch table is then not read a second time.
+  std::shared_ptr<const stages::rocpd::timeline> timeline_read;
   std::vector<std::filesystem::path> counters; ///< counter passes
   std::vector<std::string> notes;              ///< caveats to carry into the outputs
   /// Also build the per-dispatch timeline (--perfetto, --report): a million dispatches cost a few
   /// hundred MB as timeline ops, so only when asked.
   bool want_timeline = false;
+  /// Also build dag.json (--out writes it): the critical path's ops as JSON, a few MB for a
+  /// million dispatches, so only when it is written.
+  bool want_dag = true;
   /// Roofline peaks to use instead of configs/arch's ("hbm" bytes/s, or a data type's FLOP/s).
   std::map<std::string, double> peak_overrides;
   /// AMD thread-trace outputs (rocprofv3 --att: folders, stats_*.csv or code.json files), whose
@@ -36,7 +44,7 @@ struct analysis_inputs {
 
 struct analysis_outputs {
   stages::analysis::application_analysis analysis;
-  nlohmann::json dag;                         ///< dag.json
+  nlohmann::json dag;                         ///< dag.json; null unless want_dag
   stages::analysis::roofline_report roofline; ///< roofline.json (to_json)
   std::vector<stages::analysis::timeline_op> ops;
   std::vector<stages::analysis::timeline_flow> flows;

@@ -2,6 +2,7 @@
 // our CUPTI tracer, or an earlier `profile --out`), built exactly as profile builds it.
 
 #include <cstdio>
+#include <memory>
 
 #include "engine/commands/command.hpp"
 #include "engine/commands/profile_output.hpp"
@@ -125,7 +126,11 @@ int analyze(const analyze_options& options) {
     stages::report_context context;
     context.backend = "rocpd"; // no command: the databases were recorded elsewhere
     context.arch = options.report.arch;
-    const auto report = stages::build_profile_report(runs, context);
+    // One pass over the dispatch tables gives the report and the last run's timeline.
+    auto built = stages::build_profile_report_and_timeline(runs, context, /*side_thread=*/true);
+    analysis.timeline_read =
+        std::make_shared<const stages::rocpd::timeline>(std::move(built.timeline));
+    const stages::profile_report& report = built.report;
     const int emitted = emit_report(report, options.report, &analysis);
     if (emitted != exit_code::done || options.replay.empty()) {
       return emitted;

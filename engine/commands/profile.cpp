@@ -5,6 +5,7 @@
 // as partial (exit 1), and no later run starts.
 
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -260,7 +261,11 @@ int trace_and_report(const profile_options& options,
   if (!options.counters.empty() && !failed)
     analysis.counters = record_counters(options, backend, runs.back(), root / "counters");
   if (!failed) {
-    return emit_report(stages::build_profile_report(runs, context), options.report, &analysis);
+    // One pass over the dispatch tables gives the report and the last run's timeline.
+    auto built = stages::build_profile_report_and_timeline(runs, context, /*side_thread=*/true);
+    analysis.timeline_read =
+        std::make_shared<const stages::rocpd::timeline>(std::move(built.timeline));
+    return emit_report(built.report, options.report, &analysis);
   }
   const std::string run = "run " + std::to_string(failed->first);
   stages::profile_report report;

@@ -55,6 +55,7 @@ int emit_report(const stages::profile_report& report,
       wanted.peak_overrides[peak.substr(0, eq)] = value;
     }
     wanted.want_timeline = !options.perfetto.empty() || !options.html.empty();
+    wanted.want_dag = !options.out.empty();
     wanted.thread_traces.insert(wanted.thread_traces.end(), options.thread_traces.begin(),
                                 options.thread_traces.end());
     try {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -342,8 +343,13 @@ profile_app(const std::vector<std::string>& argv, const fs::path& root, const ap
   stages::profile_report report;
   commands::analysis_inputs inputs;
   inputs.timeline = {folder};
+  inputs.want_dag = false; // only the analysis is used
   try {
-    report = stages::build_profile_report({{folder}}, context);
+    auto built =
+        stages::build_profile_report_and_timeline({{folder}}, context, /*side_thread=*/true);
+    report = std::move(built.report);
+    inputs.timeline_read =
+        std::make_shared<const stages::rocpd::timeline>(std::move(built.timeline));
     out.analysis = commands::analyze_application(report, inputs).analysis;
     for (const auto& s : stages::rocpd::reader::open({folder}).kernel_symbols()) {
       out.symbols.emplace(s.display_name, s.kernel_name);

@@ -1,9 +1,13 @@
 #include "stages/analysis/profile_report_builder.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
+#include <exception>
 #include <map>
 #include <set>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include "stages/hardware/arch_model.hpp"
@@ -18,6 +22,27 @@ namespace {
 /// (database index, row id): rows of different files never share an id space.
 using row_key = std::pair<std::size_t, std::int64_t>;
 
+/// Element by element: std::array's == calls memcmp, a library call per dispatch.
+bool same(const dim3& a, const dim3& b) {
+  return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
+}
+bool same(std::int64_t a, std::int64_t b) {
+  return a == b;
+}
+
+/// Adds one to `counts[key]`, remembering the last key: a kernel is mostly launched one way.
+template <class Key> struct last_counted {
+  Key key{};
+  std::size_t* count = nullptr;
+  template <class Map> void add(Map& counts, const Key& k) {
+    if (count == nullptr || !same(key, k)) {
+      count = &counts[k];
+      key = k;
+    }
+    ++*count;
+  }
+};
+
 /// What the dispatches say about one kernel beyond its timings.
 struct kernel_shape {
   std::map<dim3, std::size_t> blocks;
@@ -28,6 +53,12 @@ struct kernel_shape {
   std::map<dim3, std::map<std::int64_t, std::size_t>> lds_bytes_by_block;
   row_key agent{0, 0}; // of the first dispatch
   row_key symbol{0, 0};
+  bool runtime_helper = false;
+  // What the scan counted last, so that the next dispatch of the same launch skips the lookups.
+  last_counted<dim3> last_block, last_grid;
+  last_counted<std::int64_t> last_lds;
+  std::map<std::int64_t, std::size_t>* lds_of_last_block = nullptr;
+  dim3 last_lds_block{};
 };
 
 template <class Map> typename Map::key_type most_common(const Map& counts) {
@@ -44,23 +75,81 @@ struct trace_scan {
   std::vector<report_agent> agents;
   std::map<row_key, rocpd::agent_row> agent_rows;
   std::map<row_key, rocpd::kernel_symbol_row> symbols;
+  /// Per run, when asked: SUM(end - start) of user kernels (runtime_summary::total_gpu_ns).
+  std::vector<std::int64_t> per_run_user_ns;
 };
 
-void scan_dispatches(const rocpd::reader& reader, trace_scan& scan) {
-  rocpd::runtime_accumulator accumulator(reader);
-  reader.for_each_dispatch([&](const rocpd::dispatch_row& row) {
-    accumulator.add(row);
-    auto it = scan.shapes.find(row.kernel_name);
-    if (it == scan.shapes.end()) {
-      it = scan.shapes.emplace(std::string(row.kernel_name), kernel_shape{}).first;
+/// The kernel's shape entry, found by the name's storage first: the reader hands out the same
+/// storage for every dispatch of a kernel, so a slot chosen by its address skips the tree walk and
+/// its string comparisons; the name is still compared, so a reused slot is only a miss.
+class shape_finder {
+public:
+  explicit shape_finder(std::map<std::string, kernel_shape, std::less<>>& shapes)
+      : shapes_(shapes) {}
+  /// The entry of `row`'s kernel, made (with the row's agent and symbol) if new.
+  kernel_shape& operator()(const rocpd::dispatch_row& row) {
+    // Fibonacci hashing of the address: names allocated side by side land in different slots.
+    const auto address = reinterpret_cast<std::uintptr_t>(row.kernel_name.data());
+    slot& s = slots_[(address * 0x9E3779B97F4A7C15ull) >> 56];
+    if (s.data == row.kernel_name.data() && s.entry != nullptr && s.entry->first == row.kernel_name)
+      return s.entry->second;
+    auto it = shapes_.find(row.kernel_name);
+    if (it == shapes_.end()) {
+      it = shapes_.emplace(std::string(row.kernel_name), kernel_shape{}).first;
       it->second.agent = {row.database, row.agent_id};
       it->second.symbol = {row.database, row.kernel_id};
+      it->second.runtime_helper = rocpd::is_runtime_helper(row.kernel_name);
     }
-    ++it->second.blocks[{row.workgroup[0], row.workgroup[1], row.workgroup[2]}];
-    ++it->second.grids[{row.grid[0], row.grid[1], row.grid[2]}];
-    ++it->second.lds_bytes_by_block[{row.workgroup[0], row.workgroup[1], row.workgroup[2]}]
-                                   [row.group_segment_size];
-  });
+    s = {row.kernel_name.data(), &*it};
+    return it->second;
+  }
+
+private:
+  struct slot {
+    const char* data = nullptr;
+    std::pair<const std::string, kernel_shape>* entry = nullptr;
+  };
+  std::map<std::string, kernel_shape, std::less<>>& shapes_;
+  std::array<slot, 256> slots_{};
+};
+
+/// One pass over every run's dispatches: the accounting, the shapes and, with `timeline`, the ops
+/// of the files from `timeline_first` on (the last run's), renumbered from 0 as its reader numbers
+/// them.
+void scan_dispatches(const rocpd::reader& reader,
+                     trace_scan& scan,
+                     rocpd::timeline_builder* timeline,
+                     std::size_t timeline_first,
+                     const std::vector<std::size_t>& run_of_database) {
+  scan.per_run_user_ns.assign(run_of_database.empty() ? 0 : run_of_database.back() + 1, 0);
+  rocpd::runtime_accumulator accumulator(reader);
+  shape_finder find_shape(scan.shapes);
+  reader.for_each_dispatch(
+      [&](const rocpd::dispatch_row& row) {
+        accumulator.add(row);
+        kernel_shape& shape = find_shape(row);
+        const dim3 block{row.workgroup[0], row.workgroup[1], row.workgroup[2]};
+        shape.last_block.add(shape.blocks, block);
+        shape.last_grid.add(shape.grids, dim3{row.grid[0], row.grid[1], row.grid[2]});
+        if (shape.lds_of_last_block == nullptr || !same(shape.last_lds_block, block)) {
+          shape.lds_of_last_block = &shape.lds_bytes_by_block[block];
+          shape.last_lds_block = block;
+          shape.last_lds = {};
+        }
+        shape.last_lds.add(*shape.lds_of_last_block, row.group_segment_size);
+        if (!run_of_database.empty() && !shape.runtime_helper)
+          scan.per_run_user_ns[run_of_database[row.database]] += row.end_ns - row.start_ns;
+        if (timeline != nullptr && row.database >= timeline_first) {
+          if (timeline_first == 0) {
+            timeline->add(row);
+          } else {
+            rocpd::dispatch_row renumbered = row;
+            renumbered.database -= timeline_first;
+            timeline->add(renumbered);
+          }
+        }
+      },
+      rocpd::dispatch_fields::report);
   scan.summary = accumulator.finish();
 }
 
@@ -78,10 +167,13 @@ void scan_info_tables(const rocpd::reader& reader, trace_scan& scan) {
   }
 }
 
-trace_scan scan_trace(const std::vector<std::filesystem::path>& paths) {
+trace_scan scan_trace(const std::vector<std::filesystem::path>& paths,
+                      rocpd::timeline_builder* timeline,
+                      std::size_t timeline_first,
+                      const std::vector<std::size_t>& run_of_database) {
   trace_scan scan;
   const auto reader = rocpd::reader::open(paths);
-  scan_dispatches(reader, scan);
+  scan_dispatches(reader, scan, timeline, timeline_first, run_of_database);
   for (const auto& p : reader.paths()) {
     scan.databases.push_back(p.string());
   }
@@ -153,32 +245,74 @@ kernel_report describe_kernel(const rocpd::kernel_stats& k,
 
 } // namespace
 
-profile_report build_profile_report(const std::vector<std::vector<std::filesystem::path>>& runs,
-                                    const report_context& context) {
-  // Per run: the total GPU time, for stability across runs.
-  std::vector<rocpd::runtime_summary> per_run;
+namespace {
+
+/// The report, and with `with_timeline` the last run's timeline, from one pass over the dispatches
+/// of every run.
+/// Joins the thread when the scope ends, however it ends.
+struct joined {
+  std::thread& thread;
+  ~joined() {
+    if (thread.joinable())
+      thread.join();
+  }
+};
+
+report_and_timeline build(const std::vector<std::vector<std::filesystem::path>>& runs,
+                          const report_context& context,
+                          bool with_timeline,
+                          bool side_thread) {
   std::vector<std::filesystem::path> all_paths;
+  std::vector<std::size_t> run_of_database; // for stability across runs
   std::vector<std::string> partial_reasons;
+  std::optional<rocpd::reader> last_run;
+  std::size_t last_run_first = 0;
   for (const auto& paths : runs) {
-    const auto reader = rocpd::reader::open(paths);
-    // One run is all runs: its summary is the whole scan's (below), not a scan of its own.
-    if (runs.size() > 1)
-      per_run.push_back(rocpd::summarize(reader));
+    auto reader = rocpd::reader::open(paths);
+    last_run_first = all_paths.size();
     all_paths.insert(all_paths.end(), reader.paths().begin(), reader.paths().end());
+    if (runs.size() > 1)
+      run_of_database.resize(all_paths.size(), static_cast<std::size_t>(&paths - runs.data()));
     for (const rocpd::database_info& database : reader.databases()) {
       const std::string why = rocpd::describe_partial(rocpd::read_completeness(database.metadata));
       if (!why.empty()) {
         partial_reasons.push_back(database.path.string() + ": " + why);
       }
     }
+    last_run = std::move(reader);
   }
-  // All runs together: the per-kernel table, with the dispatch shapes seen on the way.
-  trace_scan scan = scan_trace(all_paths);
+  std::optional<rocpd::timeline_builder> timeline;
+  if (with_timeline && last_run)
+    timeline.emplace(*last_run);
+  // The timeline's copies and synchronization beside the scan: the builder keeps them apart from
+  // what the scan adds. A failure there is reported after the scan's own (as finish() would).
+  std::thread side;
+  std::exception_ptr side_error;
+  const joined join_side{side};
+  if (timeline && side_thread)
+    side = std::thread([&] {
+      try {
+        timeline->read_side_tables();
+      } catch (...) {
+        side_error = std::current_exception();
+      }
+    });
+  // All runs together: the per-kernel table, with the dispatch shapes seen on the way, each run's
+  // GPU total (stability across runs) and the last run's timeline ops.
+  trace_scan scan =
+      scan_trace(all_paths, timeline ? &*timeline : nullptr, last_run_first, run_of_database);
   const rocpd::runtime_summary& summary = scan.summary;
+  // Per run: the total GPU time, for stability across runs; one run is all runs.
+  std::vector<rocpd::runtime_summary> per_run;
   if (runs.size() == 1)
     per_run.push_back(summary);
+  for (const std::int64_t user_ns : scan.per_run_user_ns) {
+    per_run.emplace_back();
+    per_run.back().total_gpu_ns = static_cast<double>(user_ns);
+  }
 
-  profile_report report;
+  report_and_timeline out;
+  profile_report& report = out.report;
   report.backend = context.backend;
   report.command = context.command;
   report.databases = scan.databases;
@@ -198,7 +332,27 @@ profile_report build_profile_report(const std::vector<std::vector<std::filesyste
   report.dominant_kernel = summary.dominant_kernel;
   report.partial = !partial_reasons.empty();
   report.partial_reasons = std::move(partial_reasons);
-  return report;
+  if (side.joinable())
+    side.join();
+  if (side_error)
+    std::rethrow_exception(side_error);
+  if (timeline)
+    out.timeline = timeline->finish();
+  return out;
+}
+
+} // namespace
+
+profile_report build_profile_report(const std::vector<std::vector<std::filesystem::path>>& runs,
+                                    const report_context& context) {
+  return build(runs, context, false, false).report;
+}
+
+report_and_timeline
+build_profile_report_and_timeline(const std::vector<std::vector<std::filesystem::path>>& runs,
+                                  const report_context& context,
+                                  bool side_thread) {
+  return build(runs, context, true, side_thread);
 }
 
 profile_report timing_profile_report(std::vector<std::string> command,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "stages/analysis/profile_report.hpp"
+#include "stages/trace/rocpd_timeline.hpp"
 
 namespace rpl::stages {
 
@@ -35,6 +36,23 @@ struct report_context {
 /// Throws rocpd::rocpd_error for unreadable input and report_error when no run has a dispatch.
 profile_report build_profile_report(const std::vector<std::vector<std::filesystem::path>>& runs,
                                     const report_context& context);
+
+/// A report and the timeline of its last run (what the analyses' critical path and idle times
+/// read), both from the report's one pass over each dispatch table.
+struct report_and_timeline {
+  profile_report report;
+  rocpd::timeline timeline; ///< of the files of runs.back()
+};
+
+/// build_profile_report, with the last run's timeline built from the same scan of its dispatches
+/// (rocpd::timeline_builder) instead of a second one. With `side_thread`, the timeline's other
+/// tables (copies, synchronization) are read on a second thread while the dispatches are scanned
+/// (the commands do; on 2 cores that hides most of their cost). Throws as build_profile_report
+/// does, and rocpd::rocpd_error for a file whose copies or synchronization cannot be read.
+report_and_timeline
+build_profile_report_and_timeline(const std::vector<std::vector<std::filesystem::path>>& runs,
+                                  const report_context& context,
+                                  bool side_thread = false);
 
 /// The timing backend's report: `wall_ns` holds one process wall time per run; no kernels, and a
 /// note that says these are not kernel times.

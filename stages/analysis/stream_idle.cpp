@@ -20,13 +20,16 @@ double median(std::vector<double>& values) {
 } // namespace
 
 std::map<std::string, double> median_idle_before_ns(const rocpd::timeline& timeline) {
+  // By (track, start, index): the ops by (start, index), then stably by track (counting sort).
+  const std::vector<std::uint32_t> by_start = rocpd::ops_by_start(timeline);
+  std::vector<std::size_t> offset(timeline.tracks.size() + 1, 0);
+  for (const auto& op : timeline.ops)
+    ++offset[static_cast<std::size_t>(op.track) + 1];
+  for (std::size_t k = 0; k + 1 < offset.size(); ++k)
+    offset[k + 1] += offset[k];
   std::vector<std::uint32_t> order(timeline.ops.size());
-  for (std::uint32_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return std::tie(timeline.ops[a].track, timeline.ops[a].start_ns, a) <
-           std::tie(timeline.ops[b].track, timeline.ops[b].start_ns, b);
-  });
+  for (const std::uint32_t i : by_start)
+    order[offset[static_cast<std::size_t>(timeline.ops[i].track)]++] = i;
   std::vector<std::vector<double>> idle(timeline.names.size());
   for (std::size_t n = 1; n < order.size(); ++n) {
     const auto& op = timeline.ops[order[n]];

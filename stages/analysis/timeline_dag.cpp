@@ -4,7 +4,11 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
+#include <span>
 #include <tuple>
+#include <unordered_set>
+#include <utility>
 
 namespace rpl::stages::analysis {
 
@@ -14,14 +18,45 @@ using rocpd::sync_kind;
 using rocpd::timeline;
 constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
 
+/// Edges into (or out of) each op, as one list with per-op offsets: few ops have any, so a vector
+/// per op would cost more than the edges.
+struct adjacency {
+  std::vector<std::uint32_t> begin; ///< n + 1 offsets into list; empty: no op has an edge
+  std::vector<std::uint32_t> list;
+  std::span<const std::uint32_t> of(std::uint32_t i) const {
+    if (begin.empty())
+      return {};
+    return {list.data() + begin[i], list.data() + begin[i + 1]};
+  }
+};
+
+/// `edges` (from, to) as adjacency lists of `to` (by_to) or of `from`, in the edges' order.
+adjacency adjacency_of(std::size_t n,
+                       const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges,
+                       bool by_to) {
+  adjacency a;
+  if (edges.empty())
+    return a;
+  a.begin.assign(n + 1, 0);
+  for (const auto& [from, to] : edges)
+    ++a.begin[(by_to ? to : from) + 1];
+  for (std::size_t i = 0; i < n; ++i)
+    a.begin[i + 1] += a.begin[i];
+  a.list.resize(edges.size());
+  std::vector<std::uint32_t> fill(a.begin.begin(), a.begin.end() - 1);
+  for (const auto& [from, to] : edges)
+    a.list[fill[by_to ? to : from]++] = by_to ? from : to;
+  return a;
+}
+
 /// The DAG in arrays: ops in start order, each with at most one stream predecessor and any number
 /// of wait predecessors, and its segment.
 struct dag {
   std::vector<std::uint32_t> order;       ///< op indices by (start, end, index)
   std::vector<std::uint32_t> stream_pred; ///< per op; none for the first of its stream/segment
   std::vector<std::uint32_t> stream_next; ///< per op
-  std::vector<std::vector<std::uint32_t>> wait_pred; ///< per op (few have any)
-  std::vector<std::vector<std::uint32_t>> wait_next;
+  adjacency wait_pred;                    ///< per op (few have any)
+  adjacency wait_next;
   std::vector<std::uint32_t> segment; ///< per op
   std::size_t segments = 0;
   std::vector<dag_edge> cross_edges;
@@ -64,22 +99,35 @@ void cut_segments(const timeline& t, dag& g, link_counts& counts) {
     std::sort(times.begin(), times.end());
     times.erase(std::unique(times.begin(), times.end()), times.end());
   }
-  std::map<std::pair<process_key, std::size_t>, std::uint32_t> segment_ids;
-  for (std::uint32_t i = 0; i < t.ops.size(); ++i) {
-    const auto& track = t.tracks[static_cast<std::size_t>(t.ops[i].track)];
-    const process_key p{track.database, track.pid};
-    const auto c = cuts.find(p);
-    const std::size_t k =
-        c == cuts.end()
-            ? 0
-            : static_cast<std::size_t>(
-                  std::upper_bound(c->second.begin(), c->second.end(), t.ops[i].start_ns) -
-                  c->second.begin());
-    const auto [it, added] =
-        segment_ids.emplace(std::make_pair(p, k), static_cast<std::uint32_t>(segment_ids.size()));
-    g.segment[i] = it->second;
+  // Segment ids in the order ops first reach them (by index), as a map from (process, cut count)
+  // would number them; per track its process's cuts and ids, so an op costs one bisection.
+  std::map<process_key, std::size_t> process_index;
+  std::vector<const std::vector<std::int64_t>*> cuts_of;
+  std::vector<std::vector<std::uint32_t>> ids_of;
+  std::vector<std::size_t> process_of_track(t.tracks.size());
+  static const std::vector<std::int64_t> no_cuts;
+  for (std::size_t k = 0; k < t.tracks.size(); ++k) {
+    const process_key p{t.tracks[k].database, t.tracks[k].pid};
+    const auto [it, added] = process_index.try_emplace(p, cuts_of.size());
+    if (added) {
+      const auto c = cuts.find(p);
+      cuts_of.push_back(c == cuts.end() ? &no_cuts : &c->second);
+      ids_of.emplace_back(cuts_of.back()->size() + 1, none);
+    }
+    process_of_track[k] = it->second;
   }
-  g.segments = segment_ids.size();
+  std::uint32_t next_id = 0;
+  for (std::uint32_t i = 0; i < t.ops.size(); ++i) {
+    const std::size_t p = process_of_track[static_cast<std::size_t>(t.ops[i].track)];
+    const std::vector<std::int64_t>& c = *cuts_of[p];
+    const auto k = static_cast<std::size_t>(
+        std::upper_bound(c.begin(), c.end(), t.ops[i].start_ns) - c.begin());
+    std::uint32_t& id = ids_of[p][k];
+    if (id == none)
+      id = next_id++;
+    g.segment[i] = id;
+  }
+  g.segments = next_id;
 }
 
 /// Stream order within a segment.
@@ -100,23 +148,64 @@ void link_stream_order(const timeline& t, dag& g) {
 /// recording stream of the event had finished when the event was recorded; without the record,
 /// on the op of another stream of the process that ended last before the waiter started.
 void link_stream_waits(const timeline& t, dag& g, link_counts& counts) {
+  // Each track is one stream of one process: dense indices for both, and which streams have ops.
   using stream_key = std::tuple<std::size_t, std::int64_t, std::int64_t>; // database, pid, stream
-  std::map<stream_key, std::vector<std::uint32_t>> by_stream;             // ops in start order
-  std::map<stream_key, std::vector<std::uint32_t>> stream_by_end;
-  std::map<process_key, std::vector<std::uint32_t>> by_end; // per process, by end
-  for (const std::uint32_t i : g.order) {
-    const auto& track = t.tracks[static_cast<std::size_t>(t.ops[i].track)];
-    by_stream[{track.database, track.pid, track.stream_id}].push_back(i);
-    stream_by_end[{track.database, track.pid, track.stream_id}].push_back(i);
-    by_end[{track.database, track.pid}].push_back(i);
+  std::map<stream_key, std::size_t> stream_index;
+  std::map<process_key, std::size_t> process_index;
+  std::vector<std::size_t> stream_of_track(t.tracks.size()), process_of_track(t.tracks.size());
+  for (std::size_t k = 0; k < t.tracks.size(); ++k) {
+    const auto& track = t.tracks[k];
+    stream_of_track[k] =
+        stream_index.try_emplace({track.database, track.pid, track.stream_id}, stream_index.size())
+            .first->second;
+    process_of_track[k] =
+        process_index.try_emplace({track.database, track.pid}, process_index.size()).first->second;
   }
+  std::vector<std::uint8_t> stream_has_ops(stream_index.size(), 0);
+  for (const auto& op : t.ops)
+    stream_has_ops[stream_of_track[static_cast<std::size_t>(op.track)]] = 1;
+  // Ops per stream in start order, per stream by end, per process by end: built when a wait first
+  // needs them (waits placed by the enqueue order and their event records need none).
   const auto by_end_time = [&](std::uint32_t a, std::uint32_t b) {
     return std::tie(t.ops[a].end_ns, a) < std::tie(t.ops[b].end_ns, b);
   };
-  for (auto& [key, ops] : by_end)
-    std::sort(ops.begin(), ops.end(), by_end_time);
-  for (auto& [key, ops] : stream_by_end)
-    std::sort(ops.begin(), ops.end(), by_end_time);
+  using lists = std::vector<std::vector<std::uint32_t>>;
+  std::optional<lists> by_stream_lists, stream_by_end_lists, by_end_lists;
+  const auto grouped = [&](const std::vector<std::size_t>& group_of_track, std::size_t groups,
+                           bool by_end) {
+    lists out(groups);
+    for (const std::uint32_t i : g.order)
+      out[group_of_track[static_cast<std::size_t>(t.ops[i].track)]].push_back(i);
+    if (by_end)
+      for (auto& ops : out)
+        std::sort(ops.begin(), ops.end(), by_end_time);
+    return out;
+  };
+  static const std::vector<std::uint32_t> no_ops;
+  const auto by_stream = [&](const stream_key& key) -> const std::vector<std::uint32_t>& {
+    const auto it = stream_index.find(key);
+    if (it == stream_index.end())
+      return no_ops;
+    if (!by_stream_lists)
+      by_stream_lists = grouped(stream_of_track, stream_index.size(), false);
+    return (*by_stream_lists)[it->second];
+  };
+  const auto stream_by_end = [&](const stream_key& key) -> const std::vector<std::uint32_t>* {
+    const auto it = stream_index.find(key);
+    if (it == stream_index.end() || !stream_has_ops[it->second])
+      return nullptr;
+    if (!stream_by_end_lists)
+      stream_by_end_lists = grouped(stream_of_track, stream_index.size(), true);
+    return &(*stream_by_end_lists)[it->second];
+  };
+  const auto by_end = [&](const process_key& key) -> const std::vector<std::uint32_t>& {
+    const auto it = process_index.find(key);
+    if (it == process_index.end())
+      return no_ops;
+    if (!by_end_lists)
+      by_end_lists = grouped(process_of_track, process_index.size(), true);
+    return (*by_end_lists)[it->second];
+  };
 
   // Event records with their stream: by record instance, and per event in call order.
   using event_key = std::tuple<std::size_t, std::int64_t, std::string>; // database, pid, event
@@ -151,14 +240,16 @@ void link_stream_waits(const timeline& t, dag& g, link_counts& counts) {
     return r == list.begin() ? nullptr : *std::prev(r);
   };
 
+  std::unordered_set<std::uint64_t> linked; // (source, waiter)
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
   for (const auto& s : t.syncs) {
     if (s.kind != sync_kind::stream_wait_event || s.stream_id < 0)
       continue;
     ++counts.waits;
-    const auto stream = by_stream.find({s.database, s.pid, s.stream_id});
-    if (stream == by_stream.end())
+    const stream_key waiting{s.database, s.pid, s.stream_id};
+    if (const auto it = stream_index.find(waiting);
+        it == stream_index.end() || !stream_has_ops[it->second])
       continue;
-    const auto& ops = stream->second;
     std::uint32_t waiter = none;
     if (s.ordered) {
       // The first op enqueued on the stream after the wait (what the wait holds back).
@@ -167,6 +258,7 @@ void link_stream_waits(const timeline& t, dag& g, link_counts& counts) {
       waiter = static_cast<std::uint32_t>(s.op);
     } else {
       // Without the enqueue order: the first op that started after the call.
+      const auto& ops = by_stream(waiting);
       const auto waiter_it =
           std::lower_bound(ops.begin(), ops.end(), s.start_ns,
                            [&](std::uint32_t i, std::int64_t v) { return t.ops[i].start_ns < v; });
@@ -198,9 +290,8 @@ void link_stream_waits(const timeline& t, dag& g, link_counts& counts) {
       std::int64_t limit = t.ops[waiter].start_ns;
       if (record->device_ns >= 0)
         limit = std::min(limit, record->device_ns);
-      const auto rec = stream_by_end.find({record->database, record->pid, record->stream_id});
-      if (rec != stream_by_end.end()) {
-        const auto& ends = rec->second;
+      if (const auto* rec = stream_by_end({record->database, record->pid, record->stream_id})) {
+        const auto& ends = *rec;
         auto it = std::upper_bound(ends.begin(), ends.end(), limit,
                                    [&](std::int64_t v, auto i) { return v < t.ops[i].end_ns; });
         if (it != ends.begin() && g.segment[*std::prev(it)] == g.segment[waiter] &&
@@ -212,7 +303,7 @@ void link_stream_waits(const timeline& t, dag& g, link_counts& counts) {
         continue;
       }
     } else {
-      const auto& ends = by_end[{s.database, s.pid}];
+      const auto& ends = by_end({s.database, s.pid});
       // The last op (of another stream, same segment) that ended at or before the waiter started.
       auto it =
           std::upper_bound(ends.begin(), ends.end(), t.ops[waiter].start_ns,
@@ -229,15 +320,15 @@ void link_stream_waits(const timeline& t, dag& g, link_counts& counts) {
       }
     }
     if (source == none || t.ops[source].track == t.ops[waiter].track ||
-        std::find(g.wait_pred[waiter].begin(), g.wait_pred[waiter].end(), source) !=
-            g.wait_pred[waiter].end())
+        !linked.insert(std::uint64_t{source} << 32 | waiter).second)
       continue;
-    g.wait_pred[waiter].push_back(source);
-    g.wait_next[source].push_back(waiter);
+    edges.emplace_back(source, waiter);
     g.cross_edges.push_back({source, waiter, dag_edge_kind::stream_wait, from_record});
     ++counts.used;
     counts.by_record += from_record;
   }
+  g.wait_pred = adjacency_of(t.ops.size(), edges, true);
+  g.wait_next = adjacency_of(t.ops.size(), edges, false);
 }
 
 /// What the edges came from and what was left out.
@@ -288,16 +379,22 @@ void describe_links(const link_counts& counts, dag& g) {
 dag build(const timeline& t) {
   dag g;
   const std::size_t n = t.ops.size();
-  g.order.resize(n);
-  std::iota(g.order.begin(), g.order.end(), 0u);
-  std::sort(g.order.begin(), g.order.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return std::tie(t.ops[a].start_ns, t.ops[a].end_ns, a) <
-           std::tie(t.ops[b].start_ns, t.ops[b].end_ns, b);
-  });
+  // By (start, index) in O(N), then runs of equal starts by (end, index).
+  g.order = rocpd::ops_by_start(t);
+  for (std::size_t lo = 0; lo < n;) {
+    std::size_t hi = lo + 1;
+    while (hi < n && t.ops[g.order[hi]].start_ns == t.ops[g.order[lo]].start_ns)
+      ++hi;
+    if (hi - lo > 1)
+      std::sort(g.order.begin() + static_cast<std::ptrdiff_t>(lo),
+                g.order.begin() + static_cast<std::ptrdiff_t>(hi),
+                [&](std::uint32_t a, std::uint32_t b) {
+                  return std::tie(t.ops[a].end_ns, a) < std::tie(t.ops[b].end_ns, b);
+                });
+    lo = hi;
+  }
   g.stream_pred.assign(n, none);
   g.stream_next.assign(n, none);
-  g.wait_pred.resize(n);
-  g.wait_next.resize(n);
   g.segment.assign(n, 0);
 
   link_counts counts;
@@ -312,39 +409,114 @@ double duration(const timeline& t, std::uint32_t i) {
   return static_cast<double>(std::max<std::int64_t>(0, t.ops[i].end_ns - t.ops[i].start_ns));
 }
 
-/// Replays the segments with `scaled` durations and returns the summed segment spans. An op waits
-/// for the predecessor that released it (the one that ended last) plus the gap it left then (a
-/// launch that came late stays late), and for every other predecessor's end.
-double replay_span(const timeline& t, const dag& g, const std::vector<double>& scaled) {
+/// The DAG laid out for replays, by position in start order: what releases each op (the
+/// predecessor that ended last), the gap it left then, and the other predecessors, so that each
+/// what-if question is one sequential pass.
+struct replay_plan {
+  std::vector<std::uint32_t> release;     ///< position of the releasing predecessor; none
+  std::vector<double> start_or_gap;       ///< the op's start without one, else the gap after it
+  std::vector<std::uint32_t> stream_pred; ///< position; none
+  adjacency wait_pred;                    ///< positions
+  std::vector<std::uint32_t> segment;
+  std::size_t segments = 0;
+};
+
+replay_plan plan_replay(const timeline& t, const dag& g) {
   const std::size_t n = t.ops.size();
-  std::vector<double> new_end(n, 0);
-  std::vector<double> first(g.segments, std::numeric_limits<double>::max());
-  std::vector<double> last(g.segments, std::numeric_limits<double>::lowest());
-  for (const std::uint32_t i : g.order) {
+  std::vector<std::uint32_t> position(n);
+  for (std::uint32_t p = 0; p < n; ++p)
+    position[g.order[p]] = p;
+  replay_plan plan;
+  plan.release.assign(n, none);
+  plan.start_or_gap.resize(n);
+  plan.stream_pred.assign(n, none);
+  plan.segment.resize(n);
+  plan.segments = g.segments;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> waits;
+  for (std::uint32_t p = 0; p < n; ++p) {
+    const std::uint32_t i = g.order[p];
     const double start = static_cast<double>(t.ops[i].start_ns);
     std::uint32_t release = g.stream_pred[i];
-    for (const std::uint32_t p : g.wait_pred[i])
+    for (const std::uint32_t w : g.wait_pred.of(i)) {
       if (release == none ||
-          std::tie(t.ops[p].end_ns, p) > std::tie(t.ops[release].end_ns, release))
-        release = p;
-    double new_start = start;
-    if (release != none) {
-      new_start =
-          new_end[release] + std::max(0.0, start - static_cast<double>(t.ops[release].end_ns));
-      if (g.stream_pred[i] != none)
-        new_start = std::max(new_start, new_end[g.stream_pred[i]]);
-      for (const std::uint32_t p : g.wait_pred[i])
-        new_start = std::max(new_start, new_end[p]);
+          std::tie(t.ops[w].end_ns, w) > std::tie(t.ops[release].end_ns, release))
+        release = w;
+      waits.emplace_back(position[w], p);
     }
-    new_end[i] = new_start + scaled[i];
-    first[g.segment[i]] = std::min(first[g.segment[i]], new_start);
-    last[g.segment[i]] = std::max(last[g.segment[i]], new_end[i]);
+    plan.start_or_gap[p] =
+        release == none ? start : std::max(0.0, start - static_cast<double>(t.ops[release].end_ns));
+    if (release != none)
+      plan.release[p] = position[release];
+    if (g.stream_pred[i] != none)
+      plan.stream_pred[p] = position[g.stream_pred[i]];
+    plan.segment[p] = g.segment[i];
+  }
+  plan.wait_pred = adjacency_of(n, waits, true);
+  return plan;
+}
+
+/// Replays the segments with each op's duration (by position in start order) scaled by `factor`
+/// where its name is `target` (-1: none), and returns the summed segment spans. An op waits for
+/// the predecessor that released it (the one that ended last) plus the gap it left then (a launch
+/// that came late stays late), and for every other predecessor's end. `new_end` is scratch.
+double replay_span(const replay_plan& plan,
+                   const std::vector<double>& duration_ns,
+                   const std::vector<std::int32_t>& name,
+                   std::int32_t target,
+                   double factor,
+                   std::vector<double>& new_end) {
+  const std::size_t n = duration_ns.size();
+  new_end.assign(n, 0);
+  std::vector<double> first(plan.segments, std::numeric_limits<double>::max());
+  std::vector<double> last(plan.segments, std::numeric_limits<double>::lowest());
+  for (std::uint32_t p = 0; p < n; ++p) {
+    double new_start = plan.start_or_gap[p];
+    if (const std::uint32_t release = plan.release[p]; release != none) {
+      new_start += new_end[release];
+      if (plan.stream_pred[p] != none)
+        new_start = std::max(new_start, new_end[plan.stream_pred[p]]);
+      for (const std::uint32_t w : plan.wait_pred.of(p))
+        new_start = std::max(new_start, new_end[w]);
+    }
+    new_end[p] = new_start + (name[p] == target ? duration_ns[p] * factor : duration_ns[p]);
+    first[plan.segment[p]] = std::min(first[plan.segment[p]], new_start);
+    last[plan.segment[p]] = std::max(last[plan.segment[p]], new_end[p]);
   }
   double span = 0;
-  for (std::size_t s = 0; s < g.segments; ++s)
+  for (std::size_t s = 0; s < plan.segments; ++s)
     if (last[s] >= first[s])
       span += last[s] - first[s];
   return span;
+}
+
+/// result[k][p]: the saving if every op named targets[k] (an index into t.names) were
+/// percents[p] % shorter.
+std::vector<std::vector<double>> savings(const timeline& t,
+                                         const dag& g,
+                                         const std::vector<std::int32_t>& targets,
+                                         const std::vector<double>& percents) {
+  const replay_plan plan = plan_replay(t, g);
+  const std::size_t n = t.ops.size();
+  std::vector<double> original(n), new_end;
+  std::vector<std::int32_t> name(n);
+  for (std::uint32_t p = 0; p < n; ++p) {
+    original[p] = duration(t, g.order[p]);
+    name[p] = t.ops[g.order[p]].name;
+  }
+  const double before = replay_span(plan, original, name, -1, 1.0, new_end);
+  std::vector<std::vector<double>> out;
+  for (const std::int32_t target : targets) {
+    out.emplace_back();
+    for (const double pct : percents)
+      out.back().push_back(before -
+                           replay_span(plan, original, name, target, 1.0 - pct / 100.0, new_end));
+  }
+  return out;
+}
+
+std::int32_t name_index(const timeline& t, const std::string& name) {
+  return static_cast<std::int32_t>(std::find(t.names.begin(), t.names.end(), name) -
+                                   t.names.begin());
 }
 
 } // namespace
@@ -385,7 +557,7 @@ critical_path(const timeline& t, std::size_t what_if_top, const std::vector<doub
       r.busy_ns += duration(t, i);
       start = t.ops[i].start_ns;
       std::uint32_t best = g.stream_pred[i];
-      for (const std::uint32_t p : g.wait_pred[i])
+      for (const std::uint32_t p : g.wait_pred.of(i))
         if (best == none || std::tie(t.ops[p].end_ns, p) > std::tie(t.ops[best].end_ns, best))
           best = p;
       i = best;
@@ -407,7 +579,7 @@ critical_path(const timeline& t, std::size_t what_if_top, const std::vector<doub
     };
     if (g.stream_next[i] != none)
       bound(g.stream_next[i]);
-    for (const std::uint32_t next : g.wait_next[i])
+    for (const std::uint32_t next : g.wait_next.of(i))
       bound(next);
     latest_finish[i] = lf;
     r.slack_ns[i] = std::max(0.0, lf - static_cast<double>(t.ops[i].end_ns));
@@ -437,20 +609,17 @@ critical_path(const timeline& t, std::size_t what_if_top, const std::vector<doub
         return std::tie(a.critical_path_ns, a.total_ns) > std::tie(b.critical_path_ns, b.total_ns);
       });
   if (what_if_top > 0 && !percents.empty()) {
-    std::vector<double> original(n), scaled(n);
-    for (std::uint32_t i = 0; i < n; ++i)
-      original[i] = duration(t, i);
-    const double before = replay_span(t, g, original);
+    std::vector<std::int32_t> targets;
     for (std::size_t k = 0; k < r.kernels.size() && k < what_if_top; ++k) {
       if (r.kernels[k].critical_path_ns <= 0)
         break;
-      const auto target = static_cast<std::int32_t>(
-          std::find(t.names.begin(), t.names.end(), r.kernels[k].name) - t.names.begin());
-      for (const double pct : percents) {
-        for (std::uint32_t i = 0; i < n; ++i)
-          scaled[i] = t.ops[i].name == target ? original[i] * (1.0 - pct / 100.0) : original[i];
-        r.kernels[k].what_if.emplace_back(pct, before - replay_span(t, g, scaled));
-      }
+      targets.push_back(name_index(t, r.kernels[k].name));
+    }
+    if (!targets.empty()) {
+      const auto saved = savings(t, g, targets, percents);
+      for (std::size_t k = 0; k < targets.size(); ++k)
+        for (std::size_t p = 0; p < percents.size(); ++p)
+          r.kernels[k].what_if.emplace_back(percents[p], saved[k][p]);
     }
   }
   return r;
@@ -460,23 +629,10 @@ std::vector<std::vector<double>> what_if_savings(const timeline& t,
                                                  const std::vector<std::string>& names,
                                                  const std::vector<double>& percents) {
   const dag g = build(t);
-  std::vector<double> original(t.ops.size());
-  for (std::uint32_t i = 0; i < t.ops.size(); ++i)
-    original[i] = duration(t, i);
-  const double before = replay_span(t, g, original);
-  std::vector<std::vector<double>> out;
-  std::vector<double> scaled(t.ops.size());
-  for (const auto& name : names) {
-    const auto target = static_cast<std::int32_t>(std::find(t.names.begin(), t.names.end(), name) -
-                                                  t.names.begin());
-    out.emplace_back();
-    for (const double pct : percents) {
-      for (std::uint32_t i = 0; i < t.ops.size(); ++i)
-        scaled[i] = t.ops[i].name == target ? original[i] * (1.0 - pct / 100.0) : original[i];
-      out.back().push_back(before - replay_span(t, g, scaled));
-    }
-  }
-  return out;
+  std::vector<std::int32_t> targets;
+  for (const auto& name : names)
+    targets.push_back(name_index(t, name));
+  return savings(t, g, targets, percents);
 }
 
 double what_if_saving(const timeline& t, const std::string& name, double faster_pct) {

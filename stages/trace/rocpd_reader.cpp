@@ -452,9 +452,14 @@ reader reader::open(const std::vector<std::filesystem::path>& paths) {
 void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& visit,
                                dispatch_fields fields) const {
   const bool all = fields == dispatch_fields::all;
-  // The accounting fields come first, so they have the same indices in both selections.
+  const bool shapes = all || fields == dispatch_fields::report;
+  // Read in this order: the accounting fields, then the report's, then the rest, so that each
+  // selection is a prefix of the next and a field has the same index in all of them.
   const std::vector<std::string_view> accounting_columns = {
       "start", "end", "kernel_id", "agent_id", "queue_id", "stream_id", "pid", "id"};
+  const std::vector<std::string_view> shape_columns = {"grid_size_x",      "grid_size_y",
+                                                       "grid_size_z",      "workgroup_size_x",
+                                                       "workgroup_size_y", "workgroup_size_z"};
   const std::vector<std::string_view> required_columns = {"start",
                                                           "end",
                                                           "kernel_id",
@@ -473,23 +478,29 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
                                                           "guid"};
   const std::vector<std::string_view> optional_columns = {"tid", "group_segment_size",
                                                           "private_segment_size"};
-  const int name_column = all ? 19 : 8;
+  const int name_column = all ? 18 : shapes ? 15 : 8;
   for (std::size_t index = 0; index < databases_.size(); ++index) {
     const database& db = *databases_[index];
     for (std::size_t source_index = 0; source_index < db.sources.size(); ++source_index) {
       const source& src = db.sources[source_index];
       // Selected by name, so the 3.0.2 columns inserted before region_name_id change nothing.
       // Every column is checked even where fewer are read: a file reads or fails alike either way.
+      db.select_list(src, "rocpd_kernel_dispatch", "K", required_columns, optional_columns);
+      std::vector<std::string_view> read = accounting_columns;
+      if (shapes)
+        read.insert(read.end(), shape_columns.begin(), shape_columns.end());
       std::string columns =
-          db.select_list(src, "rocpd_kernel_dispatch", "K", required_columns, optional_columns);
-      if (!all) {
-        columns = db.select_list(src, "rocpd_kernel_dispatch", "K", accounting_columns, {});
-      }
+          db.select_list(src, "rocpd_kernel_dispatch", "K", read,
+                         shapes ? std::vector<std::string_view>{"group_segment_size"}
+                                : std::vector<std::string_view>{});
+      if (all)
+        columns += ", " + db.select_list(src, "rocpd_kernel_dispatch", "K", {"dispatch_id"},
+                                         {"tid", "private_segment_size"});
       const symbol_names symbols = db.symbol_names_of(src);
       dispatch_row row;
       row.database = index;
       row.source = source_index;
-      auto read_columns = [&row, all](const sqlite::statement& s) {
+      auto read_columns = [&row, all, shapes](const sqlite::statement& s) {
         row.start_ns = s.column_int64(0);
         row.end_ns = s.column_int64(1);
         row.kernel_id = s.column_int64(2);
@@ -498,17 +509,20 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
         row.stream_id = s.column_int64(5);
         row.pid = s.column_int64(6);
         row.row_id = s.column_int64(7);
+        if (!shapes) {
+          return;
+        }
+        for (int axis = 0; axis < 3; ++axis) {
+          row.grid[axis] = column_u32(s, 8 + axis);
+          row.workgroup[axis] = column_u32(s, 11 + axis);
+        }
+        row.group_segment_size = s.column_int64(14);
         if (!all) {
           return;
         }
-        row.dispatch_id = s.column_int64(8);
-        for (int axis = 0; axis < 3; ++axis) {
-          row.grid[axis] = column_u32(s, 9 + axis);
-          row.workgroup[axis] = column_u32(s, 12 + axis);
-        }
+        row.dispatch_id = s.column_int64(15);
         row.tid = s.column_int64(16);
-        row.group_segment_size = s.column_int64(17);
-        row.private_segment_size = s.column_int64(18);
+        row.private_segment_size = s.column_int64(17);
       };
       // A dispatch whose symbol row is missing still counts, under a name that says so.
       std::string fallback;

@@ -48,6 +48,8 @@ enum class dispatch_fields {
   /// What runtime accounting reads: start_ns, end_ns, kernel_name, kernel_id, agent_id, queue_id,
   /// stream_id, pid, database, source and row_id.
   accounting,
+  /// What a profile report reads: the accounting fields, grid, workgroup and group_segment_size.
+  report,
 };
 
 struct agent_row {

@@ -1,10 +1,13 @@
 #include "stages/trace/rocpd_timeline.hpp"
 
+#include <algorithm>
+#include <array>
 #include <map>
 #include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -43,21 +46,42 @@ std::optional<sync_kind> kind_of(const std::string& name) {
   return it->second;
 }
 
+/// Names to indices. Consecutive rows mostly repeat a few names, handed out from the same storage
+/// (the reader's symbol table), so a slot chosen by the text's address finds the index without
+/// hashing or copying it; the text is still compared, so a slot that now holds another name is
+/// only a miss.
 class interner {
 public:
   explicit interner(std::vector<std::string>& names) : names_(names) {}
   std::int32_t operator()(std::string_view name) {
-    auto it = index_.find(std::string(name));
+    // Fibonacci hashing of the address: names allocated side by side land in different slots.
+    const auto address = reinterpret_cast<std::uintptr_t>(name.data());
+    slot& s = slots_[(address * 0x9E3779B97F4A7C15ull) >> 56];
+    if (s.data == name.data() && s.index >= 0 && names_[static_cast<std::size_t>(s.index)] == name)
+      return s.index;
+    auto it = index_.find(name);
     if (it == index_.end()) {
       it = index_.emplace(std::string(name), static_cast<std::int32_t>(names_.size())).first;
       names_.emplace_back(name);
     }
+    s = {name.data(), it->second};
     return it->second;
   }
 
 private:
+  struct text_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view text) const {
+      return std::hash<std::string_view>{}(text);
+    }
+  };
+  struct slot {
+    const char* data = nullptr;
+    std::int32_t index = -1;
+  };
   std::vector<std::string>& names_;
-  std::unordered_map<std::string, std::int32_t> index_;
+  std::unordered_map<std::string, std::int32_t, text_hash, std::equal_to<>> index_;
+  std::array<slot, 256> slots_{};
 };
 
 std::optional<std::int64_t> integer_field(const nlohmann::json& object, const char* key) {
@@ -233,19 +257,35 @@ void read_synchronization(sqlite::connection& db,
                           const std::string& sfx,
                           std::size_t database,
                           std::vector<sync_row>& syncs) {
-  sqlite::statement regions(
-      db, "SELECT R.pid, R.start, R.\"end\", S.string, E.extdata, R.event_id FROM rocpd_region" +
-              sfx + " R JOIN rocpd_string" + sfx + " S ON S.id = R.name_id LEFT JOIN rocpd_event" +
-              sfx +
-              " E ON E.id = R.event_id WHERE S.string LIKE '%Synchronize' OR S.string "
-              "LIKE '%WaitEvent' OR S.string LIKE '%EventRecord%'");
+  // The names of the synchronization calls: a few rows of the string table, so that the region
+  // table (one row per API call, no index on name_id) is read once with an integer filter rather
+  // than joined row by row to its name.
+  std::unordered_map<std::int64_t, sync_kind> kinds;
+  std::string ids;
+  {
+    sqlite::statement names(db, "SELECT id, string FROM rocpd_string" + sfx +
+                                    " WHERE string LIKE '%Synchronize' OR string LIKE "
+                                    "'%WaitEvent' OR string LIKE '%EventRecord%'");
+    while (names.step()) {
+      const auto kind = kind_of(std::string(names.column_text_view(1)));
+      if (!kind || !kinds.emplace(names.column_int64(0), *kind).second)
+        continue;
+      ids += (ids.empty() ? "" : ", ") + std::to_string(names.column_int64(0));
+    }
+  }
+  if (kinds.empty())
+    return;
+  sqlite::statement regions(db, "SELECT R.pid, R.start, R.\"end\", R.name_id, E.extdata, "
+                                "R.event_id FROM rocpd_region" +
+                                    sfx + " R LEFT JOIN rocpd_event" + sfx +
+                                    " E ON E.id = R.event_id WHERE R.name_id IN (" + ids + ")");
   std::vector<std::pair<std::size_t, std::int64_t>> need_args; // (sync index, event id)
   while (regions.step()) {
-    const auto kind = kind_of(std::string(regions.column_text(3)));
-    if (!kind)
+    const auto kind = kinds.find(regions.column_int64(3));
+    if (kind == kinds.end())
       continue;
     sync_row sync;
-    sync.kind = *kind;
+    sync.kind = kind->second;
     sync.pid = regions.column_int64(0);
     sync.start_ns = regions.column_int64(1);
     sync.end_ns = regions.column_int64(2);
@@ -306,18 +346,21 @@ void read_synchronization(sqlite::connection& db,
         syncs[need_args[i].first].stream_id = h->second;
 }
 
-/// Sets sync_row::op (and ordered) for the event records and stream waits of one table suffix
-/// from `first_sync` on: each stream's ops, in start order (its enqueue order), are bisected by
-/// the start of the API call that enqueued them, looked up per probe and cached.
+/// Sets sync_row::op (and ordered) for the event records and stream waits of one table suffix in
+/// [first_sync, last_sync): each stream's ops, in start order (its enqueue order; `by_start` is
+/// ops_by_start of `out`), are bisected by the start of the API call that enqueued them, looked up
+/// per probe and cached.
 void place_in_stream_order(sqlite::connection& db,
                            const std::string& sfx,
                            std::size_t database,
                            std::uint16_t source,
                            timeline& out,
-                           std::size_t first_sync) {
+                           std::size_t first_sync,
+                           std::size_t last_sync,
+                           const std::vector<std::uint32_t>& by_start) {
   using stream_key = std::pair<std::int64_t, std::int64_t>; // pid, stream
   std::map<stream_key, std::vector<std::uint32_t>> streams;
-  for (std::size_t i = first_sync; i < out.syncs.size(); ++i) {
+  for (std::size_t i = first_sync; i < last_sync; ++i) {
     const sync_row& s = out.syncs[i];
     if ((s.kind == sync_kind::event_record || s.kind == sync_kind::stream_wait_event) &&
         s.stream_id >= 0)
@@ -325,18 +368,17 @@ void place_in_stream_order(sqlite::connection& db,
   }
   if (streams.empty())
     return;
-  for (std::uint32_t i = 0; i < out.ops.size(); ++i) {
+  // Each track is one stream of one file: its list, or none.
+  std::vector<std::vector<std::uint32_t>*> list_of(out.tracks.size(), nullptr);
+  for (std::size_t k = 0; k < out.tracks.size(); ++k)
+    if (const timeline_track& track = out.tracks[k]; track.database == database)
+      if (const auto it = streams.find({track.pid, track.stream_id}); it != streams.end())
+        list_of[k] = &it->second;
+  for (const std::uint32_t i : by_start) {
     const timeline_row& op = out.ops[i];
-    const timeline_track& track = out.tracks[static_cast<std::size_t>(op.track)];
-    if (track.database != database || op.source != source)
-      continue;
-    if (const auto it = streams.find({track.pid, track.stream_id}); it != streams.end())
-      it->second.push_back(i);
+    if (auto* list = list_of[static_cast<std::size_t>(op.track)]; list && op.source == source)
+      list->push_back(i);
   }
-  for (auto& [key, ops] : streams)
-    std::sort(ops.begin(), ops.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return std::tie(out.ops[a].start_ns, a) < std::tie(out.ops[b].start_ns, b);
-    });
   auto call_query = [&](const char* table) {
     return sqlite::statement(db, "SELECT R.start FROM " + ops_with_their_calls(table, sfx) +
                                      " WHERE O.id = ?");
@@ -355,7 +397,7 @@ void place_in_stream_order(sqlite::connection& db,
     }
     return it->second;
   };
-  for (std::size_t i = first_sync; i < out.syncs.size(); ++i) {
+  for (std::size_t i = first_sync; i < last_sync; ++i) {
     sync_row& s = out.syncs[i];
     if ((s.kind != sync_kind::event_record && s.kind != sync_kind::stream_wait_event) ||
         s.stream_id < 0)
@@ -386,20 +428,50 @@ void place_in_stream_order(sqlite::connection& db,
 
 } // namespace
 
-timeline read_timeline(const reader& files) {
+/// What a timeline reads beside the dispatches: every file's copies (names not yet interned) and
+/// synchronization, with the connections that read them.
+struct side_tables {
+  struct copy {
+    std::size_t database = 0;
+    std::uint16_t source = 0;
+    std::int64_t pid = 0, start_ns = 0, end_ns = 0;
+    std::string name;
+    std::int64_t agent_id = 0, stream_id = 0, row_id = 0;
+  };
+  /// The syncs of one file and suffix, [first_sync, last_sync): placed in stream order once
+  /// every op is in.
+  struct sync_range {
+    std::size_t database = 0;
+    std::uint16_t source = 0;
+    std::size_t first_sync = 0, last_sync = 0;
+  };
+  bool read = false;
+  std::vector<sqlite::connection> connections; ///< per file
+  std::vector<copy> copies;                    ///< by file, suffix, then table order
+  std::vector<sync_row> syncs;
+  std::vector<sync_range> ranges;
+};
+
+struct timeline_builder::state {
+  explicit state(const reader& f) : files(f), intern(out.names) {}
+
+  const reader& files;
   timeline out;
-  interner intern(out.names);
+  interner intern;
+  side_tables side; ///< read_side_tables' only state: add() never touches it
   std::map<std::pair<std::size_t, std::int64_t>, std::string> device_name, stream_name;
-  for (const auto& agent : files.agents())
-    device_name[{agent.database, agent.id}] =
-        agent.type == "GPU" ? "GPU " + std::to_string(agent.logical_index) + " (" + agent.name + ")"
-                            : agent.type + " " + std::to_string(agent.logical_index);
-  for (const auto& stream : files.streams())
-    stream_name[{stream.database, stream.id}] = stream.name;
-  std::map<std::tuple<std::size_t, std::int64_t, std::int64_t, std::int64_t>, std::int32_t> tracks;
-  auto track_of = [&](std::size_t database, std::int64_t pid, std::int64_t agent,
-                      std::int64_t stream) {
-    const auto key = std::make_tuple(database, pid, agent, stream);
+  using track_key = std::tuple<std::size_t, std::int64_t, std::int64_t, std::int64_t>;
+  std::map<track_key, std::int32_t> tracks;
+  /// The last tracks found: consecutive dispatches cycle through a few streams.
+  std::array<std::pair<track_key, std::int32_t>, 8> recent{};
+  std::size_t recent_used = 0, next_victim = 0;
+
+  std::int32_t
+  track_of(std::size_t database, std::int64_t pid, std::int64_t agent, std::int64_t stream) {
+    const track_key key{database, pid, agent, stream};
+    for (std::size_t i = 0; i < recent_used; ++i)
+      if (recent[i].first == key)
+        return recent[i].second;
     auto it = tracks.find(key);
     if (it == tracks.end()) {
       timeline_track t{database, pid, agent, stream, ""};
@@ -412,22 +484,43 @@ timeline read_timeline(const reader& files) {
       it = tracks.emplace(key, static_cast<std::int32_t>(out.tracks.size())).first;
       out.tracks.push_back(std::move(t));
     }
+    const std::size_t slot = recent_used < recent.size() ? recent_used++ : next_victim++ % 8;
+    recent[slot] = {key, it->second};
     return it->second;
-  };
+  }
+};
 
-  // No reserve from COUNT(*): that is one more pass over the dispatch table.
-  files.for_each_dispatch(
-      [&](const dispatch_row& row) {
-        out.ops.push_back({row.start_ns, row.end_ns, intern(row.kernel_name),
-                           track_of(row.database, row.pid, row.agent_id, row.stream_id), false,
-                           static_cast<std::uint16_t>(row.source), row.row_id});
-      },
-      dispatch_fields::accounting);
+timeline_builder::timeline_builder(const reader& files) : state_(std::make_unique<state>(files)) {
+  for (const auto& agent : files.agents())
+    state_->device_name[{agent.database, agent.id}] =
+        agent.type == "GPU" ? "GPU " + std::to_string(agent.logical_index) + " (" + agent.name + ")"
+                            : agent.type + " " + std::to_string(agent.logical_index);
+  for (const auto& stream : files.streams())
+    state_->stream_name[{stream.database, stream.id}] = stream.name;
+}
+timeline_builder::timeline_builder(timeline_builder&&) noexcept = default;
+timeline_builder& timeline_builder::operator=(timeline_builder&&) noexcept = default;
+timeline_builder::~timeline_builder() = default;
 
+void timeline_builder::add(const dispatch_row& row) {
+  state& st = *state_;
+  st.out.ops.push_back({row.start_ns, row.end_ns, st.intern(row.kernel_name),
+                        st.track_of(row.database, row.pid, row.agent_id, row.stream_id), false,
+                        static_cast<std::uint16_t>(row.source), row.row_id});
+}
+
+void timeline_builder::read_side_tables() {
+  state& st = *state_;
+  side_tables& side = st.side;
+  if (side.read)
+    return;
+  side = side_tables{};
+  const reader& files = st.files;
   for (std::size_t database = 0; database < files.databases().size(); ++database) {
     const database_info& info = files.databases()[database];
     try {
-      sqlite::connection db(info.path, SQLITE_OPEN_READONLY);
+      side.connections.emplace_back(info.path, SQLITE_OPEN_READONLY);
+      sqlite::connection& db = side.connections.back();
       for (std::size_t u = 0; u < info.uuids.size(); ++u) {
         const std::string& sfx = info.uuids[u];
         const auto source = static_cast<std::uint16_t>(u);
@@ -439,23 +532,93 @@ timeline read_timeline(const reader& files) {
                     " S ON S.id = M.name_id LEFT JOIN rocpd_info_agent" + sfx +
                     " A ON A.id = M.dst_agent_id");
         while (copies.step()) {
-          const bool to_gpu = copies.column_text(7) == "GPU";
-          const std::int64_t agent = to_gpu ? copies.column_int64(5) : copies.column_int64(4);
-          out.ops.push_back(
-              {copies.column_int64(1), copies.column_int64(2), intern(copies.column_text(3)),
-               track_of(database, copies.column_int64(0), agent, copies.column_int64(6)), true,
-               source, copies.column_int64(8)});
+          const bool to_gpu = copies.column_text_view(7) == "GPU";
+          side.copies.push_back({database, source, copies.column_int64(0), copies.column_int64(1),
+                                 copies.column_int64(2), copies.column_text(3),
+                                 to_gpu ? copies.column_int64(5) : copies.column_int64(4),
+                                 copies.column_int64(6), copies.column_int64(8)});
         }
-        const std::size_t first_sync = out.syncs.size();
-        read_synchronization(db, sfx, database, out.syncs);
-        place_in_stream_order(db, sfx, database, source, out, first_sync);
+        const std::size_t first_sync = side.syncs.size();
+        read_synchronization(db, sfx, database, side.syncs);
+        side.ranges.push_back({database, source, first_sync, side.syncs.size()});
       }
     } catch (const sqlite::sqlite_error& error) {
       throw rocpd_error(info.path.string() + ": cannot read its copies or synchronization (" +
                         error.what() + "); fix: check that the file is a complete rocpd database");
     }
   }
-  return out;
+  side.read = true;
+}
+
+timeline timeline_builder::finish() {
+  read_side_tables();
+  state& st = *state_;
+  timeline& out = st.out;
+  side_tables& side = st.side;
+  for (const auto& c : side.copies)
+    out.ops.push_back({c.start_ns, c.end_ns, st.intern(c.name),
+                       st.track_of(c.database, c.pid, c.agent_id, c.stream_id), true, c.source,
+                       c.row_id});
+  out.syncs = std::move(side.syncs);
+  out.by_start = ops_by_start(out);
+  for (const auto& p : side.ranges) {
+    const database_info& info = st.files.databases()[p.database];
+    try {
+      place_in_stream_order(side.connections[p.database], info.uuids[p.source], p.database,
+                            p.source, out, p.first_sync, p.last_sync, out.by_start);
+    } catch (const sqlite::sqlite_error& error) {
+      throw rocpd_error(info.path.string() + ": cannot read its copies or synchronization (" +
+                        error.what() + "); fix: check that the file is a complete rocpd database");
+    }
+  }
+  return std::move(out);
+}
+
+timeline read_timeline(const reader& files) {
+  timeline_builder builder(files);
+  // No reserve from COUNT(*): that is one more pass over the dispatch table.
+  files.for_each_dispatch([&](const dispatch_row& row) { builder.add(row); },
+                          dispatch_fields::accounting);
+  return builder.finish();
+}
+
+std::vector<std::uint32_t> ops_by_start(const timeline& t) {
+  const std::size_t n = t.ops.size();
+  if (t.by_start.size() == n && n > 0)
+    return t.by_start;
+  std::vector<std::uint32_t> order(n), spare(n);
+  if (n == 0)
+    return order;
+  // Keys relative to the earliest start (the sign bit flipped, so negative times order too): a
+  // trace spans seconds, so three or four 11-bit digits cover it.
+  std::vector<std::uint64_t> keys(n), spare_keys(n);
+  std::uint64_t lo = UINT64_MAX, hi = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    keys[i] = static_cast<std::uint64_t>(t.ops[i].start_ns) ^ (std::uint64_t{1} << 63);
+    lo = std::min(lo, keys[i]);
+    hi = std::max(hi, keys[i]);
+    order[i] = static_cast<std::uint32_t>(i);
+  }
+  for (auto& key : keys)
+    key -= lo;
+  constexpr int digit_bits = 11;
+  constexpr std::size_t buckets = std::size_t{1} << digit_bits;
+  for (int shift = 0; shift < 64 && ((hi - lo) >> shift) != 0; shift += digit_bits) {
+    std::array<std::size_t, buckets> offset{};
+    for (const std::uint64_t key : keys)
+      ++offset[(key >> shift) & (buckets - 1)];
+    std::size_t sum = 0;
+    for (auto& o : offset)
+      sum += std::exchange(o, sum);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t to = offset[(keys[i] >> shift) & (buckets - 1)]++;
+      spare[to] = order[i];
+      spare_keys[to] = keys[i];
+    }
+    order.swap(spare);
+    keys.swap(spare_keys);
+  }
+  return order;
 }
 
 } // namespace rpl::stages::rocpd

@@ -19,6 +19,7 @@
 /// million ops cost a few thousand lookups, not a join.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -80,9 +81,43 @@ struct timeline {
   std::vector<timeline_track> tracks;
   std::vector<timeline_row> ops; ///< in no particular order
   std::vector<sync_row> syncs;   ///< API calls and tracer records, both kept
+  /// The indices of `ops` by (start_ns, index), as read_timeline and timeline_builder leave them
+  /// (ops_by_start sorts once more where this does not cover `ops`, e.g. ops assembled by hand).
+  std::vector<std::uint32_t> by_start;
+};
+
+/// Builds a timeline from dispatch rows that a scan made for something else hands over one by one
+/// (so one pass over the dispatch table feeds the accounting and the timeline alike), then reads
+/// the copies and the synchronization of the same files. The rows must come from a reader opened
+/// on the same files in the same order (their `database` indices are this reader's).
+class timeline_builder {
+public:
+  /// `files` (already validated) must outlive the builder; its agents and streams name the tracks.
+  explicit timeline_builder(const reader& files);
+  timeline_builder(timeline_builder&&) noexcept;
+  timeline_builder& operator=(timeline_builder&&) noexcept;
+  ~timeline_builder();
+
+  /// One dispatch, with at least the dispatch_fields::accounting fields.
+  void add(const dispatch_row& row);
+  /// Reads every file's copies and synchronization (region and argument tables) over connections
+  /// of its own. It shares nothing with add(), so another thread may run it while the dispatches
+  /// are added; finish() runs it otherwise. Throws rocpd_error naming the file for a read error.
+  void read_side_tables();
+  /// Adds the copies, places the event records and stream waits in their streams' enqueue order
+  /// and returns the timeline; the builder is spent. Throws rocpd_error naming the file.
+  timeline finish();
+
+private:
+  struct state;
+  std::unique_ptr<state> state_;
 };
 
 /// Reads `files` (already validated). Throws rocpd_error naming the file for a read error.
 timeline read_timeline(const reader& files);
+
+/// The indices of `t.ops` by (start_ns, index): `t.by_start` when it covers every op, otherwise a
+/// stable radix sort of the start times, O(N).
+std::vector<std::uint32_t> ops_by_start(const timeline& t);
 
 } // namespace rpl::stages::rocpd
