@@ -721,16 +721,18 @@ timed_launches time_launches(const options& o,
 /// launch, without restoring, leaves every region as the first did (the kernel does not read what
 /// it writes: no in-place update, no accumulation). Launches once more and checks; bad_input with
 /// the first region that differs otherwise.
+/// One launch, waited for, then every region read back and compared with the capture.
 template <class Launch>
-void check_batch_repeats_its_output(const options& o,
-                                    const cap::capture_directory& c,
-                                    const std::vector<std::vector<std::uint8_t>>& before,
-                                    const region_homes& homes,
-                                    CUstream stream,
-                                    const Launch& launch) {
+rp::region_check launch_and_check(const options& o,
+                                  const cap::capture_directory& c,
+                                  const std::vector<std::vector<std::uint8_t>>& before,
+                                  const region_homes& homes,
+                                  CUstream stream,
+                                  const Launch& launch,
+                                  const std::string& what) {
   launch(stream);
-  check(cuStreamSynchronize(stream), "the repeated dispatch");
-  const auto again = rp::check_regions(
+  check(cuStreamSynchronize(stream), what);
+  return rp::check_regions(
       c, before,
       [&](std::size_t i) {
         std::vector<std::uint8_t> now(c.regions[i].size);
@@ -739,6 +741,16 @@ void check_batch_repeats_its_output(const options& o,
         return now;
       },
       o.tolerance);
+}
+
+template <class Launch>
+void check_batch_repeats_its_output(const options& o,
+                                    const cap::capture_directory& c,
+                                    const std::vector<std::vector<std::uint8_t>>& before,
+                                    const region_homes& homes,
+                                    CUstream stream,
+                                    const Launch& launch) {
+  const auto again = launch_and_check(o, c, before, homes, stream, launch, "the repeated dispatch");
   if (!again.passed()) {
     const auto& first = again.mismatched[0];
     throw bad_input(
@@ -788,17 +800,8 @@ int run(const options& o) {
   CUstream stream = nullptr;
   check(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   // 3. One launch, verified.
-  launch(stream);
-  check(cuStreamSynchronize(stream), "the replayed dispatch");
-  const auto verified = rpl::workers::replay::check_regions(
-      c, before,
-      [&](std::size_t i) {
-        std::vector<std::uint8_t> now(c.regions[i].size);
-        check(cuMemcpyDtoH(now.data(), homes.where[i], now.size()),
-              "reading region " + sc::hex_address(c.regions[i].base));
-        return now;
-      },
-      o.tolerance);
+  const auto verified =
+      launch_and_check(o, c, before, homes, stream, launch, "the replayed dispatch");
   nlohmann::json out = {
       {"kernel", d.kernel},
       {"capture", o.dir},
