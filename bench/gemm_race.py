@@ -71,7 +71,8 @@ def sweep(args, label, db):
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.time() - started
     with open(os.path.join(args.out, f"{label}.log"), "w") as log:
-        log.write(" ".join(cmd) + "\n" + proc.stderr)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)) + f".{int(started % 1 * 1000):03d}"
+        log.write(" ".join(cmd) + "\n" + f"{stamp} started; ended after {wall:.3f} s\n" + proc.stderr)
     if proc.returncode != 0:
         print(f"rocm-perf {label}: FAILED (exit {proc.returncode}):\n" +
               "\n".join(proc.stderr.splitlines()[-12:]))

@@ -110,6 +110,10 @@ struct autotune_options {
   /// Kernel lane: stop sampling a candidate once its median interval lies wholly above the best
   /// so far by more than the separating noise (stages/statistics/race_rule.hpp); --no-race: off.
   bool race = true;
+  /// --strategy exhaustive: measure what the last finished run of the same fingerprint in this
+  /// database measured first, fastest first (stages/search/prior_order.hpp); --no-prior-order:
+  /// space order.
+  bool prior_order = true;
   std::filesystem::path kernel_lane_program; ///< default: rpl-kernel-lane next to rocm-perf
   /// The static screen (engine/autotune/candidate_screen.hpp): a candidate the device would refuse
   /// to launch is invalid before it reaches a lane. --no-static-screen turns it off.
@@ -209,6 +213,10 @@ struct autotune_result {
   std::string winner_note; ///< why there is a tie, or why no final round ran
   pipeline_report pipeline;
   nlohmann::json model; ///< the strategy's summary (--strategy model), else null
+  /// The earlier run whose medians ordered this exhaustive sweep, and how many configurations it
+  /// knew; empty: space order.
+  std::string prior_run;
+  std::size_t prior_known = 0;
 };
 
 /// Runs one autotune job. Throws config_error (bad input, nothing written) or store_error.

@@ -506,9 +506,12 @@ autotune_inputs validate_inputs(const autotune_options& options) {
   }
   parse_templates(options, in);
   read_sources(options, in);
+  spdlog::debug("autotune: space, templates and sources read");
   identify_compilers(options, in);
+  spdlog::debug("autotune: compilers identified");
   in.strategy = make_search_strategy(options, in.space);
   choose_lanes(options, in);
+  spdlog::debug("autotune: lanes chosen");
   in.workers = worker_count(options);
   check_listen_security(options, in);
   in.fingerprint = fingerprint(options, in);

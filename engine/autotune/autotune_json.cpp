@@ -145,7 +145,7 @@ std::optional<final_round_result> final_round_from_json(const nlohmann::json& do
 
 nlohmann::json to_json(const autotune_result& result) {
   nlohmann::json doc;
-  doc["schema_version"] = "1.5";
+  doc["schema_version"] = "1.6";
   doc["run_id"] = result.run_id;
   doc["status"] = result.run_status;
   doc["db"] = result.db.string();
@@ -165,6 +165,9 @@ nlohmann::json to_json(const autotune_result& result) {
                   {"total", result.space_total},
                   {"cut_by_constraints", result.cut_by_constraints}};
   doc["strategy"] = result.strategy;
+  doc["order"] = {{"prior_run", result.prior_run.empty() ? nlohmann::json(nullptr)
+                                                         : nlohmann::json(result.prior_run)},
+                  {"prior_known", result.prior_known}};
   doc["counts"] = {{"planned", result.counts.planned},      {"completed", result.counts.completed},
                    {"compiled", result.counts.compiled},    {"measured", result.counts.measured},
                    {"failed", result.counts.failed},        {"resumed", result.counts.resumed},

@@ -1,6 +1,8 @@
 #include "engine/autotune/autotune_session.hpp"
 
+#include <algorithm>
 #include <ctime>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -8,6 +10,7 @@
 
 #include "engine/autotune/candidate_screen.hpp"
 #include "stages/search/candidate_key.hpp"
+#include "stages/search/prior_order.hpp"
 #include "workers/compilers/compiler_rules.hpp"
 #include "workers/process/child_process.hpp"
 
@@ -121,6 +124,7 @@ void autotune_session::open() {
   } else {
     create_run();
   }
+  apply_prior_order();
   started_ = clock_type::now();
   counts_.planned = inputs_.strategy->planned();
 }
@@ -192,6 +196,37 @@ void autotune_session::resume_run() {
   store_->set_run_status(run_id_, "running");
   spdlog::info("resuming {} in {}: {} candidates already complete", run_id_, options_.db.string(),
                completed_.size());
+}
+
+void autotune_session::apply_prior_order() {
+  if (!options_.prior_order || options_.strategy != "exhaustive" || !options_.recorded.empty())
+    return;
+  // The latest finished run of this fingerprint stored before this one (runs() is in the order
+  // they were created; a resumed run keeps the order it started with).
+  std::optional<run_record> prior;
+  for (auto& run : store_->runs()) {
+    if (run.run_id == run_id_)
+      break;
+    if (run.fingerprint == inputs_.fingerprint && run.status == "finished")
+      prior = std::move(run);
+  }
+  if (!prior)
+    return;
+  std::map<std::size_t, double> medians;
+  for (const auto& row : store_->candidates(prior->run_id))
+    if (row.status == "ok" && row.stats.n > 0)
+      medians[row.space_index] = row.stats.median;
+  const std::size_t space_size = inputs_.space.configurations.size();
+  std::vector<std::size_t> order = stages::prior_first_order(space_size, medians);
+  prior_known_ = static_cast<std::size_t>(std::count_if(
+      medians.begin(), medians.end(), [&](const auto& m) { return m.first < space_size; }));
+  if (prior_known_ == 0)
+    return;
+  inputs_.strategy = stages::make_exhaustive_in_order(std::move(order), options_.budget);
+  prior_run_ = prior->run_id;
+  spdlog::info("measuring in run {}'s order: the {} configurations it measured first, fastest "
+               "first, so racing has a tight bound from the start (--no-prior-order: space order)",
+               prior_run_, prior_known_);
 }
 
 candidate_ptr autotune_session::next_candidate() {

@@ -65,6 +65,10 @@ public:
   std::string winner_key() const { return best_ ? best_->key : std::string(); }
   std::int64_t sum_compile_ns() const { return sum_compile_ns_; }
   std::int64_t sum_run_ns() const { return sum_run_ns_; }
+  /// The earlier run whose medians order this exhaustive sweep (apply_prior_order), and how many
+  /// of the space's configurations it measured; empty: space order.
+  const std::string& prior_run() const { return prior_run_; }
+  std::size_t prior_known() const { return prior_known_; }
 
   /// A candidate measured validly in this session, with what re-measures it (the final round).
   struct measured_candidate {
@@ -80,6 +84,9 @@ public:
 private:
   void create_run();
   void resume_run();
+  /// An exhaustive sweep measures what the last finished run of the same fingerprint measured
+  /// first, fastest first (stages/search/prior_order.hpp), unless --no-prior-order.
+  void apply_prior_order();
   /// Takes the run's exclusive lease (store/run_lease.hpp) for this session; throws config_error
   /// naming the process that holds it.
   void take_lease(const std::string& run_id);
@@ -102,6 +109,8 @@ private:
   std::unique_ptr<results_store> store_;
   std::unique_ptr<artifact_store> artifacts_;
   std::string run_id_;
+  std::string prior_run_;
+  std::size_t prior_known_ = 0;
   std::unordered_map<std::string, stored_candidate> completed_; ///< earlier sessions, by key
   std::unordered_set<std::string> seen_keys_;
   std::optional<stages::incumbent> best_;    // acceptance node only

@@ -246,6 +246,8 @@ autotune_result make_result(const autotune_options& options,
   result.cut_by_constraints = inputs.space.cut_by_constraints;
   result.strategy = options.strategy;
   result.model = inputs.strategy->summary();
+  result.prior_run = session.prior_run();
+  result.prior_known = session.prior_known();
   // The model names unmeasured configurations by their index in the space; the report adds their
   // parameters.
   if (result.model.is_object() && result.model.contains("unmeasured"))
@@ -403,7 +405,9 @@ decide_final_round(const autotune_options& options,
 autotune_result run_autotune(const autotune_options& options,
                              const std::function<void(const autotune_progress&)>& on_progress,
                              const std::atomic<bool>& stop) {
+  spdlog::debug("autotune: reading the inputs");
   auto inputs = validate_inputs(options);
+  spdlog::debug("autotune: inputs read");
   // GPU lanes start first: their processes' start-up (a CUDA context, some 0.3 s) then overlaps
   // opening the store, the broker and the local workers instead of delaying the first candidate.
   std::optional<lane_plan> early_lanes;
@@ -411,6 +415,7 @@ autotune_result run_autotune(const autotune_options& options,
     early_lanes = make_lanes(options, inputs, {});
   autotune_session session(options, inputs, on_progress, stop);
   session.open();
+  spdlog::debug("autotune: lanes made, store open");
   const auto started = clock_type::now();
   if (inputs.lane_kind == "recorded")
     return run_recorded(options, inputs, session, stop, started);
@@ -521,6 +526,7 @@ autotune_result run_autotune(const autotune_options& options,
     graph.run(options.max_in_flight.value_or(default_in_flight(options, inputs, lanes.size())),
               grace);
   }
+  spdlog::debug("autotune: sweep done");
   std::string winner_note;
   auto final_round = decide_final_round(options, inputs, session, lanes, stop, grace, winner_note);
 
@@ -530,8 +536,11 @@ autotune_result run_autotune(const autotune_options& options,
     activity.push_back(lane->activity());
   }
   compile_broker.stop();
+  spdlog::debug("autotune: broker stopped");
   pool.stop();
+  spdlog::debug("autotune: compile workers stopped");
   lanes.clear();
+  spdlog::debug("autotune: lanes and workers stopped");
   auto result = make_result(options, inputs, session, stop);
   result.broker = broker_stats;
   result.fallback_workers = fallback_count.load();

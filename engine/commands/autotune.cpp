@@ -4,6 +4,8 @@
 #include <iostream>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include "engine/commands/autotune_output.hpp"
 #include "engine/commands/command.hpp"
 
@@ -32,6 +34,7 @@ int run_autotune_verb(const autotune_options& options, bool json, bool quiet) {
   printer.finish();
   if (json) {
     std::cout << to_json(result).dump(2) << std::endl;
+    spdlog::debug("autotune: JSON written");
   } else if (quiet) {
     for (const auto& c : result.candidates) {
       if (c.key == result.winner_key) {
@@ -173,6 +176,11 @@ public:
                   "Kernel lane: sample every candidate to the noise target, even one already "
                   "shown slower than the best so far beyond the noise (default: such a candidate "
                   "stops after 6 samples, sampling \"raced\", its interval stored)");
+    cmd->add_flag("--no-prior-order", no_prior_order_,
+                  "Exhaustive sweep in space order (default: what the last finished run of the "
+                  "same space, sources and settings in --db measured goes first, fastest first, "
+                  "so racing has a tight bound from the start; every configuration is still "
+                  "measured)");
     cmd->add_option("--finalists", options_.finalists,
                     "Finalists re-measured interleaved at the end (0: no final round)");
     cmd->add_option("--final-rounds", options_.final_rounds, "Rounds of the final round");
@@ -193,6 +201,7 @@ public:
     setup_logging(quiet_ || json_);
     options_.static_screen = !no_static_screen_;
     options_.race = !no_race_;
+    options_.prior_order = !no_prior_order_;
     if (*budget_opt_) {
       options_.budget = budget_;
     }
@@ -244,6 +253,7 @@ private:
   bool quiet_ = false;
   bool no_static_screen_ = false;
   bool no_race_ = false;
+  bool no_prior_order_ = false;
   std::int64_t heartbeat_ms_ = 1000;
   std::size_t budget_ = 0;
   std::size_t workers_ = 0;

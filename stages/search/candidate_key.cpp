@@ -1,6 +1,9 @@
 #include "stages/search/candidate_key.hpp"
 
+#include <array>
+#include <bit>
 #include <cstdint>
+#include <cstring>
 
 namespace rpl::stages {
 
@@ -69,6 +72,45 @@ std::string content_hash(std::string_view bytes) {
   const auto length = static_cast<std::uint64_t>(bytes.size());
   const std::uint64_t first = splitmix64(fnv1a(bytes, fnv_offset_basis) ^ length);
   const std::uint64_t second = splitmix64(fnv1a(bytes, second_offset_basis) + splitmix64(length));
+  std::string hex;
+  hex.reserve(32);
+  append_hex(hex, first);
+  append_hex(hex, second);
+  return hex;
+}
+
+std::string wide_hash(std::string_view bytes) {
+  constexpr std::uint64_t k1 = 0x9e3779b185ebca87ULL;
+  constexpr std::uint64_t k2 = 0xc2b2ae3d27d4eb4fULL;
+  constexpr std::size_t width = 8;
+  std::array<std::uint64_t, width> lanes{};
+  for (std::size_t k = 0; k < width; ++k)
+    lanes[k] = splitmix64(second_offset_basis + k);
+  const auto round = [](std::uint64_t acc, std::uint64_t word) {
+    return std::rotl(acc + word * k2, 31) * k1;
+  };
+  const auto word_at = [&bytes](std::size_t offset) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, bytes.data() + offset,
+                sizeof word); // little-endian hosts only (x86-64, arm64)
+    return word;
+  };
+  const std::size_t words = bytes.size() / 8;
+  std::size_t w = 0;
+  for (; w + width <= words; w += width)
+    for (std::size_t k = 0; k < width; ++k)
+      lanes[k] = round(lanes[k], word_at(8 * (w + k)));
+  for (; w < words; ++w)
+    lanes[w % width] = round(lanes[w % width], word_at(8 * w));
+  const auto length = static_cast<std::uint64_t>(bytes.size());
+  const std::uint64_t tail = fnv1a(bytes.substr(8 * words), fnv_offset_basis);
+  std::uint64_t first = splitmix64(length);
+  std::uint64_t second = splitmix64(tail ^ length);
+  for (std::size_t k = 0; k < width; ++k) {
+    first = splitmix64(first ^ lanes[k]);
+    second = splitmix64(second + lanes[width - 1 - k]);
+  }
+  first = splitmix64(first ^ tail);
   std::string hex;
   hex.reserve(32);
   append_hex(hex, first);

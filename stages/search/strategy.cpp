@@ -36,22 +36,11 @@ private:
   std::size_t next_ = 0;
 };
 
-/// Distinct indices in a seeded random order.
-class random_strategy final : public strategy {
+/// The indices of a given order, one at a time: a seeded random order, or a prior run's.
+class ordered_strategy final : public strategy {
 public:
-  random_strategy(std::size_t space_size, std::size_t count, std::uint64_t seed) {
-    // std::mt19937_64's output sequence is fixed by the standard; a partial Fisher-Yates shuffle
-    // with bounded_draw turns it into the same permutation on every platform.
-    std::mt19937_64 rng(seed);
-    std::vector<std::size_t> pool(space_size);
-    std::iota(pool.begin(), pool.end(), std::size_t{0});
-    for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t j = i + static_cast<std::size_t>(bounded_draw(rng, space_size - i));
-      std::swap(pool[i], pool[j]);
-    }
-    pool.resize(count);
-    order_ = std::move(pool);
-  }
+  ordered_strategy(std::vector<std::size_t> order, std::string name)
+      : order_(std::move(order)), name_(std::move(name)) {}
 
   std::optional<std::size_t> next() override {
     if (next_ >= order_.size()) {
@@ -61,12 +50,29 @@ public:
   }
   void observe(const observation&) override {}
   std::size_t planned() const override { return order_.size(); }
-  std::string_view name() const override { return "random"; }
+  std::string_view name() const override { return name_; }
 
 private:
   std::vector<std::size_t> order_;
+  std::string name_;
   std::size_t next_ = 0;
 };
+
+/// `count` distinct indices of [0, space_size) in a seeded random order: a partial Fisher-Yates
+/// shuffle of std::mt19937_64's output (fixed by the standard) through bounded_draw, so the same
+/// permutation on every platform.
+std::vector<std::size_t>
+random_order(std::size_t space_size, std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::size_t> pool(space_size);
+  std::iota(pool.begin(), pool.end(), std::size_t{0});
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t j = i + static_cast<std::size_t>(bounded_draw(rng, space_size - i));
+    std::swap(pool[i], pool[j]);
+  }
+  pool.resize(count);
+  return pool;
+}
 
 } // namespace
 
@@ -83,7 +89,7 @@ std::unique_ptr<strategy> make_strategy(std::string_view name,
     return std::make_unique<exhaustive_strategy>(count);
   }
   if (name == "random") {
-    return std::make_unique<random_strategy>(space_size, count, seed);
+    return std::make_unique<ordered_strategy>(random_order(space_size, count, seed), "random");
   }
   if (name == "model")
     throw std::invalid_argument("the model strategy needs the space's configurations; fix: call "
@@ -91,6 +97,13 @@ std::unique_ptr<strategy> make_strategy(std::string_view name,
   throw std::invalid_argument("unknown strategy '" + std::string(name) +
                               "'; known: exhaustive, random, model; fix: pass one of the known "
                               "names");
+}
+
+std::unique_ptr<strategy> make_exhaustive_in_order(std::vector<std::size_t> order,
+                                                   std::optional<std::size_t> budget) {
+  if (budget && *budget < order.size())
+    order.resize(*budget);
+  return std::make_unique<ordered_strategy>(std::move(order), "exhaustive");
 }
 
 std::unique_ptr<strategy> make_strategy(std::string_view name,

@@ -68,6 +68,11 @@ std::unique_ptr<strategy> make_strategy(std::string_view name,
                                         std::optional<std::size_t> budget,
                                         std::uint64_t seed);
 
+/// "exhaustive" over the indices in `order` (a permutation of the space, e.g. prior_first_order()),
+/// the first min(budget, size) of them.
+std::unique_ptr<strategy> make_exhaustive_in_order(std::vector<std::size_t> order,
+                                                   std::optional<std::size_t> budget);
+
 struct model_options;
 
 /// The same, and "model" (model_strategy.hpp, with `model` as its settings; null: the defaults),

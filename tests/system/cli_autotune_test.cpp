@@ -65,7 +65,7 @@ TEST(cli, autotune_json_matches_its_schema_and_names_the_winner) {
   ASSERT_NE(start, std::string::npos) << out.output;
   const auto doc = nlohmann::json::parse(out.output.substr(start));
   EXPECT_EQ(schema_errors(doc), std::vector<std::string>{});
-  EXPECT_EQ(doc["schema_version"], "1.5");
+  EXPECT_EQ(doc["schema_version"], "1.6");
   EXPECT_EQ(doc["status"], "finished");
   ASSERT_TRUE(doc["winner"].is_object());
   EXPECT_EQ(doc["winner"]["params"]["MODE"], 0);
@@ -95,6 +95,42 @@ TEST(cli, autotune_json_matches_its_schema_and_names_the_winner) {
   auto broken = doc;
   broken["counts"]["failed"] = "four";
   EXPECT_FALSE(schema_errors(broken).empty());
+}
+
+TEST(cli, a_re_tune_measures_the_earlier_runs_fastest_first) {
+  // Space order puts the 20 ms configuration first; the second run in the same database starts
+  // from the first run's fastest (1 ms), and says which run ordered it.
+  temp_dir dir;
+  rpl::testing::write_file(dir / "space.json",
+                           R"({"params": {"MODE": [0], "SLEEP_US": [20000, 4000, 1000]}})");
+  auto args = autotune_args(dir / "space.json", dir / "p.db");
+  for (const char* extra : {"--json", "--finalists", "0"})
+    args.emplace_back(extra);
+  auto run = [&](const std::vector<std::string>& a) {
+    const auto out = run_rocm_perf(a);
+    EXPECT_EQ(out.exit_code, 0) << out.output;
+    const auto start = out.output.find("{\n");
+    return start == std::string::npos ? nlohmann::json()
+                                      : nlohmann::json::parse(out.output.substr(start));
+  };
+  const auto first = run(args);
+  ASSERT_TRUE(first.is_object());
+  EXPECT_TRUE(first["order"]["prior_run"].is_null()) << "nothing earlier: space order";
+  EXPECT_EQ(first["candidates"][0]["params"]["SLEEP_US"], 20000);
+  const auto second = run(args);
+  ASSERT_TRUE(second.is_object());
+  EXPECT_EQ(schema_errors(second), std::vector<std::string>{});
+  EXPECT_EQ(second["order"]["prior_run"], first["run_id"]);
+  EXPECT_EQ(second["order"]["prior_known"], 3);
+  ASSERT_EQ(second["candidates"].size(), 3u);
+  EXPECT_EQ(second["candidates"][0]["params"]["SLEEP_US"], 1000) << second["candidates"].dump();
+  EXPECT_EQ(second["candidates"][1]["params"]["SLEEP_US"], 4000);
+
+  args.emplace_back("--no-prior-order");
+  const auto third = run(args);
+  ASSERT_TRUE(third.is_object());
+  EXPECT_TRUE(third["order"]["prior_run"].is_null());
+  EXPECT_EQ(third["candidates"][0]["params"]["SLEEP_US"], 20000);
 }
 
 TEST(cli, the_model_strategy_spends_its_whole_budget_through_the_graph) {

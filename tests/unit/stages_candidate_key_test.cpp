@@ -50,6 +50,37 @@ TEST(stages_candidate_key, content_hash_separates_many_similar_inputs) {
   EXPECT_NE(content_hash(std::string(1, '\0')), content_hash(std::string(2, '\0')));
 }
 
+TEST(stages_candidate_key, wide_hash_tells_apart_every_single_bit_flip_and_length) {
+  // Big enough for the eight-wide loop, the leftover words and the tail bytes (8 x 8 x 3 + 3).
+  std::string bytes(8 * 8 * 3 + 8 * 5 + 3, '\0');
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<char>(i * 37 + 11);
+  const std::string base = wide_hash(bytes);
+  EXPECT_EQ(base.size(), 32u);
+  EXPECT_TRUE(is_lower_hex(base)) << base;
+  EXPECT_NE(base.substr(0, 16), base.substr(16));
+  std::set<std::string> hashes{base};
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string flipped = bytes;
+      flipped[i] = static_cast<char>(flipped[i] ^ (1 << bit));
+      hashes.insert(wide_hash(flipped));
+    }
+  EXPECT_EQ(hashes.size(), 1 + 8 * bytes.size()) << "one flipped bit anywhere changes the hash";
+  // Two flips of the same bit in two words of one accumulator (a plain xor-multiply would cancel
+  // them: the top bit never reaches the lower ones).
+  std::string twice = bytes;
+  twice[7] = static_cast<char>(twice[7] ^ 0x80);
+  twice[7 + 64] = static_cast<char>(twice[7 + 64] ^ 0x80);
+  EXPECT_NE(wide_hash(twice), base);
+  for (std::size_t n = 0; n < 40; ++n)
+    hashes.insert(wide_hash(std::string(n, '\0')));
+  EXPECT_EQ(hashes.size(), 1 + 8 * bytes.size() + 40) << "zeros of every length differ";
+  // Toolchain ids are stored (compile cache keys, pinned toolchains): a change here changes them.
+  EXPECT_EQ(wide_hash("rocm-perf-lab"), "70b02b9d0b80e0a2c6dee1cda97b582d");
+  EXPECT_EQ(wide_hash(""), wide_hash(std::string_view()));
+}
+
 TEST(stages_candidate_key, same_inputs_give_the_same_key) {
   EXPECT_EQ(candidate_key(sample_inputs()), candidate_key(sample_inputs()));
   EXPECT_EQ(candidate_key(sample_inputs()).size(), 32u);

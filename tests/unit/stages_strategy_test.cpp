@@ -1,3 +1,5 @@
+#include <limits>
+#include <map>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -6,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "stages/search/prior_order.hpp"
 #include "stages/search/strategy.hpp"
 
 namespace rpl::stages {
@@ -35,6 +38,25 @@ TEST(stages_strategy, exhaustive_stops_at_the_budget) {
   const auto s = make_strategy("exhaustive", 5, 3, 0);
   EXPECT_EQ(s->planned(), 3u);
   EXPECT_EQ(drain(*s), (std::vector<std::size_t>{0, 1, 2}));
+}
+
+TEST(stages_strategy, a_prior_runs_fastest_come_first_then_the_rest_in_space_order) {
+  // Indices 4 and 1 measured (1 faster), 7 past the space and 2 not a time: ignored.
+  const std::map<std::size_t, double> prior = {{4, 2.0e6},
+                                               {1, 0.7e6},
+                                               {7, 0.1e6},
+                                               {2, std::numeric_limits<double>::quiet_NaN()},
+                                               {3, 2.0e6}};
+  EXPECT_EQ(prior_first_order(6, prior), (std::vector<std::size_t>{1, 3, 4, 0, 2, 5}))
+      << "ties by index";
+  EXPECT_EQ(prior_first_order(3, {}), (std::vector<std::size_t>{0, 1, 2}));
+  const auto s = make_exhaustive_in_order(prior_first_order(6, prior), std::nullopt);
+  EXPECT_EQ(s->name(), "exhaustive");
+  EXPECT_EQ(s->planned(), 6u);
+  EXPECT_EQ(drain(*s), (std::vector<std::size_t>{1, 3, 4, 0, 2, 5}));
+  EXPECT_EQ(drain(*make_exhaustive_in_order(prior_first_order(6, prior), 2)),
+            (std::vector<std::size_t>{1, 3}))
+      << "a budget keeps the first of the order";
 }
 
 TEST(stages_strategy, budget_larger_than_the_space_is_capped) {

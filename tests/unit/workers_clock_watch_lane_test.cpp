@@ -1,10 +1,16 @@
-// workers::clock_watch_lane over a scripted clock probe and the fake lane: what it records around
-// a measurement, how violation counters become per-measurement time, and that a probe that cannot
-// read leaves the result without evidence rather than failing it.
+// workers::clock_watch_lane over a scripted clock probe and the fake lane: the readings come from
+// the poller's thread (never the lane's), violation counters become per-measurement time, a
+// slowing reason seen only between the end readings still flags the measurement, back-to-back
+// measurements share a reading, an idle poller stops reading, and a probe that cannot read leaves
+// the result without evidence rather than failing it or hanging it.
 
-#include <deque>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -16,17 +22,54 @@
 namespace rpl::workers {
 namespace {
 
-/// Answers reads from a queue; records which GPU was asked for.
+using std::chrono::milliseconds;
+
+/// Reading n (from 1) says sm_mhz = 1000 + n. While armed, each reading shows the sw_power_cap
+/// reason and, when `count_violation` is set, adds 1 ms to the power violation counter.
 class scripted_probe final : public gpu_clock_probe {
 public:
-  std::deque<std::optional<gpu_clock_reading>> readings;
-  std::vector<std::string> asked;
+  std::atomic<bool> fail{false};
+  std::atomic<int> armed{0}; ///< this many coming readings are "throttled"
+  bool count_violation = true;
+
   std::optional<gpu_clock_reading> read(const std::string& uuid) override {
-    asked.push_back(uuid);
-    auto next = readings.front();
-    readings.pop_front();
-    return next;
+    std::lock_guard lock(mutex_);
+    threads_.insert(std::this_thread::get_id());
+    asked_ = uuid;
+    ++reads_;
+    if (fail)
+      return std::nullopt;
+    gpu_clock_reading r;
+    r.sm_mhz = 1000 + static_cast<std::uint32_t>(reads_);
+    r.thermal_violation_ns = 70;
+    if (armed > 0) {
+      --armed;
+      r.reasons = 0x4;
+      if (count_violation)
+        violation_ += 1'000'000;
+    }
+    r.power_violation_ns = violation_;
+    return r;
   }
+  int reads() {
+    std::lock_guard lock(mutex_);
+    return reads_;
+  }
+  bool read_on(std::thread::id thread) {
+    std::lock_guard lock(mutex_);
+    return threads_.contains(thread);
+  }
+  std::string asked() {
+    std::lock_guard lock(mutex_);
+    return asked_;
+  }
+
+private:
+  std::mutex mutex_;
+  int reads_ = 0;
+  std::int64_t violation_ = 5'000'000;
+  std::set<std::thread::id> threads_;
+  std::string asked_;
 };
 
 messages::measure_request request_for(const std::string& key) {
@@ -36,50 +79,86 @@ messages::measure_request request_for(const std::string& key) {
   return r;
 }
 
-TEST(workers_clock_watch_lane, records_clocks_before_and_after_and_the_violation_in_between) {
-  auto probe = std::make_shared<scripted_probe>();
-  probe->readings = {gpu_clock_reading{345, 0x1, 1000, 70}, gpu_clock_reading{1980, 0x0, 1000, 70}};
+clock_poller::timing fast_polling() {
+  clock_poller::timing t;
+  t.period = std::chrono::microseconds(500);
+  t.idle_after = milliseconds(5000);
+  t.wait_limit = milliseconds(5000);
+  return t;
+}
+
+/// A fake lane answering every key with three samples, after `script` ran (inside measure()).
+std::unique_ptr<rpl::testing::fake_lane> lane_running(std::function<void()> script = {}) {
   auto fake = std::make_unique<rpl::testing::fake_lane>("gpu0");
-  fake->succeed("a", {100, 101, 102});
-  clock_watch_lane lane(std::move(fake), probe, "GPU-1234");
+  fake->otherwise([script](const messages::measure_request&) {
+    if (script)
+      script();
+    messages::measure_result result;
+    result.status = messages::measure_status::ok;
+    result.samples_ns = {100, 101, 102};
+    return result;
+  });
+  return fake;
+}
+
+TEST(workers_clock_watch_lane, records_clocks_around_a_measurement_read_on_the_pollers_thread) {
+  auto probe = std::make_shared<scripted_probe>();
+  clock_watch_lane lane(lane_running([] { std::this_thread::sleep_for(milliseconds(30)); }), probe,
+                        "GPU-1234", milliseconds(20), fast_polling());
   const auto result = lane.measure(request_for("a"));
   EXPECT_EQ(result.status, messages::measure_status::ok);
   EXPECT_EQ(result.samples_ns.size(), 3u) << "the inner lane's result is kept";
-  EXPECT_EQ(probe->asked, (std::vector<std::string>{"GPU-1234", "GPU-1234"}));
+  EXPECT_EQ(probe->asked(), "GPU-1234");
   EXPECT_TRUE(result.clocks.read);
-  EXPECT_EQ(result.clocks.sm_mhz_before, 345u);
-  EXPECT_EQ(result.clocks.sm_mhz_after, 1980u);
-  EXPECT_EQ(result.clocks.reasons_before, 0x1u);
+  EXPECT_GT(result.clocks.sm_mhz_after, result.clocks.sm_mhz_before)
+      << "the poller read on during the 30 ms measurement";
   EXPECT_EQ(result.clocks.power_violation_ns, 0)
       << "cumulative counters: the growth is what counts";
   EXPECT_EQ(result.clocks.thermal_violation_ns, 0);
-  EXPECT_FALSE(result.clocks.throttled) << "idle before the run is not throttling";
+  EXPECT_FALSE(result.clocks.throttled);
+  EXPECT_FALSE(probe->read_on(std::this_thread::get_id()))
+      << "the lane's thread never waits for NVML";
   EXPECT_EQ(lane.name(), "gpu0");
 }
 
-TEST(workers_clock_watch_lane, flags_a_measurement_during_which_the_power_limit_held_the_clock) {
+TEST(workers_clock_watch_lane, violation_time_during_the_measurement_flags_it) {
   auto probe = std::make_shared<scripted_probe>();
-  probe->readings = {gpu_clock_reading{1980, 0x0, 5'000'000, -1},
-                     gpu_clock_reading{1600, 0x0, 9'000'000, -1}};
-  auto fake = std::make_unique<rpl::testing::fake_lane>("gpu0");
-  fake->succeed("a", {100, 101, 102});
-  clock_watch_lane lane(std::move(fake), probe, "GPU-1", std::chrono::milliseconds(0));
+  clock_watch_lane lane(lane_running([&probe] {
+                          probe->armed = 3;
+                          std::this_thread::sleep_for(milliseconds(40));
+                        }),
+                        probe, "GPU-1", milliseconds(20), fast_polling());
   const auto result = lane.measure(request_for("a"));
-  EXPECT_EQ(result.clocks.power_violation_ns, 4'000'000);
-  EXPECT_EQ(result.clocks.thermal_violation_ns, -1) << "unsupported stays unknown";
+  EXPECT_EQ(result.clocks.power_violation_ns, 3'000'000);
+  EXPECT_EQ(result.clocks.thermal_violation_ns, 0);
   EXPECT_TRUE(result.clocks.throttled);
+}
 
-  probe->readings = {gpu_clock_reading{1980, 0x0, 0, 0}, gpu_clock_reading{1700, 0x4, 0, 0}};
-  EXPECT_TRUE(lane.measure(request_for("a")).clocks.throttled) << "sw_power_cap after the run";
+TEST(workers_clock_watch_lane, a_slowing_reason_seen_only_between_the_end_readings_flags_it) {
+  auto probe = std::make_shared<scripted_probe>();
+  probe->count_violation = false;
+  clock_watch_lane lane(lane_running([&probe] {
+                          probe->armed = 1;
+                          std::this_thread::sleep_for(milliseconds(40));
+                        }),
+                        probe, "GPU-1", milliseconds(20), fast_polling());
+  const auto result = lane.measure(request_for("a"));
+  EXPECT_EQ(result.clocks.reasons_before, 0u);
+  EXPECT_EQ(result.clocks.reasons_after, 0u) << "the throttled reading was neither end";
+  EXPECT_EQ(result.clocks.power_violation_ns, 0);
+  EXPECT_TRUE(result.clocks.throttled);
 }
 
 TEST(workers_clock_watch_lane, a_probe_that_cannot_read_leaves_no_evidence_and_no_failure) {
   auto probe = std::make_shared<scripted_probe>();
-  probe->readings = {gpu_clock_reading{1980, 0, 0, 0}, std::nullopt};
-  auto fake = std::make_unique<rpl::testing::fake_lane>("gpu0");
-  fake->succeed("a", {100});
-  clock_watch_lane lane(std::move(fake), probe, "GPU-1");
+  probe->fail = true;
+  clock_poller::timing t = fast_polling();
+  t.wait_limit = milliseconds(200);
+  clock_watch_lane lane(lane_running(), probe, "GPU-1", milliseconds(20), t);
+  const auto started = std::chrono::steady_clock::now();
   const auto result = lane.measure(request_for("a"));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(4))
+      << "a failing probe costs at most the wait limit";
   EXPECT_EQ(result.status, messages::measure_status::ok);
   EXPECT_FALSE(result.clocks.read);
   EXPECT_FALSE(result.clocks.throttled);
@@ -87,38 +166,30 @@ TEST(workers_clock_watch_lane, a_probe_that_cannot_read_leaves_no_evidence_and_n
 
 TEST(workers_clock_watch_lane, back_to_back_measurements_share_the_reading_between_them) {
   auto probe = std::make_shared<scripted_probe>();
-  probe->readings = {gpu_clock_reading{1980, 0x0, 1000, 0}, gpu_clock_reading{1980, 0x0, 1000, 0},
-                     gpu_clock_reading{1700, 0x0, 3000, 0}, gpu_clock_reading{1980, 0x0, 3000, 0},
-                     gpu_clock_reading{1980, 0x0, 3000, 0}};
-  auto fake = std::make_unique<rpl::testing::fake_lane>("gpu0");
-  fake->succeed("a", {100});
-  fake->succeed("b", {100});
-  fake->succeed("c", {100});
-  clock_watch_lane lane(std::move(fake), probe, "GPU-1", std::chrono::hours(1));
-  EXPECT_FALSE(lane.measure(request_for("a")).clocks.throttled);
-  EXPECT_EQ(probe->asked.size(), 2u) << "the first measurement reads before and after";
+  clock_watch_lane lane(lane_running([] { std::this_thread::sleep_for(milliseconds(10)); }), probe,
+                        "GPU-1", std::chrono::hours(1), fast_polling());
+  const auto a = lane.measure(request_for("a"));
   const auto b = lane.measure(request_for("b"));
-  EXPECT_EQ(probe->asked.size(), 3u) << "the next one starts from the previous one's after";
-  EXPECT_EQ(b.clocks.sm_mhz_before, 1980u);
-  EXPECT_EQ(b.clocks.power_violation_ns, 2000);
-  EXPECT_TRUE(b.clocks.throttled);
-  const auto c = lane.measure(request_for("c"));
-  EXPECT_EQ(c.clocks.sm_mhz_before, 1700u) << "b's after";
-  EXPECT_EQ(c.clocks.power_violation_ns, 0);
-  EXPECT_FALSE(c.clocks.throttled);
+  ASSERT_TRUE(a.clocks.read && b.clocks.read);
+  EXPECT_EQ(b.clocks.sm_mhz_before, a.clocks.sm_mhz_after)
+      << "b starts from a's after: the counters' growth is split with neither gap nor overlap";
+}
 
-  // After a pause longer than the window, a fresh reading is taken before.
-  auto probe2 = std::make_shared<scripted_probe>();
-  probe2->readings = {gpu_clock_reading{1980, 0, 0, 0}, gpu_clock_reading{1980, 0, 0, 0},
-                      gpu_clock_reading{1980, 0, 0, 0}, gpu_clock_reading{1980, 0, 0, 0}};
-  auto fake2 = std::make_unique<rpl::testing::fake_lane>("gpu0");
-  fake2->succeed("a", {100});
-  fake2->succeed("b", {100});
-  clock_watch_lane apart(std::move(fake2), probe2, "GPU-1", std::chrono::milliseconds(0));
-  apart.measure(request_for("a"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  apart.measure(request_for("b"));
-  EXPECT_EQ(probe2->asked.size(), 4u);
+TEST(workers_clock_watch_lane, an_idle_poller_sleeps_and_reads_afresh_before_the_next_measurement) {
+  auto probe = std::make_shared<scripted_probe>();
+  clock_poller::timing t = fast_polling();
+  t.idle_after = milliseconds(20);
+  clock_watch_lane lane(lane_running(), probe, "GPU-1", milliseconds(0), t);
+  const auto a = lane.measure(request_for("a"));
+  ASSERT_TRUE(a.clocks.read);
+  std::this_thread::sleep_for(milliseconds(300));
+  const int asleep = probe->reads();
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_EQ(probe->reads(), asleep) << "no reading while nobody measures";
+  const auto b = lane.measure(request_for("b"));
+  ASSERT_TRUE(b.clocks.read);
+  EXPECT_GT(b.clocks.sm_mhz_before, static_cast<std::uint32_t>(1000 + asleep))
+      << "the reading before b was taken after the pause, not the stale one";
 }
 
 } // namespace

@@ -71,7 +71,7 @@ std::optional<messages::toolchain> identify_toolchain(const std::string& name,
   messages::toolchain t;
   t.name = fs::path(name).filename().string();
   t.path = (error ? *found : resolved).string();
-  t.hash = stages::content_hash(bytes);
+  t.hash = stages::wide_hash(bytes);
   // Run as found (not as resolved): drivers such as g++ or clang read their own argv[0].
   child_options options;
   options.argv = {found->string(), "--version"};

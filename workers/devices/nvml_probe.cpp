@@ -65,14 +65,18 @@ public:
   }
 
   std::optional<gpu_clock_reading> read(const std::string& uuid) override {
-    std::lock_guard lock(mutex_);
     nvml_device device = nullptr;
-    if (const auto found = devices_.find(uuid); found != devices_.end()) {
-      device = found->second;
-    } else if (by_uuid_(uuid.c_str(), &device) == nvml_success) {
-      devices_.emplace(uuid, device);
-    } else {
-      return std::nullopt;
+    {
+      // Only the handle map is shared: NVML's calls are thread-safe, and one GPU's poller must
+      // not wait for another's 1.5 ms reading.
+      std::lock_guard lock(mutex_);
+      if (const auto found = devices_.find(uuid); found != devices_.end()) {
+        device = found->second;
+      } else if (by_uuid_(uuid.c_str(), &device) == nvml_success) {
+        devices_.emplace(uuid, device);
+      } else {
+        return std::nullopt;
+      }
     }
     gpu_clock_reading reading;
     unsigned int mhz = 0;

@@ -77,8 +77,14 @@ kernel_lane::kernel_lane(kernel_lane_options options) : options_(std::move(optio
 }
 
 kernel_lane::~kernel_lane() {
-  if (process_.running())
-    process_.stop(std::chrono::milliseconds(2000));
+  if (process_.running()) {
+    const auto stopping = std::chrono::steady_clock::now();
+    const std::string ended = process_.stop(std::chrono::milliseconds(2000));
+    spdlog::debug(
+        "{}: the lane process {} after {:.1f} ms", options_.name, ended,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stopping)
+            .count());
+  }
 }
 
 messages::measure_result kernel_lane::measure(const messages::measure_request& request) {
