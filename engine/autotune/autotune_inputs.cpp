@@ -119,7 +119,9 @@ void read_sources(const autotune_options& options, autotune_inputs& in) {
 
 /// Every configuration's compiler must be allow-listed (the first word may itself be a
 /// placeholder, {CXX}); each distinct compiler is identified once.
-void identify_compilers(const autotune_options& options, autotune_inputs& in) {
+/// The build template's compilers: allow-listed (config_error otherwise), and the files their
+/// arguments name; whether any is nvcc.
+bool check_compilers(const autotune_options& options, autotune_inputs& in) {
   const auto allowed = options.allowed_compilers.empty()
                            ? workers::compile_worker_options{}.allowed_compilers
                            : options.allowed_compilers;
@@ -143,14 +145,9 @@ void identify_compilers(const autotune_options& options, autotune_inputs& in) {
     uses_nvcc = uses_nvcc || workers::compiler_rules_for(argv).name() == "nvcc";
     for (auto& path : workers::named_read_paths(argv))
       in.template_read_paths.insert(std::move(path));
-    if (in.toolchains.count(argv[0]) == 0) {
-      identify(argv[0], options, in);
-    }
+    in.toolchains.emplace(argv[0], std::string());
   }
-  // Only a GPU toolchain needs the local GPU's architecture (and so a GPU query at all).
-  if (uses_nvcc) {
-    in.nvidia_arch = workers::local_nvidia_arch();
-  }
+  return uses_nvcc;
 }
 
 /// --listen's authentication: CURVE keys, or --insecure for TCP beyond loopback.
@@ -474,7 +471,7 @@ autotune_inputs validate_recorded(const autotune_options& options) {
 
 } // namespace
 
-autotune_inputs validate_inputs(const autotune_options& options) {
+autotune_inputs validate_inputs(const autotune_options& options, bool identify) {
   if (!options.recorded.empty())
     return validate_recorded(options);
   for (const auto& [value, flag] : {std::pair{options.space_file.string(), "--space"},
@@ -507,8 +504,9 @@ autotune_inputs validate_inputs(const autotune_options& options) {
   parse_templates(options, in);
   read_sources(options, in);
   spdlog::debug("autotune: space, templates and sources read");
-  identify_compilers(options, in);
-  spdlog::debug("autotune: compilers identified");
+  in.uses_nvcc = check_compilers(options, in);
+  if (identify)
+    identify_toolchains(options, in);
   in.strategy = make_search_strategy(options, in.space);
   choose_lanes(options, in);
   spdlog::debug("autotune: lanes chosen");
@@ -516,6 +514,16 @@ autotune_inputs validate_inputs(const autotune_options& options) {
   check_listen_security(options, in);
   in.fingerprint = fingerprint(options, in);
   return in;
+}
+
+void identify_toolchains(const autotune_options& options, autotune_inputs& in) {
+  for (auto& [compiler, id] : in.toolchains)
+    if (id.empty())
+      identify(compiler, options, in);
+  // Only a GPU toolchain needs the local GPU's architecture (and so a GPU query at all).
+  if (in.uses_nvcc)
+    in.nvidia_arch = workers::local_nvidia_arch();
+  spdlog::debug("autotune: compilers identified");
 }
 
 std::size_t default_compile_workers(std::size_t lanes) {

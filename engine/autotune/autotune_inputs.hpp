@@ -44,6 +44,7 @@ struct autotune_inputs {
   /// This host's GPU ("sm_90"), for nvcc builds that name no architecture; empty when no build
   /// uses nvcc (then no GPU tool is asked) or there is no NVIDIA GPU.
   std::string nvidia_arch;
+  bool uses_nvcc = false; ///< the build template runs nvcc (identify_toolchains reads the arch)
   std::unique_ptr<stages::strategy> strategy;
   std::size_t workers = 1;
   std::string fingerprint;
@@ -65,7 +66,14 @@ struct autotune_inputs {
 /// least 1. Also what --local-fallback starts.
 std::size_t default_compile_workers(std::size_t lanes);
 
-/// Reads and checks every input of `options`. Throws config_error.
-autotune_inputs validate_inputs(const autotune_options& options);
+/// Reads and checks every input of `options`. Throws config_error. With `identify` false, the
+/// build template's compilers are checked but not yet identified (toolchains maps each to "", no
+/// GPU architecture): identify_toolchains() then does it, e.g. while the GPU lanes start.
+autotune_inputs validate_inputs(const autotune_options& options, bool identify = true);
+
+/// Identifies each compiler of inputs.toolchains not identified yet (its binary's hash and
+/// `--version`, or a pinned identity) and reads the local NVIDIA GPU's architecture when the build
+/// uses nvcc: some 0.1 s, most of it nvcc's `--version`.
+void identify_toolchains(const autotune_options& options, autotune_inputs& in);
 
 } // namespace rpl::engine

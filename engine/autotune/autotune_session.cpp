@@ -315,6 +315,7 @@ candidate_ptr autotune_session::make_candidate(std::size_t index) {
   c->compile_request = make_compile_request(*c);
   c->measure_request = make_measure_request(*c);
   c->submitted_at = clock_type::now();
+  c->sequence = ++proposed_;
   return c;
 }
 

@@ -113,6 +113,7 @@ private:
   std::size_t prior_known_ = 0;
   std::unordered_map<std::string, stored_candidate> completed_; ///< earlier sessions, by key
   std::unordered_set<std::string> seen_keys_;
+  std::uint64_t proposed_ = 0;               ///< candidates made so far (the planner's thread only)
   std::optional<stages::incumbent> best_;    // acceptance node only
   std::optional<stored_candidate> best_row_; // store node only
   autotune_counts counts_;                   // store node only

@@ -406,13 +406,15 @@ autotune_result run_autotune(const autotune_options& options,
                              const std::function<void(const autotune_progress&)>& on_progress,
                              const std::atomic<bool>& stop) {
   spdlog::debug("autotune: reading the inputs");
-  auto inputs = validate_inputs(options);
+  auto inputs = validate_inputs(options, false);
   spdlog::debug("autotune: inputs read");
-  // GPU lanes start first: their processes' start-up (a CUDA context, some 0.3 s) then overlaps
-  // opening the store, the broker and the local workers instead of delaying the first candidate.
+  // GPU lanes start first: their processes' start-up (a CUDA context, some 0.3 s on an H100) then
+  // overlaps identifying the compilers (0.1 s, most of it nvcc --version) and opening the store,
+  // the broker and the local workers instead of delaying the first candidate.
   std::optional<lane_plan> early_lanes;
   if (inputs.lane_kind != "recorded" && inputs.lane_kind != "timing")
     early_lanes = make_lanes(options, inputs, {});
+  identify_toolchains(options, inputs);
   autotune_session session(options, inputs, on_progress, stop);
   session.open();
   spdlog::debug("autotune: lanes made, store open");

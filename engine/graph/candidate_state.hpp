@@ -5,6 +5,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +33,10 @@ struct candidate_state : candidate_record {
   /// screened this candidate.
   std::optional<std::array<double, 4>> static_features;
   std::chrono::steady_clock::time_point submitted_at;
+  /// 1, 2, 3, ... in the order the strategy proposed the candidates (0: not proposed, e.g. a
+  /// final-round measurement). A lane measures what it holds in this order, whatever order the
+  /// builds finished in, so an order the strategy chose (stages/search/prior_order.hpp) holds.
+  std::uint64_t sequence = 0;
 };
 
 using candidate_ptr = std::shared_ptr<candidate_state>;

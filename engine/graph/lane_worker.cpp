@@ -1,5 +1,7 @@
 #include "engine/graph/lane_worker.hpp"
 
+#include <algorithm>
+
 #include <pthread.h>
 #include <sched.h>
 #include <spdlog/spdlog.h>
@@ -149,8 +151,13 @@ void lane_worker::loop(const std::shared_ptr<state>& s) {
         lock.unlock();
         return;
       }
-      next = std::move(s->queue.front());
-      s->queue.pop_front();
+      // The earliest proposed first (candidate_state::sequence), whatever order they came in.
+      const auto earliest =
+          std::min_element(s->queue.begin(), s->queue.end(), [](const item& a, const item& b) {
+            return a.candidate->sequence < b.candidate->sequence;
+          });
+      next = std::move(*earliest);
+      s->queue.erase(earliest);
       s->running = true;
     }
     const auto started = clock::now();

@@ -47,6 +47,7 @@ public:
   lane_worker& operator=(const lane_worker&) = delete;
 
   /// Queues a measurement; `done` runs on the lane thread once the result is in the candidate.
+  /// The lane takes what it holds by candidate_state::sequence, the earliest proposed first.
   void push(candidate_ptr candidate, messages::measure_request request, done_fn done);
   /// Measures on the lane thread and waits for the result (after the graph: the final round).
   /// After abandon(), returns at once with status not_run.

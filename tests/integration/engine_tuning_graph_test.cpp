@@ -420,6 +420,49 @@ TEST(engine_lane_worker, abandon_releases_a_caller_waiting_for_a_measurement) {
   std::this_thread::sleep_for(std::chrono::milliseconds(100)); // the thread's own exit
 }
 
+TEST(engine_lane_worker, measures_what_it_holds_in_the_order_proposed) {
+  // The first measurement holds the lane while four more arrive out of order: they are measured
+  // by sequence (the strategy's order), not by arrival (the order their builds finished in).
+  auto lane = std::make_unique<rpl::testing::fake_lane>("fake0");
+  std::mutex mutex;
+  std::vector<std::string> measured;
+  lane->otherwise([&](const messages::measure_request& r) {
+    {
+      std::lock_guard lock(mutex);
+      measured.push_back(r.candidate_key);
+    }
+    if (r.candidate_key == "first")
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    messages::measure_result result;
+    result.status = messages::measure_status::ok;
+    result.samples_ns = {1000};
+    return result;
+  });
+  lane_worker worker(std::move(lane), -1);
+  std::atomic<int> done{0};
+  auto push = [&](const std::string& key, std::uint64_t sequence) {
+    auto c = std::make_shared<candidate_state>();
+    c->sequence = sequence;
+    messages::measure_request request;
+    request.candidate_key = key;
+    worker.push(c, request, [&done](const candidate_ptr&) { ++done; });
+  };
+  push("first", 9);
+  ASSERT_TRUE(rpl::testing::wait_until(
+      [&] {
+        std::lock_guard lock(mutex);
+        return !measured.empty();
+      },
+      std::chrono::seconds(5)));
+  push("s4", 4);
+  push("s2", 2);
+  push("s5", 5);
+  push("s3", 3);
+  ASSERT_TRUE(rpl::testing::wait_until([&] { return done == 5; }, std::chrono::seconds(10)));
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(measured, (std::vector<std::string>{"first", "s2", "s3", "s4", "s5"}));
+}
+
 /// Records what the strategy is told: the observations of live and resumed results.
 class recording_strategy final : public stages::strategy {
 public:
