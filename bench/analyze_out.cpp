@@ -251,10 +251,22 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"amd", "ours"}));
   app.add_option("--dispatches", dispatches, "Dispatches over both files");
   app.add_option("--repeat", repeats, "Runs of each command")->check(CLI::PositiveNumber);
-  app.add_option("--dir", dir_option,
-                 "Folder for the two files, kept; files it already holds for the same --input and "
-                 "--dispatches are reused (writing the AMD-schema pair takes a minute or two)");
+  app.add_option(
+      "--dir", dir_option,
+      "Folder for the two files, kept; files it already holds for the same --input, shape and "
+      "--dispatches are reused (writing the AMD-schema pair takes a minute or two)");
   app.add_flag("--keep", keep, "Keep the files and the outputs (their folder is printed)");
+  // The shape of --input amd's trace (bench/rocpd_amd/rocprofv3_trace.hpp), to try the analysis on
+  // applications unlike the default one: many kernels, many streams, dense waits and syncs.
+  rpl::bench::rocpd_amd::trace_shape amd_shape;
+  app.add_option("--kernels", amd_shape.kernels, "--input amd: distinct kernel names")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--streams-per-gpu", amd_shape.streams_per_gpu, "--input amd: streams per GPU")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--wait-every", amd_shape.wait_every,
+                 "--input amd: launches between event record / stream wait pairs (0: none)");
+  app.add_option("--sync-every", amd_shape.sync_every,
+                 "--input amd: launches between hipStreamSynchronize calls (0: none)");
   CLI11_PARSE(app, argc, argv);
 
   std::filesystem::path dir = dir_option;
@@ -265,7 +277,14 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   const std::vector<std::filesystem::path> files = {dir / "a.db", dir / "b.db"};
   const std::size_t half[] = {dispatches / 2, dispatches - dispatches / 2};
-  const std::string stamp = input + " " + std::to_string(dispatches) + "\n";
+  const std::string stamp =
+      input + " " + std::to_string(dispatches) +
+      (input == "amd" ? " kernels " + std::to_string(amd_shape.kernels) + " streams " +
+                            std::to_string(amd_shape.streams_per_gpu) + " waits " +
+                            std::to_string(amd_shape.wait_every) + " syncs " +
+                            std::to_string(amd_shape.sync_every)
+                      : std::string()) +
+      "\n";
   const bool reuse = [&] {
     std::ifstream in(dir / "inputs.txt");
     const std::string held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -282,7 +301,7 @@ int main(int argc, char** argv) {
       if (pid == 0) {
         try {
           if (input == "amd") {
-            rpl::bench::rocpd_amd::trace_shape shape;
+            rpl::bench::rocpd_amd::trace_shape shape = amd_shape;
             shape.pid = 4242 + static_cast<std::int64_t>(f);
             shape.seed = 1 + f;
             shape.dispatches = half[f];

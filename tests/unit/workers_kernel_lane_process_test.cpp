@@ -69,36 +69,6 @@ TEST(workers_kernel_lane_process, random_contents_are_seeded_in_range_and_portab
   EXPECT_TRUE(saw_min && saw_max);
 }
 
-TEST(workers_kernel_lane_process,
-     large_random_contents_filled_in_parallel_are_the_sequential_ones) {
-  // Over 1 Mi elements per thread the fill is split over threads: every element must still be
-  // the generator's (i + 1)-th draw, chunk boundaries included.
-  messages::buffer_init init;
-  init.fill = messages::buffer_fill::random;
-  init.seed = 7;
-  init.min = -2.0;
-  init.max = 5.0;
-  const std::size_t count = (std::size_t{3} << 20) + 5;
-  const auto big = random_contents(element_type::f32, count, init);
-  std::uint64_t state = init.seed;
-  std::size_t wrong = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    const auto expected = static_cast<float>(init.min + static_cast<double>(z >> 11) * 0x1.0p-53 *
-                                                            (init.max - init.min));
-    wrong += static_cast<float>(read_element(big.data(), element_type::f32, i)) != expected;
-  }
-  EXPECT_EQ(wrong, 0u);
-  const auto small = random_contents(element_type::f32, 1000, init);
-  EXPECT_TRUE(std::equal(small.begin(), small.end(), big.begin()));
-  const auto ints = random_contents(element_type::i64, (std::size_t{2} << 20) + 3, init);
-  const auto ints_head = random_contents(element_type::i64, 4096, init);
-  EXPECT_TRUE(std::equal(ints_head.begin(), ints_head.end(), ints.begin()));
-}
-
 TEST(workers_kernel_lane_process, initial_contents_read_files_and_say_what_is_wrong) {
   testing::temp_dir dir;
   const float values[] = {1.5f, -2.0f, 3.25f};
