@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "stages/search/json_wording.hpp"
+
 namespace rpl::stages {
 
 namespace {
@@ -39,21 +41,6 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-std::string in_quotes(std::string_view text) {
-  return "\"" + std::string(text) + "\"";
-}
-
-std::string a_type(const ojson& value) {
-  switch (value.type()) {
-  case ojson::value_t::null: return "null";
-  case ojson::value_t::boolean: return "a boolean";
-  case ojson::value_t::string: return "a string";
-  case ojson::value_t::array: return "an array";
-  case ojson::value_t::object: return "an object";
-  default: return "a number";
-  }
-}
-
 bool is_identifier(const std::string& name) {
   return !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
          std::all_of(name.begin(), name.end(), [](char c) {
@@ -74,7 +61,7 @@ public:
 
   launch_spec read(const ojson& document) const {
     if (!document.is_object())
-      fail("", "the file holds " + a_type(document) +
+      fail("", "the file holds " + json_type_phrase(document) +
                    "; fix: write a JSON object with \"kernel\", \"grid\", \"block\" and \"args\"");
     check_keys(document, top_keys, "");
     launch_spec spec;
@@ -110,13 +97,14 @@ private:
                       "not mangled)");
     const ojson& value = object.at(key);
     if (!value.is_string() || value.get<std::string>().empty())
-      fail(where, "is " + (value.is_string() ? std::string("empty") : a_type(value)) +
+      fail(where, "is " + (value.is_string() ? std::string("empty") : json_type_phrase(value)) +
                       "; fix: write the kernel's symbol as a non-empty string");
     const auto text = value.get<std::string>();
     if (std::any_of(text.begin(), text.end(),
                     [](char c) { return std::isspace(static_cast<unsigned char>(c)); }))
-      fail(where, in_quotes(text) + " contains white space, which no symbol does; fix: write the "
-                                    "symbol as the code object lists it (cuobjdump -symbols)");
+      fail(where, in_double_quotes(text) +
+                      " contains white space, which no symbol does; fix: write the "
+                      "symbol as the code object lists it (cuobjdump -symbols)");
     return text;
   }
 
@@ -126,8 +114,8 @@ private:
       return sizes;
     const ojson& object = document.at("problem");
     if (!object.is_object())
-      fail("problem",
-           "is " + a_type(object) + "; fix: write an object of named numbers, e.g. {\"M\": 2048}");
+      fail("problem", "is " + json_type_phrase(object) +
+                          "; fix: write an object of named numbers, e.g. {\"M\": 2048}");
     for (const auto& item : object.items()) {
       const std::string where = "problem." + item.key();
       if (!is_identifier(item.key()) || item.key() == "and" || item.key() == "or" ||
@@ -148,7 +136,8 @@ private:
       return static_cast<std::int64_t>(value.get<std::uint64_t>());
     if (value.is_number_float())
       return value.get<double>();
-    fail(where, "is " + a_type(value) + "; fix: write a number (problem sizes are plain numbers)");
+    fail(where, "is " + json_type_phrase(value) +
+                    "; fix: write a number (problem sizes are plain numbers)");
   }
 
   launch_value value(const ojson& json, const std::string& where) const {
@@ -158,12 +147,12 @@ private:
     else if (json.is_string())
       text = json.get<std::string>();
     else
-      fail(where, "is " + a_type(json) +
+      fail(where, "is " + json_type_phrase(json) +
                       "; fix: write a number or an expression string such as \"M / TILE_M\"");
     try {
       return launch_value{where, expression::parse(text)};
     } catch (const expression_error& error) {
-      fail(where, "in " + in_quotes(text) + ", " + error.what());
+      fail(where, "in " + in_double_quotes(text) + ", " + error.what());
     }
   }
 
@@ -203,22 +192,23 @@ private:
                    "\"kind\": \"buffer\", \"type\": \"f32\", \"count\": \"N\"}]");
     const ojson& list = document.at("args");
     if (!list.is_array() || list.empty())
-      fail("args", "is " + (list.is_array() ? std::string("empty") : a_type(list)) +
+      fail("args", "is " + (list.is_array() ? std::string("empty") : json_type_phrase(list)) +
                        "; fix: list the kernel's arguments in order, one object each");
     std::vector<launch_arg_spec> out;
     std::set<std::string> names;
     for (std::size_t i = 0; i < list.size(); ++i) {
       out.push_back(arg(list.at(i), "args[" + std::to_string(i) + "]"));
       if (!names.insert(out.back().name).second)
-        fail(out.back().where + ".name",
-             in_quotes(out.back().name) + " names two arguments; fix: give each its own name");
+        fail(out.back().where + ".name", in_double_quotes(out.back().name) +
+                                             " names two arguments; fix: give each its own name");
     }
     return out;
   }
 
   launch_arg_spec arg(const ojson& json, const std::string& where) const {
     if (!json.is_object())
-      fail(where, "is " + a_type(json) + "; fix: write an object with \"kind\" and \"type\"");
+      fail(where,
+           "is " + json_type_phrase(json) + "; fix: write an object with \"kind\" and \"type\"");
     check_keys(json, arg_keys, where);
     launch_arg_spec a;
     a.where = where;
@@ -275,7 +265,8 @@ private:
       a.init = init(json.at("init"), a.where + ".init", a.type);
     if (json.contains("output")) {
       if (!json.at("output").is_boolean())
-        fail(a.where + ".output", "is " + a_type(json.at("output")) + "; fix: write true or false");
+        fail(a.where + ".output",
+             "is " + json_type_phrase(json.at("output")) + "; fix: write true or false");
       a.output = json.at("output").get<bool>();
     }
     if (json.contains("tolerance")) {
@@ -319,7 +310,8 @@ private:
   messages::buffer_init
   random(const ojson& json, const std::string& where, messages::element_type type) const {
     if (!json.is_object())
-      fail(where, "is " + a_type(json) + "; fix: write {\"seed\": 1, \"min\": -1, \"max\": 1}");
+      fail(where,
+           "is " + json_type_phrase(json) + "; fix: write {\"seed\": 1, \"min\": -1, \"max\": 1}");
     check_keys(json, {"seed", "min", "max"}, where);
     messages::buffer_init out;
     out.fill = messages::buffer_fill::random;
@@ -354,7 +346,7 @@ private:
 
   messages::value_tolerance tolerance(const ojson& json, const std::string& where) const {
     if (!json.is_object())
-      fail(where, "is " + a_type(json) + "; fix: write {\"abs\": 1e-3, \"rel\": 1e-3}");
+      fail(where, "is " + json_type_phrase(json) + "; fix: write {\"abs\": 1e-3, \"rel\": 1e-3}");
     check_keys(json, {"abs", "rel"}, where);
     messages::value_tolerance out;
     for (const char* key : {"abs", "rel"}) {
@@ -412,7 +404,7 @@ ojson parse_json(std::string_view text, const spec_reader& reader) {
   try {
     ojson document = ojson::parse(text.begin(), text.end(), callback);
     if (duplicate)
-      reader.fail("", "the key " + in_quotes(*duplicate) +
+      reader.fail("", "the key " + in_double_quotes(*duplicate) +
                           " appears twice in one object; fix: remove or rename one of them");
     return document;
   } catch (const ojson::parse_error& error) {
@@ -469,7 +461,7 @@ std::string unknown_name_problem(const std::string& name,
     fix += "a parameter of the space (" + (params.empty() ? std::string("none") : join(params)) +
            ") or ";
   return "unknown name " + name + fix + "a problem size (" + sizes + "), or add " +
-         in_quotes(name) + " to \"problem\"";
+         in_double_quotes(name) + " to \"problem\"";
 }
 
 /// The evaluation failure of one value in one configuration.
@@ -498,7 +490,7 @@ public:
       return v.expr.evaluate_number(
           [&](std::string_view name) { return lookup(name, params_allowed); });
     } catch (const expression_error& error) {
-      fail(v, "in " + in_quotes(v.expr.text()) + ", " + error.what());
+      fail(v, "in " + in_double_quotes(v.expr.text()) + ", " + error.what());
     }
   }
 
@@ -514,12 +506,12 @@ public:
     } else {
       const double d = std::get<double>(n);
       if (!(std::trunc(d) == d) || d < -9.2e18 || d > 9.2e18)
-        fail(v, in_quotes(v.expr.text()) + " evaluates to " + format(d) + "; expected " + expected +
-                    "; fix: use integer arithmetic (/ on two integers truncates)");
+        fail(v, in_double_quotes(v.expr.text()) + " evaluates to " + format(d) + "; expected " +
+                    expected + "; fix: use integer arithmetic (/ on two integers truncates)");
       value = static_cast<std::int64_t>(d);
     }
     if (value < min || value > max)
-      fail(v, in_quotes(v.expr.text()) + " evaluates to " + std::to_string(value) + " for " +
+      fail(v, in_double_quotes(v.expr.text()) + " evaluates to " + std::to_string(value) + " for " +
                   describe_config() + "; expected " + expected +
                   "; fix: correct the expression, or exclude such configurations with a "
                   "constraint in the space");
@@ -541,7 +533,8 @@ private:
       if (!is_problem) {
         const param_value* p = config_.find(name);
         if (p != nullptr && std::holds_alternative<std::string>(*p))
-          fail(v, "uses " + name + ", a string parameter (" + in_quotes(std::get<std::string>(*p)) +
+          fail(v, "uses " + name + ", a string parameter (" +
+                      in_double_quotes(std::get<std::string>(*p)) +
                       "), in arithmetic; fix: use numeric parameters only in launch expressions");
       }
       return;

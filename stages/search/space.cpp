@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stages/search/expression.hpp"
+#include "stages/search/json_wording.hpp"
 
 namespace rpl::stages {
 
@@ -27,23 +28,6 @@ const char* const value_fix = "fix: use an integer, a float or a string";
 
 [[noreturn]] void fail(const std::string& origin, const std::string& message) {
   throw space_error(origin + ": " + message);
-}
-
-std::string space_value_type(const ojson& value) {
-  switch (value.type()) {
-  case ojson::value_t::null: return "null";
-  case ojson::value_t::boolean: return "a boolean";
-  case ojson::value_t::string: return "a string";
-  case ojson::value_t::array: return "an array";
-  case ojson::value_t::object: return "an object";
-  case ojson::value_t::binary: return "binary data";
-  case ojson::value_t::discarded: return "discarded";
-  default: return "a number";
-  }
-}
-
-std::string space_quoted(std::string_view text) {
-  return "\"" + std::string(text) + "\"";
 }
 
 // nlohmann reports the byte count read so far; people fix files by line and column.
@@ -92,7 +76,7 @@ ojson parse_json(std::string_view text, const std::string& origin) {
   try {
     ojson document = ojson::parse(text.begin(), text.end(), callback);
     if (duplicate) {
-      fail(origin, "the key " + space_quoted(*duplicate) +
+      fail(origin, "the key " + in_double_quotes(*duplicate) +
                        " appears twice in one object, and JSON readers would silently keep only "
                        "the last; fix: remove or rename one of them");
     }
@@ -128,17 +112,17 @@ void check_name(const std::string& name, const std::string& origin, const std::s
       std::all_of(name.begin(), name.end(),
                   [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
   if (!well_formed) {
-    fail(origin, where + ": parameter name " + space_quoted(name) +
+    fail(origin, where + ": parameter name " + in_double_quotes(name) +
                      " is not a valid name; fix: use letters, digits and _ only, not starting "
                      "with a digit (it becomes the placeholder {NAME})");
   }
   if (name == "OUT" || name == "BIN") {
-    fail(origin, where + ": parameter name " + space_quoted(name) +
+    fail(origin, where + ": parameter name " + in_double_quotes(name) +
                      " is reserved for the placeholder {" + name +
                      "}, which the engine fills in; fix: rename the parameter");
   }
   if (name == "and" || name == "or" || name == "not") {
-    fail(origin, where + ": parameter name " + space_quoted(name) +
+    fail(origin, where + ": parameter name " + in_double_quotes(name) +
                      " is an operator of the constraint language; fix: rename the parameter");
   }
 }
@@ -161,7 +145,7 @@ param_value to_value(const ojson& value, const std::string& origin, const std::s
   if (value.is_string()) {
     return value.get<std::string>();
   }
-  fail(origin, where + ": the value is " + space_value_type(value) + "; " + value_fix);
+  fail(origin, where + ": the value is " + json_type_phrase(value) + "; " + value_fix);
 }
 
 // Two values are duplicates when they expand to the same text: 8 and 8.0 and "8" all give the
@@ -194,7 +178,7 @@ space parse_explicit_list(const ojson& list, space result) {
     const ojson& item = list[i];
     const std::string where = "[" + std::to_string(i) + "]";
     if (!item.is_object()) {
-      fail(origin, where + ": the configuration is " + space_value_type(item) +
+      fail(origin, where + ": the configuration is " + json_type_phrase(item) +
                        ", expected an object; fix: write it as {\"NAME\": value, ...}");
     }
     if (item.empty()) {
@@ -209,14 +193,14 @@ space parse_explicit_list(const ojson& list, space result) {
     } else {
       for (const std::string& name : result.names) {
         if (!item.contains(name)) {
-          fail(origin, where + ": the configuration lacks " + space_quoted(name) +
+          fail(origin, where + ": the configuration lacks " + in_double_quotes(name) +
                            ", which [0] has; fix: give every configuration the same parameters");
         }
       }
       for (const auto& entry : item.items()) {
         if (std::find(result.names.begin(), result.names.end(), entry.key()) ==
             result.names.end()) {
-          fail(origin, where + ": the configuration has " + space_quoted(entry.key()) +
+          fail(origin, where + ": the configuration has " + in_double_quotes(entry.key()) +
                            ", which [0] lacks; fix: give every configuration the same parameters");
         }
       }
@@ -248,7 +232,7 @@ using value_table = std::vector<std::vector<param_value>>;
 void check_top_level_keys(const ojson& document, const std::string& origin) {
   for (const auto& entry : document.items()) {
     if (entry.key() != "params" && entry.key() != "constraints") {
-      fail(origin, "unknown top-level key " + space_quoted(entry.key()) +
+      fail(origin, "unknown top-level key " + in_double_quotes(entry.key()) +
                        "; known keys: \"params\", \"constraints\"; fix: remove it or correct its "
                        "spelling");
     }
@@ -263,7 +247,7 @@ const ojson& params_object(const ojson& document, const std::string& origin) {
   }
   const ojson& params = document.at("params");
   if (!params.is_object()) {
-    fail(origin, "\"params\" is " + space_value_type(params) + ", expected an object; fix: write " +
+    fail(origin, "\"params\" is " + json_type_phrase(params) + ", expected an object; fix: write " +
                      params_example);
   }
   if (params.empty()) {
@@ -280,8 +264,8 @@ parse_param_values(const std::string& name, const ojson& list, const std::string
   check_name(name, origin, where);
   if (!list.is_array() || list.empty()) {
     fail(origin, where + ": the values are " +
-                     (list.is_array() ? "an empty array" : space_value_type(list)) +
-                     ", expected a non-empty array; fix: write " + space_quoted(name) +
+                     (list.is_array() ? "an empty array" : json_type_phrase(list)) +
+                     ", expected a non-empty array; fix: write " + in_double_quotes(name) +
                      ": [value, ...], e.g. [8, 16, 32]");
   }
   std::vector<param_value> choices;
@@ -349,7 +333,7 @@ std::size_t constraint_parameter(const compiled_constraint& compiled,
     if (std::holds_alternative<std::string>(value)) {
       fail(result.origin, located + ": " + column + ": parameter '" + variable +
                               "' has the string value " +
-                              space_quoted(std::get<std::string>(value)) +
+                              in_double_quotes(std::get<std::string>(value)) +
                               ", and constraints compute on numbers only; fix: use only numeric "
                               "parameters in constraints, or list the allowed configurations "
                               "explicitly as an array");
@@ -365,11 +349,11 @@ compiled_constraint compile_constraint(const ojson& item,
                                        const value_table& values) {
   const std::string where = "constraints[" + std::to_string(i) + "]";
   if (!item.is_string()) {
-    fail(result.origin, where + ": the constraint is " + space_value_type(item) +
+    fail(result.origin, where + ": the constraint is " + json_type_phrase(item) +
                             ", expected a string; fix: write it as a string, e.g. \"TILE <= 64\"");
   }
   const std::string text = item.get<std::string>();
-  const std::string located = where + " " + space_quoted(text);
+  const std::string located = where + " " + in_double_quotes(text);
   compiled_constraint compiled{expression{}, {}};
   try {
     compiled.parsed = expression::parse(text);
@@ -392,7 +376,7 @@ parse_constraints(const ojson& document, space& result, const value_table& value
   }
   const ojson& list = document.at("constraints");
   if (!list.is_array()) {
-    fail(result.origin, "\"constraints\" is " + space_value_type(list) +
+    fail(result.origin, "\"constraints\" is " + json_type_phrase(list) +
                             ", expected an array of strings; fix: write \"constraints\": "
                             "[\"TILE * UNROLL <= 64\"]");
   }
@@ -440,8 +424,8 @@ bool constraint_holds(const compiled_constraint& constraint,
     return constraint.parsed.holds(lookup);
   } catch (const expression_error& error) {
     fail(result.origin, "constraints[" + std::to_string(c) + "] " +
-                            space_quoted(constraint.parsed.text()) + ": " + error.what() + " (at " +
-                            describe(configuration_at(result, values, digits)) + ")");
+                            in_double_quotes(constraint.parsed.text()) + ": " + error.what() +
+                            " (at " + describe(configuration_at(result, values, digits)) + ")");
   }
 }
 
@@ -516,7 +500,7 @@ space parse_space(std::string_view json_text, std::string origin) {
   if (document.is_object()) {
     return parse_product(document, std::move(result));
   }
-  fail(result.origin, "the top level is " + space_value_type(document) +
+  fail(result.origin, "the top level is " + json_type_phrase(document) +
                           ", expected an array of configurations or an object with \"params\"; "
                           "fix: write [{\"TILE\": 8}, ...] or {\"params\": {\"TILE\": [8, 16]}}");
 }

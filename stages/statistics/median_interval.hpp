@@ -29,9 +29,4 @@ struct median_interval {
 /// `confidence`, or k = 1 (the whole range) when none is. All NaN for no finite value.
 median_interval estimate_median(std::span<const double> values, double confidence);
 
-/// The median of the finite `values` (any order; the mean of the middle two for an even count)
-/// and the sign test's interval [x_(k), x_(n+1-k)], k the largest whose coverage is >=
-/// `confidence`, or k = 1 (the whole range) when none is. All NaN for no finite value.
-median_interval estimate_median(std::span<const double> values, double confidence);
-
 } // namespace rpl::stages
