@@ -17,6 +17,7 @@
 #include <zmq_addon.hpp>
 
 #include "messages/codec.hpp"
+#include "support/fake_broker.hpp"
 #include "workers/protocol/worker_session.hpp"
 
 namespace rpl::workers {
@@ -26,92 +27,7 @@ using namespace std::chrono_literals;
 using messages::message_kind;
 using steady = std::chrono::steady_clock;
 
-struct received {
-  std::string identity;
-  messages::envelope env;
-  std::string body;
-  steady::time_point at;
-};
-
-/// Just enough broker: a ROUTER that records what arrives and heartbeats while it waits.
-class router {
-public:
-  router() : socket_(context_, zmq::socket_type::router) {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "rpl-session-test-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr)
-      throw std::runtime_error("mkdtemp failed");
-    dir_ = pattern;
-    endpoint = "ipc://" + (dir_ / "broker.ipc").string();
-    socket_.set(zmq::sockopt::linger, 0);
-    socket_.bind(endpoint);
-  }
-  ~router() {
-    socket_.close();
-    std::error_code error;
-    std::filesystem::remove_all(dir_, error);
-  }
-
-  std::optional<received> expect(message_kind kind, std::chrono::milliseconds timeout) {
-    const auto until = steady::now() + timeout;
-    while (steady::now() < until) {
-      if (!peer.empty() && steady::now() - last_sent_ >= 50ms)
-        send(peer, 0, messages::heartbeat{});
-      zmq::pollitem_t item{static_cast<void*>(socket_), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, 10ms);
-      if ((item.revents & ZMQ_POLLIN) == 0)
-        continue;
-      std::vector<zmq::message_t> parts;
-      (void)zmq::recv_multipart(socket_, std::back_inserter(parts));
-      if (parts.size() != 4)
-        continue;
-      const auto frames = messages::parse_frames(
-          parts[1].to_string_view(), parts[2].to_string_view(), parts[3].to_string_view());
-      received message{parts[0].to_string(), frames.env, frames.body, steady::now()};
-      seen.push_back(message);
-      if (message.env.kind == message_kind::ready)
-        peer = message.identity;
-      if (message.env.kind == kind)
-        return message;
-    }
-    return std::nullopt;
-  }
-
-  template <class T>
-  void send(const std::string& identity,
-            std::uint64_t job_id,
-            const T& body,
-            const std::string& run_id = "") {
-    messages::envelope env;
-    env.kind = T::kind;
-    env.job_id = job_id;
-    env.run_id = run_id;
-    const std::string frames[] = {std::string(messages::protocol_header), messages::encode(env),
-                                  messages::encode(body)};
-    socket_.send(zmq::buffer(identity), zmq::send_flags::sndmore);
-    socket_.send(zmq::buffer(frames[0]), zmq::send_flags::sndmore);
-    socket_.send(zmq::buffer(frames[1]), zmq::send_flags::sndmore);
-    socket_.send(zmq::buffer(frames[2]), zmq::send_flags::none);
-    last_sent_ = steady::now();
-  }
-
-  std::size_t count(message_kind kind, steady::time_point from, steady::time_point to) const {
-    std::size_t n = 0;
-    for (const auto& message : seen)
-      n += (message.env.kind == kind && message.at >= from && message.at <= to) ? 1 : 0;
-    return n;
-  }
-
-  std::string endpoint;
-  std::string peer;
-  std::vector<received> seen;
-
-private:
-  zmq::context_t context_{1};
-  zmq::socket_t socket_;
-  std::filesystem::path dir_;
-  steady::time_point last_sent_{};
-};
+using broker_double = rpl::testing::fake_broker;
 
 /// Serves MEASURE_REQUEST by waiting timeout_ms without any child process, then answering ok: a
 /// long job that only the session's polling can finish.
@@ -179,10 +95,10 @@ private:
   std::optional<job> job_;
 };
 
-worker_session_options fast(const router& broker) {
+worker_session_options fast(const broker_double& broker) {
   worker_session_options options;
   options.service = "timer";
-  options.endpoint = broker.endpoint;
+  options.endpoint = broker.endpoint();
   options.heartbeat = 50ms;
   options.liveness = 3;
   options.reconnect_initial = 50ms;
@@ -220,7 +136,7 @@ messages::measure_request timed(std::uint32_t ms) {
 }
 
 TEST(workers_worker_session, ready_names_the_service_and_the_handlers_capabilities) {
-  router broker;
+  broker_double broker;
   timer_handler handler;
   session_thread worker(fast(broker), handler);
   const auto ready = broker.expect(message_kind::ready, 3s);
@@ -234,14 +150,14 @@ TEST(workers_worker_session, ready_names_the_service_and_the_handlers_capabiliti
 }
 
 TEST(workers_worker_session, a_long_job_is_polled_while_heartbeats_continue) {
-  router broker;
+  broker_double broker;
   timer_handler handler;
   session_thread worker(fast(broker), handler);
   ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
   const auto sent = steady::now();
-  broker.send(broker.peer, 5, timed(400), "run-s");
+  broker.send(broker.worker, 5, timed(400), "run-s");
   // A second request while busy goes to the handler, which answers it at once.
-  broker.send(broker.peer, 6, timed(10));
+  broker.send(broker.worker, 6, timed(10));
   const auto refused = broker.expect(message_kind::measure_result, 3s);
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->env.job_id, 6u);
@@ -263,13 +179,13 @@ TEST(workers_worker_session, a_long_job_is_polled_while_heartbeats_continue) {
 }
 
 TEST(workers_worker_session, other_kinds_and_unnumbered_jobs_never_reach_the_handler) {
-  router broker;
+  broker_double broker;
   timer_handler handler;
   session_thread worker(fast(broker), handler);
   ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
-  broker.send(broker.peer, 7, messages::compile_request{});
-  broker.send(broker.peer, 0, timed(10));
-  broker.send(broker.peer, 8, timed(10));
+  broker.send(broker.worker, 7, messages::compile_request{});
+  broker.send(broker.worker, 0, timed(10));
+  broker.send(broker.worker, 8, timed(10));
   const auto reply = broker.expect(message_kind::measure_result, 3s);
   ASSERT_TRUE(reply);
   EXPECT_EQ(reply->env.job_id, 8u);
@@ -278,7 +194,7 @@ TEST(workers_worker_session, other_kinds_and_unnumbered_jobs_never_reach_the_han
 }
 
 TEST(workers_worker_session, disconnect_abandons_the_job_and_reconnects) {
-  router broker;
+  broker_double broker;
   timer_handler handler;
   session_thread worker(fast(broker), handler);
   const auto first = broker.expect(message_kind::ready, 3s);
@@ -296,11 +212,11 @@ TEST(workers_worker_session, disconnect_abandons_the_job_and_reconnects) {
 }
 
 TEST(workers_worker_session, stop_abandons_the_job_and_says_goodbye) {
-  router broker;
+  broker_double broker;
   timer_handler handler;
   session_thread worker(fast(broker), handler);
   ASSERT_TRUE(broker.expect(message_kind::ready, 3s));
-  broker.send(broker.peer, 10, timed(30000));
+  broker.send(broker.worker, 10, timed(30000));
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(worker.stop(), 0);
   const auto bye = broker.expect(message_kind::disconnect, 2s);
