@@ -519,7 +519,8 @@ void timeline_builder::read_side_tables() {
   for (std::size_t database = 0; database < files.databases().size(); ++database) {
     const database_info& info = files.databases()[database];
     try {
-      side.connections.emplace_back(info.path, SQLITE_OPEN_READONLY);
+      // One thread at a time uses these: the side thread, then finish() after it is joined.
+      side.connections.emplace_back(info.path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX);
       sqlite::connection& db = side.connections.back();
       for (std::size_t u = 0; u < info.uuids.size(); ++u) {
         const std::string& sfx = info.uuids[u];

@@ -73,7 +73,7 @@ void runtime_accumulator::add(const dispatch_row& row) {
   const std::int64_t duration = row.end_ns - row.start_ns;
   const auto address = reinterpret_cast<std::uintptr_t>(row.kernel_name.data());
   name_slot& slot =
-      name_slots_.slots[(address * 0x9E3779B97F4A7C15ull) >> 56 & (name_slots_.slots.size() - 1)];
+      name_slots_.slots[(address * 0x9E3779B97F4A7C15ull) >> 52 & (name_slots_.slots.size() - 1)];
   if (slot.acc == nullptr || *slot.name != row.kernel_name) {
     auto it = kernels_.find(row.kernel_name);
     if (it == kernels_.end()) {

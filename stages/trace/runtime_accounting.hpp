@@ -114,7 +114,7 @@ private:
     const std::string* name = nullptr;
     kernel_acc* acc = nullptr;
   };
-  slot_cache<name_slot, 256> name_slots_;
+  slot_cache<name_slot, 4096> name_slots_; // applications run thousands of kernels
   /// Consecutive dispatches mostly cycle through a few agents, queues, streams and processes, so
   /// each group set keeps its last few entries (map nodes do not move) and skips the tree walk.
   struct group_set {
