@@ -72,6 +72,25 @@ private:
   std::string asked_;
 };
 
+/// Inside a measurement: makes the next `n` readings throttled, then waits (up to 10 s: a loaded
+/// machine may not run the poller for a while) until the poller took them and two more, so the
+/// measurement's end reading comes after them whatever the scheduling.
+void throttle_next_readings(scripted_probe& probe, int n) {
+  const int before = probe.reads();
+  probe.armed = n;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (probe.reads() < before + n + 2 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(milliseconds(1));
+}
+
+/// Inside a measurement: waits until the poller took `n` more readings (up to 10 s).
+void let_the_poller_read(scripted_probe& probe, int n) {
+  const int before = probe.reads();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (probe.reads() < before + n && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(milliseconds(1));
+}
+
 messages::measure_request request_for(const std::string& key) {
   messages::measure_request r;
   r.candidate_key = key;
@@ -103,7 +122,7 @@ std::unique_ptr<rpl::testing::fake_lane> lane_running(std::function<void()> scri
 
 TEST(workers_clock_watch_lane, records_clocks_around_a_measurement_read_on_the_pollers_thread) {
   auto probe = std::make_shared<scripted_probe>();
-  clock_watch_lane lane(lane_running([] { std::this_thread::sleep_for(milliseconds(30)); }), probe,
+  clock_watch_lane lane(lane_running([&probe] { let_the_poller_read(*probe, 3); }), probe,
                         "GPU-1234", milliseconds(20), fast_polling());
   const auto result = lane.measure(request_for("a"));
   EXPECT_EQ(result.status, messages::measure_status::ok);
@@ -111,7 +130,7 @@ TEST(workers_clock_watch_lane, records_clocks_around_a_measurement_read_on_the_p
   EXPECT_EQ(probe->asked(), "GPU-1234");
   EXPECT_TRUE(result.clocks.read);
   EXPECT_GT(result.clocks.sm_mhz_after, result.clocks.sm_mhz_before)
-      << "the poller read on during the 30 ms measurement";
+      << "the poller read on during the measurement";
   EXPECT_EQ(result.clocks.power_violation_ns, 0)
       << "cumulative counters: the growth is what counts";
   EXPECT_EQ(result.clocks.thermal_violation_ns, 0);
@@ -123,11 +142,8 @@ TEST(workers_clock_watch_lane, records_clocks_around_a_measurement_read_on_the_p
 
 TEST(workers_clock_watch_lane, violation_time_during_the_measurement_flags_it) {
   auto probe = std::make_shared<scripted_probe>();
-  clock_watch_lane lane(lane_running([&probe] {
-                          probe->armed = 3;
-                          std::this_thread::sleep_for(milliseconds(40));
-                        }),
-                        probe, "GPU-1", milliseconds(20), fast_polling());
+  clock_watch_lane lane(lane_running([&probe] { throttle_next_readings(*probe, 3); }), probe,
+                        "GPU-1", milliseconds(20), fast_polling());
   const auto result = lane.measure(request_for("a"));
   EXPECT_EQ(result.clocks.power_violation_ns, 3'000'000);
   EXPECT_EQ(result.clocks.thermal_violation_ns, 0);
@@ -137,11 +153,8 @@ TEST(workers_clock_watch_lane, violation_time_during_the_measurement_flags_it) {
 TEST(workers_clock_watch_lane, a_slowing_reason_seen_only_between_the_end_readings_flags_it) {
   auto probe = std::make_shared<scripted_probe>();
   probe->count_violation = false;
-  clock_watch_lane lane(lane_running([&probe] {
-                          probe->armed = 1;
-                          std::this_thread::sleep_for(milliseconds(40));
-                        }),
-                        probe, "GPU-1", milliseconds(20), fast_polling());
+  clock_watch_lane lane(lane_running([&probe] { throttle_next_readings(*probe, 1); }), probe,
+                        "GPU-1", milliseconds(20), fast_polling());
   const auto result = lane.measure(request_for("a"));
   EXPECT_EQ(result.clocks.reasons_before, 0u);
   EXPECT_EQ(result.clocks.reasons_after, 0u) << "the throttled reading was neither end";
@@ -166,8 +179,8 @@ TEST(workers_clock_watch_lane, a_probe_that_cannot_read_leaves_no_evidence_and_n
 
 TEST(workers_clock_watch_lane, back_to_back_measurements_share_the_reading_between_them) {
   auto probe = std::make_shared<scripted_probe>();
-  clock_watch_lane lane(lane_running([] { std::this_thread::sleep_for(milliseconds(10)); }), probe,
-                        "GPU-1", std::chrono::hours(1), fast_polling());
+  clock_watch_lane lane(lane_running([&probe] { let_the_poller_read(*probe, 2); }), probe, "GPU-1",
+                        std::chrono::hours(1), fast_polling());
   const auto a = lane.measure(request_for("a"));
   const auto b = lane.measure(request_for("b"));
   ASSERT_TRUE(a.clocks.read && b.clocks.read);
