@@ -198,7 +198,9 @@ TEST(workers_clock_watch_lane, an_idle_poller_sleeps_and_reads_afresh_before_the
   std::this_thread::sleep_for(milliseconds(300));
   const int asleep = probe->reads();
   std::this_thread::sleep_for(milliseconds(200));
-  EXPECT_EQ(probe->reads(), asleep) << "no reading while nobody measures";
+  // At most one reading that a starved poller had begun before it went idle; polling on would
+  // make hundreds (one per 0.5 ms).
+  EXPECT_LE(probe->reads() - asleep, 1) << "no reading while nobody measures";
   const auto b = lane.measure(request_for("b"));
   ASSERT_TRUE(b.clocks.read);
   EXPECT_GT(b.clocks.sm_mhz_before, static_cast<std::uint32_t>(1000 + asleep))
