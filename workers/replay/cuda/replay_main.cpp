@@ -621,14 +621,43 @@ std::optional<std::vector<std::int64_t>> time_with_cupti(const options& o,
   return match.samples_ns;
 }
 
+/// Two events around work on a stream, destroyed with the pair: the two event-timed methods'.
+class event_pair {
+public:
+  event_pair() {
+    check(cuEventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
+    if (const CUresult rc = cuEventCreate(&stop_, CU_EVENT_DEFAULT); rc != CUDA_SUCCESS) {
+      cuEventDestroy(start_);
+      check(rc, "cuEventCreate");
+    }
+  }
+  ~event_pair() {
+    cuEventDestroy(start_);
+    cuEventDestroy(stop_);
+  }
+  event_pair(const event_pair&) = delete;
+  event_pair& operator=(const event_pair&) = delete;
+
+  void start(CUstream stream) { check(cuEventRecord(start_, stream), "cuEventRecord"); }
+  /// Records the end, waits for it (`what` names it in an error) and returns the time between.
+  double stop_ns(CUstream stream, const char* what) {
+    check(cuEventRecord(stop_, stream), "cuEventRecord");
+    check(cuEventSynchronize(stop_), what);
+    float ms = 0;
+    check(cuEventElapsedTime(&ms, start_, stop_), "cuEventElapsedTime");
+    return static_cast<double>(ms) * 1e6;
+  }
+
+private:
+  CUevent start_ = nullptr;
+  CUevent stop_ = nullptr;
+};
+
 /// --timing events: an event pair around each launch, synchronized after each.
 template <class Launch>
 std::vector<std::int64_t>
 time_with_events(const options& o, const restorer& restore, CUstream stream, const Launch& launch) {
-  CUevent start = nullptr;
-  CUevent stop = nullptr;
-  check(cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-  check(cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+  event_pair events;
   for (int i = 0; i < o.warmup; ++i) {
     restore(stream);
     launch(stream);
@@ -636,16 +665,11 @@ time_with_events(const options& o, const restorer& restore, CUstream stream, con
   std::vector<std::int64_t> samples;
   for (int i = 0; i < o.iterations; ++i) {
     restore(stream);
-    check(cuEventRecord(start, stream), "cuEventRecord");
+    events.start(stream);
     launch(stream);
-    check(cuEventRecord(stop, stream), "cuEventRecord");
-    check(cuEventSynchronize(stop), "the timed dispatch");
-    float ms = 0;
-    check(cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
-    samples.push_back(static_cast<std::int64_t>(static_cast<double>(ms) * 1e6 + 0.5));
+    samples.push_back(
+        static_cast<std::int64_t>(events.stop_ns(stream, "the timed dispatch") + 0.5));
   }
-  cuEventDestroy(start);
-  cuEventDestroy(stop);
   return samples;
 }
 
@@ -654,28 +678,19 @@ time_with_events(const options& o, const restorer& restore, CUstream stream, con
 template <class Launch>
 std::vector<std::int64_t>
 time_with_batches(const options& o, CUstream stream, const Launch& launch) {
-  CUevent start = nullptr;
-  CUevent stop = nullptr;
-  check(cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-  check(cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+  event_pair events;
   for (int i = 0; i < o.warmup; ++i) {
     launch(stream);
   }
   std::vector<std::int64_t> samples;
   for (int i = 0; i < o.iterations; ++i) {
-    check(cuEventRecord(start, stream), "cuEventRecord");
+    events.start(stream);
     for (int b = 0; b < o.batch_size; ++b) {
       launch(stream);
     }
-    check(cuEventRecord(stop, stream), "cuEventRecord");
-    check(cuEventSynchronize(stop), "the timed batch");
-    float ms = 0;
-    check(cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
     samples.push_back(
-        static_cast<std::int64_t>(static_cast<double>(ms) * 1e6 / o.batch_size + 0.5));
+        static_cast<std::int64_t>(events.stop_ns(stream, "the timed batch") / o.batch_size + 0.5));
   }
-  cuEventDestroy(start);
-  cuEventDestroy(stop);
   return samples;
 }
 
