@@ -118,9 +118,9 @@ void read_sources(const autotune_options& options, autotune_inputs& in) {
 }
 
 /// Every configuration's compiler must be allow-listed (the first word may itself be a
-/// placeholder, {CXX}); each distinct compiler is identified once.
-/// The build template's compilers: allow-listed (config_error otherwise), and the files their
-/// arguments name; whether any is nvcc.
+/// placeholder, {CXX}; config_error otherwise); each distinct one goes into in.toolchains, not yet
+/// identified (identify_toolchains), with the files its arguments name. Returns whether any is
+/// nvcc.
 bool check_compilers(const autotune_options& options, autotune_inputs& in) {
   const auto allowed = options.allowed_compilers.empty()
                            ? workers::compile_worker_options{}.allowed_compilers

@@ -1,6 +1,5 @@
 #include "engine/autotune/autotune_session.hpp"
 
-#include <algorithm>
 #include <ctime>
 #include <map>
 #include <random>
@@ -212,17 +211,16 @@ void autotune_session::apply_prior_order() {
   }
   if (!prior)
     return;
+  const std::size_t space_size = inputs_.space.configurations.size();
   std::map<std::size_t, double> medians;
   for (const auto& row : store_->candidates(prior->run_id))
-    if (row.status == "ok" && row.stats.n > 0)
+    if (row.status == "ok" && row.stats.n > 0 && row.space_index < space_size)
       medians[row.space_index] = row.stats.median;
-  const std::size_t space_size = inputs_.space.configurations.size();
-  std::vector<std::size_t> order = stages::prior_first_order(space_size, medians);
-  prior_known_ = static_cast<std::size_t>(std::count_if(
-      medians.begin(), medians.end(), [&](const auto& m) { return m.first < space_size; }));
-  if (prior_known_ == 0)
+  if (medians.empty())
     return;
-  inputs_.strategy = stages::make_exhaustive_in_order(std::move(order), options_.budget);
+  prior_known_ = medians.size();
+  inputs_.strategy = stages::make_exhaustive_in_order(
+      stages::prior_first_order(space_size, medians), options_.budget);
   prior_run_ = prior->run_id;
   spdlog::info("measuring in run {}'s order: the {} configurations it measured first, fastest "
                "first, so racing has a tight bound from the start (--no-prior-order: space order)",
