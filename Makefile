@@ -1,6 +1,7 @@
 # rocm-perf-lab: the two targets users type are `make demo` and `make test`.
 # The others (deps, build, bench, format, clean) are the steps those two are made of; test-asan,
-# test-tsan and fuzz-replay are CI's further checks (.ci/run), and fuzz runs the fuzzers by hand.
+# test-tsan, fuzz-replay and function-size are CI's further checks (.ci/run), and fuzz runs the
+# fuzzers by hand.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -24,7 +25,7 @@ DEMO_BUILD := g++ -O2 -std=c++17 -march=native -DTILE_I={TILE_I} -DTILE_J={TILE_
 DEMO_CMD   := {BIN} --n 256
 
 .PHONY: all deps deps-demo configure build build-demo demo test test-asan test-tsan fuzz fuzz-build \
-        fuzz-replay bench gpu-bundle format format-check clean
+        fuzz-replay bench gpu-bundle format format-check function-size clean
 
 all: build
 
@@ -84,7 +85,7 @@ test-tsan: deps
 # `make fuzz FUZZ_TARGETS=fuzz_codec FUZZ_TIME=0 FUZZ_RUNS=10000000 FUZZ_FLAGS=-fork=2`.
 FUZZ_DIR     := build-fuzz
 FUZZ_TARGETS ?= fuzz_codec fuzz_space fuzz_rocpd_reader fuzz_code_object fuzz_argv_check \
-                fuzz_compile_job
+                fuzz_compile_job fuzz_unified_diff fuzz_llm_answer
 FUZZ_TIME    ?= 60
 FUZZ_RUNS    ?= -1
 FUZZ_FLAGS   ?=
@@ -124,6 +125,42 @@ format-check: deps
 	  echo "format-check: these files differ from clang-format's output; fix: make format" >&2; \
 	  echo "$$unformatted" >&2; exit 1; \
 	fi; echo "format-check: every source is clang-format clean"
+
+# No function over 150 lines outside tests (style §24; .ci/run runs it): clang-tidy's
+# readability-function-size, and only it, over every C++ unit of messages/, stages/, workers/,
+# engine/ and bench/ (examples/ has none; tests/ are exempt) and the headers they include from
+# there. It fails, naming each function over and its length, when one is longer. The count is
+# clang-tidy's: the lines from the body's `{` to its `}`, comments, blank lines and the bodies of
+# lambdas and local classes inside included. The compile commands come from a configure-only folder
+# (TIDY_DIR, no build: no header is generated) in unity batches, as the build compiles them: each
+# batch's shared headers are parsed once, half the time of one unit per .cpp file; .cpp files a
+# batch includes count as headers, hence the header filter. Compiler warnings are left to the build
+# (-Wno-error: clang's differ from GCC's). Time: bench/README.md, "Build and CI times".
+TIDY_DIR ?= build-tidy
+FUNCTION_SIZE_LINES ?= 150
+FUNCTION_SIZE_ROOTS := messages|stages|workers|engine|bench|examples
+FUNCTION_SIZE_CONFIG := {Checks: '-*,readability-function-size', \
+  WarningsAsErrors: 'readability-function-size', \
+  HeaderFilterRegex: '^$(CURDIR)/($(FUNCTION_SIZE_ROOTS))/', \
+  CheckOptions: [{key: readability-function-size.LineThreshold, value: $(FUNCTION_SIZE_LINES)}]}
+
+function-size: deps
+	@command -v clang-tidy >/dev/null || { echo "function-size: clang-tidy is not installed;" \
+	  "fix: apt-get install clang-tidy" >&2; exit 1; }
+	$(CMAKE) -S . -B $(TIDY_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DRPL_BUILD_TESTS=OFF \
+	  >/dev/null
+	@python3 -c 'import json, re, sys; units = re.compile(sys.argv[2]); \
+	  print("\0".join(sorted({e["file"] for e in json.load(open(sys.argv[1])) \
+	                          if units.search(e["file"])})), end="")' \
+	  $(TIDY_DIR)/compile_commands.json \
+	  '^$(CURDIR)/(($(FUNCTION_SIZE_ROOTS))/.*\.cpp|$(TIDY_DIR)/.*/Unity/unity_[0-9]+_cxx\.cxx)$$' \
+	  | if ! xargs -0 -r -n1 -P$(JOBS) clang-tidy -p $(TIDY_DIR) --quiet \
+	      --config="$(FUNCTION_SIZE_CONFIG)" \
+	      --extra-arg=-Wno-error --extra-arg=-Wno-unknown-warning-option 2>&1 \
+	      | { grep -Ev '^[0-9]+ warnings? (generated|treated as errors?)\.$$' || true; }; then \
+	    echo "function-size: a function above is over $(FUNCTION_SIZE_LINES) lines; fix: split" \
+	      "it into named steps (style §24)" >&2; exit 1; \
+	  fi; echo "function-size: no function over $(FUNCTION_SIZE_LINES) lines"
 
 clean:
 	rm -rf $(BUILD_DIR)

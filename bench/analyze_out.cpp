@@ -235,6 +235,57 @@ const char* verdict(const std::vector<double>& ours, const std::vector<double>& 
   return diff < 0 ? "faster" : "slower";
 }
 
+/// What the files in --dir were made from (inputs.txt): files made for other inputs are rewritten.
+std::string inputs_stamp(const std::string& input,
+                         std::size_t dispatches,
+                         const rpl::bench::rocpd_amd::trace_shape& amd_shape) {
+  return input + " " + std::to_string(dispatches) +
+         (input == "amd" ? " kernels " + std::to_string(amd_shape.kernels) + " streams " +
+                               std::to_string(amd_shape.streams_per_gpu) + " waits " +
+                               std::to_string(amd_shape.wait_every) + " syncs " +
+                               std::to_string(amd_shape.sync_every)
+                         : std::string()) +
+         "\n";
+}
+
+/// Writes the two files, one child per file, both at once; false when a child failed.
+bool write_trace_pair(const std::string& input,
+                      const std::vector<std::filesystem::path>& files,
+                      const std::size_t (&half)[2],
+                      const rpl::bench::rocpd_amd::trace_shape& amd_shape) {
+  std::vector<pid_t> writers;
+  std::fflush(stdout);
+  for (std::size_t f = 0; f < 2; ++f) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      try {
+        if (input == "amd") {
+          rpl::bench::rocpd_amd::trace_shape shape = amd_shape;
+          shape.pid = 4242 + static_cast<std::int64_t>(f);
+          shape.seed = 1 + f;
+          shape.dispatches = half[f];
+          rpl::bench::rocpd_amd::write_rocprofv3_trace(
+              std::filesystem::path(RPL_SOURCE_ROOT) / "bench" / "rocpd_amd", files[f], shape);
+        } else {
+          write_our_trace(files[f], 4242 + static_cast<std::int64_t>(f), half[f], 50);
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "writing %s failed: %s\n", files[f].c_str(), e.what());
+        _exit(1);
+      }
+      _exit(0);
+    }
+    writers.push_back(pid);
+  }
+  bool ok = true;
+  for (const pid_t pid : writers) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  return ok;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -277,14 +328,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   const std::vector<std::filesystem::path> files = {dir / "a.db", dir / "b.db"};
   const std::size_t half[] = {dispatches / 2, dispatches - dispatches / 2};
-  const std::string stamp =
-      input + " " + std::to_string(dispatches) +
-      (input == "amd" ? " kernels " + std::to_string(amd_shape.kernels) + " streams " +
-                            std::to_string(amd_shape.streams_per_gpu) + " waits " +
-                            std::to_string(amd_shape.wait_every) + " syncs " +
-                            std::to_string(amd_shape.sync_every)
-                      : std::string()) +
-      "\n";
+  const std::string stamp = inputs_stamp(input, dispatches, amd_shape);
   const bool reuse = [&] {
     std::ifstream in(dir / "inputs.txt");
     const std::string held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -292,39 +336,8 @@ int main(int argc, char** argv) {
   }();
   if (!reuse) {
     std::filesystem::remove(dir / "inputs.txt");
-    // One child per file, both at once.
     const auto written = clock_type::now();
-    std::vector<pid_t> writers;
-    std::fflush(stdout);
-    for (std::size_t f = 0; f < 2; ++f) {
-      const pid_t pid = fork();
-      if (pid == 0) {
-        try {
-          if (input == "amd") {
-            rpl::bench::rocpd_amd::trace_shape shape = amd_shape;
-            shape.pid = 4242 + static_cast<std::int64_t>(f);
-            shape.seed = 1 + f;
-            shape.dispatches = half[f];
-            rpl::bench::rocpd_amd::write_rocprofv3_trace(
-                std::filesystem::path(RPL_SOURCE_ROOT) / "bench" / "rocpd_amd", files[f], shape);
-          } else {
-            write_our_trace(files[f], 4242 + static_cast<std::int64_t>(f), half[f], 50);
-          }
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "writing %s failed: %s\n", files[f].c_str(), e.what());
-          _exit(1);
-        }
-        _exit(0);
-      }
-      writers.push_back(pid);
-    }
-    bool ok = true;
-    for (const pid_t pid : writers) {
-      int status = 0;
-      waitpid(pid, &status, 0);
-      ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    }
-    if (!ok)
+    if (!write_trace_pair(input, files, half, amd_shape))
       return 1;
     std::ofstream(dir / "inputs.txt") << stamp;
     std::printf("bench/analyze_out: wrote %zu dispatches in 2 files (--input %s) in %.1f s\n",

@@ -59,7 +59,9 @@ struct proposal {
   std::string title;     ///< one line: "#pragma unroll 4 on the k0 loop (line 42)"
   std::string rationale; ///< why it could help, for the report
   std::string diff;      ///< unified diff of source_name (---/+++ headers, @@ hunks)
-  std::vector<tunable_macro> tunables; ///< empty for a plain change
+  /// Empty for a plain change. `{}`: an initializer of the four strings may leave it out without
+  /// -Wmissing-field-initializers.
+  std::vector<tunable_macro> tunables{};
 };
 
 enum class propose_status : std::uint8_t {

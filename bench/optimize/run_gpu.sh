@@ -7,6 +7,7 @@
 # folder under res/: the rule proposer and the source guard load it at run time). Steps:
 #   tests   the gpu tests of optimize (tests/gpu/optimize_test.cpp)
 #   gemm    the README's command on examples/cuda/gemm.cu (rule proposer, default settings)
+#   resume  the same command with --resume on gemm's folder: builds and measures nothing (after gemm)
 #   copy    examples/cuda/stream_copy.cu, a memory-bound kernel where no rule should help
 #   scale   examples/cuda/pipeline.cu's pl_scale (pl_scale.launch.json): the vector-load rule
 #   app     -- pipeline (examples/cuda/pipeline.cu): --top 3 --devices all --app-build
@@ -45,6 +46,9 @@ for step in "$@"; do
   case $step in
     tests) run tests "$work/tests/gpu_tests" --gtest_filter='OptimizeGpu.*' ;;
     gemm) run gemm rocm-perf optimize "${gemm_args[@]}" --out "$out/gemm" ;;
+    resume)
+      run resume rocm-perf optimize "${gemm_args[@]}" --out "$out/gemm" --resume
+      grep -E "builds: |resumed: finished" "$out/resume.log" ;;
     copy) run copy rocm-perf optimize --source "$root/examples/cuda/stream_copy.cu" \
             --kernel stream_copy --launch "$root/examples/cuda/stream_copy.launch.json" \
             --build-template "nvcc -cubin -arch=$arch stream_copy.cu -o {OUT}" --arch "$arch" \

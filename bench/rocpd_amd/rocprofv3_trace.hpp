@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -125,37 +126,19 @@ inline std::string hex(std::uint64_t value) {
 
 } // namespace detail
 
-/// Writes `path` (replacing it) from AMD's schema in `schema_dir`, with the rows of `shape`.
-/// Returns the file's UUID. Throws stages::sqlite::sqlite_error or std::runtime_error.
-inline std::string write_rocprofv3_trace(const std::filesystem::path& schema_dir,
-                                         const std::filesystem::path& path,
-                                         const trace_shape& shape) {
-  using detail::record;
-  const std::string uuid = uuid_of(shape);
-  std::filesystem::remove(path);
-  sqlite::connection db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  // rocprofv3 leaves the journal and sync settings at SQLite's defaults; neither changes the file.
-  db.exec("PRAGMA synchronous = OFF");
-  for (const char* file : schema_files)
-    db.exec(substitute_uuid(read_schema(schema_dir, file), uuid));
-  std::string sfx = "_" + uuid;
-  std::replace(sfx.begin(), sfx.end(), '-', '_');
-  auto insert = [&](const std::string& table, const std::string& columns) {
-    std::string marks;
-    for (std::size_t
-             i = 0,
-             n = static_cast<std::size_t>(std::count(columns.begin(), columns.end(), ',')) + 1;
-         i < n; ++i)
-      marks += i == 0 ? "?" : ", ?";
-    return sqlite::statement(db, "INSERT INTO " + table + sfx + " (" + columns + ") VALUES (" +
-                                     marks + ")");
-  };
+namespace detail {
 
-  // --- The application, simulated: records of API calls, dispatches and copies.
+/// The simulated application's records, each list in completion order (the order the profiler's
+/// buffers deliver them).
+struct application {
+  std::vector<record> calls, dispatches, copies;
+  std::int64_t process_start_ns = 0;
+  std::int64_t process_end_ns = 0;
+};
+
+inline application
+simulate(const trace_shape& shape, std::size_t gpus, std::size_t per_gpu, std::size_t kernels) {
   const std::int64_t pid = shape.pid;
-  const std::size_t gpus = std::max<std::size_t>(1, shape.gpus);
-  const std::size_t per_gpu = std::max<std::size_t>(1, shape.streams_per_gpu);
-  const std::size_t kernels = std::max<std::size_t>(1, shape.kernels);
   std::uint64_t state = shape.seed * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(pid);
   auto random = [&state](std::uint64_t range) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
@@ -170,13 +153,16 @@ inline std::string write_rocprofv3_trace(const std::filesystem::path& schema_dir
     std::size_t launches = 0;
     std::size_t next_stream = 0;
   };
-  const std::int64_t process_start_ns = 3'600'000'000'000 + static_cast<std::int64_t>(pid) * 1'000;
+  application app;
+  app.process_start_ns = 3'600'000'000'000 + static_cast<std::int64_t>(pid) * 1'000;
   std::vector<host_thread> threads(gpus);
   for (std::size_t g = 0; g < gpus; ++g)
-    threads[g] = {pid + static_cast<std::int64_t>(g), process_start_ns + 50'000'000, 0, 0};
+    threads[g] = {pid + static_cast<std::int64_t>(g), app.process_start_ns + 50'000'000, 0, 0};
   std::vector<std::int64_t> stream_ready(gpus * per_gpu, 0);
   std::vector<std::int64_t> stream_last_end(gpus * per_gpu, 0);
-  std::vector<record> calls, dispatches, copies;
+  std::vector<record>& calls = app.calls;
+  std::vector<record>& dispatches = app.dispatches;
+  std::vector<record>& copies = app.copies;
   calls.reserve(shape.dispatches * 11 / 10);
   dispatches.reserve(shape.dispatches);
   std::int64_t corr = 0, dispatch_id = 0, copy_id = 0;
@@ -255,22 +241,132 @@ inline std::string write_rocprofv3_trace(const std::filesystem::path& schema_dir
       call(t, detail::stream_sync, wait, s, 0);
     }
   }
-  // The profiler's buffers deliver records as they complete.
   auto by_completion = [](const record& a, const record& b) {
     return std::tie(a.end_ns, a.id) < std::tie(b.end_ns, b.id);
   };
   std::sort(calls.begin(), calls.end(), by_completion);
   std::sort(dispatches.begin(), dispatches.end(), by_completion);
   std::sort(copies.begin(), copies.end(), by_completion);
-  std::int64_t process_end_ns = 0;
   for (const auto* list : {&calls, &dispatches, &copies})
     for (const record& r : *list)
-      process_end_ns = std::max(process_end_ns, r.end_ns);
-  process_end_ns += 10'000'000;
+      app.process_end_ns = std::max(app.process_end_ns, r.end_ns);
+  app.process_end_ns += 10'000'000;
+  return app;
+}
 
-  // --- The rows, in generateRocpd.cpp's order.
-  db.exec("BEGIN");
-  // Strings: '' first (the region name of every dispatch without a ROCTx range).
+/// rocpd_string ids of the fixed strings (written first, in this order: '' is the region name of
+/// every dispatch without a ROCTx range).
+inline constexpr std::int64_t empty_string = 1, dispatch_category = 2, copy_category = 3,
+                              api_category = 4, h2d_name = 5;
+
+/// The file being written: the rows' shared ids, and the thread, stream and queue rows made the
+/// first time a record names them.
+class trace_rows {
+public:
+  trace_rows(sqlite::connection& connection,
+             const std::string& uuid,
+             std::int64_t process_id,
+             std::int64_t node,
+             std::size_t streams)
+      : db(connection), pid(process_id), node_id(node), sfx_("_" + uuid),
+        streams_seen_(streams, false) {
+    std::replace(sfx_.begin(), sfx_.end(), '-', '_');
+  }
+
+  sqlite::statement insert(const std::string& table, const std::string& columns) const {
+    std::string marks;
+    for (std::size_t
+             i = 0,
+             n = static_cast<std::size_t>(std::count(columns.begin(), columns.end(), ',')) + 1;
+         i < n; ++i)
+      marks += i == 0 ? "?" : ", ?";
+    return sqlite::statement(db, "INSERT INTO " + table + sfx_ + " (" + columns + ") VALUES (" +
+                                     marks + ")");
+  }
+
+  // Queue and stream ids are the runtime's handles.
+  static std::int64_t stream_handle(std::size_t s) {
+    return 0x55d0a1c00000ll + static_cast<std::int64_t>(s) * 0x1f000;
+  }
+  static std::int64_t queue_handle(std::size_t s) {
+    return 0x7f3b6c000000ll + static_cast<std::int64_t>(s) * 0x2000000;
+  }
+  void add_stream_row(std::int64_t id, const std::string& name) const {
+    auto s = insert("rocpd_info_stream", "id, nid, pid, name");
+    s.bind_int64(1, id).bind_int64(2, node_id).bind_int64(3, pid).bind_text(4, name);
+    s.step();
+  }
+  void add_queue_row(std::int64_t id, const std::string& name) const {
+    auto s = insert("rocpd_info_queue", "id, nid, pid, name");
+    s.bind_int64(1, id).bind_int64(2, node_id).bind_int64(3, pid).bind_text(4, name);
+    s.step();
+  }
+
+  void thread_row(std::int64_t tid) {
+    if (std::find(threads_seen_.begin(), threads_seen_.end(), tid) != threads_seen_.end())
+      return;
+    threads_seen_.push_back(tid);
+    auto s = insert("rocpd_info_thread", "id, nid, ppid, pid, tid");
+    s.bind_int64(1, tid)
+        .bind_int64(2, node_id)
+        .bind_int64(3, 1)
+        .bind_int64(4, pid)
+        .bind_int64(5, tid);
+    s.step();
+  }
+
+  /// The stream's handle; its stream and queue rows first, the first time.
+  std::int64_t stream_id(std::uint32_t s) {
+    if (!streams_seen_[s]) {
+      streams_seen_[s] = true;
+      add_stream_row(stream_handle(s), "Stream " + std::to_string(s + 1));
+      add_queue_row(queue_handle(s), "Queue " + std::to_string(s + 1));
+    }
+    return stream_handle(s);
+  }
+
+  std::int64_t add_event(std::int64_t category, std::int64_t stack) {
+    if (!event_)
+      event_.emplace(
+          insert("rocpd_event", "id, category_id, stack_id, parent_stack_id, correlation_id"));
+    event_->reset();
+    event_->bind_int64(1, ++event_id_)
+        .bind_int64(2, category)
+        .bind_int64(3, stack)
+        .bind_int64(4, stack)
+        .bind_int64(5, 0);
+    event_->step();
+    return event_id_;
+  }
+
+  /// Called after each record's rows: commits every 50,000 records.
+  void batch() {
+    if (++in_transaction_ % 50'000 == 0) {
+      db.exec("COMMIT");
+      db.exec("BEGIN");
+    }
+  }
+
+  sqlite::connection& db;
+  const std::int64_t pid;
+  const std::int64_t node_id;
+
+private:
+  std::string sfx_;
+  std::vector<std::int64_t> threads_seen_;
+  std::vector<bool> streams_seen_;
+  std::optional<sqlite::statement> event_;
+  std::int64_t event_id_ = 0;
+  std::size_t in_transaction_ = 0;
+};
+
+/// The kernels' names as rocpd_string holds them, and the id of the first API name.
+struct kernel_strings {
+  std::vector<std::string> kernel_names, mangled;
+  std::int64_t api_string = 0;
+};
+
+inline kernel_strings write_strings(const trace_rows& rows, std::size_t kernels) {
   std::vector<std::string> strings = {"",
                                       "KERNEL_DISPATCH",
                                       "MEMORY_COPY",
@@ -278,33 +374,34 @@ inline std::string write_rocprofv3_trace(const std::filesystem::path& schema_dir
                                       "MEMORY_COPY_HOST_TO_DEVICE",
                                       "gfx942",
                                       "AMD Instinct MI300X"};
-  const std::int64_t empty_string = 1, dispatch_category = 2, copy_category = 3, api_category = 4,
-                     h2d_name = 5;
-  const auto api_string = static_cast<std::int64_t>(strings.size() + 1);
+  kernel_strings out;
+  out.api_string = static_cast<std::int64_t>(strings.size() + 1);
   for (const char* name : detail::api_names)
     strings.emplace_back(name);
-  std::vector<std::string> kernel_names(kernels), mangled(kernels);
+  out.kernel_names.resize(kernels);
+  out.mangled.resize(kernels);
   for (std::size_t k = 0; k < kernels; ++k) {
-    kernel_names[k] = "void app::kernel_" + std::to_string(k) +
-                      "<float, 256>(float const*, float*, unsigned int)";
-    mangled[k] = "_ZN3app8kernel_" + std::to_string(k) + "IfLi256EEEvPKT_PS1_j.kd";
-    strings.push_back(kernel_names[k]);
-    strings.push_back(mangled[k]);
+    out.kernel_names[k] = "void app::kernel_" + std::to_string(k) +
+                          "<float, 256>(float const*, float*, unsigned int)";
+    out.mangled[k] = "_ZN3app8kernel_" + std::to_string(k) + "IfLi256EEEvPKT_PS1_j.kd";
+    strings.push_back(out.kernel_names[k]);
+    strings.push_back(out.mangled[k]);
   }
-  {
-    auto s = insert("rocpd_string", "id, string");
-    for (std::size_t i = 0; i < strings.size(); ++i) {
-      s.reset();
-      s.bind_int64(1, static_cast<std::int64_t>(i + 1)).bind_text(2, strings[i]);
-      s.step();
-    }
+  auto s = rows.insert("rocpd_string", "id, string");
+  for (std::size_t i = 0; i < strings.size(); ++i) {
+    s.reset();
+    s.bind_int64(1, static_cast<std::int64_t>(i + 1)).bind_text(2, strings[i]);
+    s.step();
   }
-  const std::int64_t node_id = 0x5eed0000 + static_cast<std::int64_t>(shape.seed & 0xffff);
+  return out;
+}
+
+inline void write_node_and_process(const trace_rows& rows, const application& app) {
   {
-    auto s = insert("rocpd_info_node", "id, hash, machine_id, system_name, hostname, release, "
-                                       "version, hardware_name, domain_name");
-    s.bind_int64(1, node_id)
-        .bind_int64(2, node_id * 7919)
+    auto s = rows.insert("rocpd_info_node", "id, hash, machine_id, system_name, hostname, "
+                                            "release, version, hardware_name, domain_name");
+    s.bind_int64(1, rows.node_id)
+        .bind_int64(2, rows.node_id * 7919)
         .bind_text(3, "0123456789abcdef0123456789abcdef")
         .bind_text(4, "Linux")
         .bind_text(5, "benchhost")
@@ -314,291 +411,275 @@ inline std::string write_rocprofv3_trace(const std::filesystem::path& schema_dir
         .bind_text(9, "(none)");
     s.step();
   }
-  {
-    auto s =
-        insert("rocpd_info_process", "id, nid, ppid, pid, init, fini, start, \"end\", command, "
-                                     "environment, extdata");
-    s.bind_int64(1, pid)
-        .bind_int64(2, node_id)
-        .bind_int64(3, 1)
-        .bind_int64(4, pid)
-        .bind_int64(5, process_start_ns)
-        .bind_int64(6, process_end_ns)
-        .bind_int64(7, process_start_ns)
-        .bind_int64(8, process_end_ns)
-        .bind_text(9, "./app --size 1024")
-        .bind_text(10, R"({"HOME":"/home/bench","PATH":"/opt/rocm/bin:/usr/bin"})")
-        .bind_text(
-            11, R"({"kernel_trace":true,"hip_runtime_api_trace":true,"memory_copy_trace":true})");
+  auto s =
+      rows.insert("rocpd_info_process", "id, nid, ppid, pid, init, fini, start, \"end\", command, "
+                                        "environment, extdata");
+  s.bind_int64(1, rows.pid)
+      .bind_int64(2, rows.node_id)
+      .bind_int64(3, 1)
+      .bind_int64(4, rows.pid)
+      .bind_int64(5, app.process_start_ns)
+      .bind_int64(6, app.process_end_ns)
+      .bind_int64(7, app.process_start_ns)
+      .bind_int64(8, app.process_end_ns)
+      .bind_text(9, "./app --size 1024")
+      .bind_text(10, R"({"HOME":"/home/bench","PATH":"/opt/rocm/bin:/usr/bin"})")
+      .bind_text(11,
+                 R"({"kernel_trace":true,"hip_runtime_api_trace":true,"memory_copy_trace":true})");
+  s.step();
+}
+
+/// The CPU (node 0), then the GPUs (nodes 1..).
+inline void write_agents(const trace_rows& rows, std::size_t gpus) {
+  auto s = rows.insert("rocpd_info_agent", "id, nid, pid, type, absolute_index, logical_index, "
+                                           "type_index, uuid, name, model_name, vendor_name, "
+                                           "product_name, user_name, extdata");
+  for (std::size_t a = 0; a <= gpus; ++a) {
+    const bool gpu = a > 0;
+    const std::string extdata =
+        gpu ? R"({"size":1312,"type":2,"cpu_cores_count":0,"simd_count":1216,"max_waves_per_simd":8,)"
+              R"("lds_size_in_kb":64,"wave_front_size":64,"num_xcc":8,"cu_count":304,)"
+              R"("simd_per_cu":4,"max_waves_per_cu":32,"max_engine_clk_fcompute":2100,)"
+              R"("gfx_target_version":90402,"local_mem_size":206141652992,"node_id":)" +
+                  std::to_string(a) + "}"
+            : R"({"size":1312,"type":1,"cpu_cores_count":96,"simd_count":0,"node_id":0})";
+    s.reset();
+    s.bind_int64(1, static_cast<std::int64_t>(a))
+        .bind_int64(2, rows.node_id)
+        .bind_int64(3, rows.pid)
+        .bind_text(4, gpu ? "GPU" : "CPU")
+        .bind_int64(5, static_cast<std::int64_t>(a))
+        .bind_int64(6, static_cast<std::int64_t>(a))
+        .bind_int64(7, gpu ? static_cast<std::int64_t>(a - 1) : 0)
+        .bind_int64(8, gpu ? 0x74a1 : 0)
+        .bind_text(9, gpu ? "gfx942" : "AMD EPYC 9654 96-Core Processor")
+        .bind_text(10, gpu ? "aqua_vanjaram" : "")
+        .bind_text(11, gpu ? "AMD" : "CPU")
+        .bind_text(12, gpu ? "AMD Instinct MI300X" : "AMD EPYC 9654 96-Core Processor")
+        .bind_text(13, gpu ? "AMD Instinct MI300X" : "AMD EPYC 9654 96-Core Processor")
+        .bind_text(14, extdata);
     s.step();
   }
-  // Queues and streams: the default ones first (rocprofv3 always inserts them), then each the first
-  // time a record names it. Their ids are the runtime's handles.
-  auto stream_handle = [](std::size_t s) {
-    return 0x55d0a1c00000ll + static_cast<std::int64_t>(s) * 0x1f000;
-  };
-  auto queue_handle = [](std::size_t s) {
-    return 0x7f3b6c000000ll + static_cast<std::int64_t>(s) * 0x2000000;
-  };
-  auto add_stream_row = [&](std::int64_t id, const std::string& name) {
-    auto s = insert("rocpd_info_stream", "id, nid, pid, name");
-    s.bind_int64(1, id).bind_int64(2, node_id).bind_int64(3, pid).bind_text(4, name);
-    s.step();
-  };
-  auto add_queue_row = [&](std::int64_t id, const std::string& name) {
-    auto s = insert("rocpd_info_queue", "id, nid, pid, name");
-    s.bind_int64(1, id).bind_int64(2, node_id).bind_int64(3, pid).bind_text(4, name);
-    s.step();
-  };
-  add_stream_row(0, "Default Stream");
-  add_queue_row(0, "Default Queue");
-  // Agents: the CPU (node 0), then the GPUs (nodes 1..).
-  {
-    auto s = insert("rocpd_info_agent", "id, nid, pid, type, absolute_index, logical_index, "
-                                        "type_index, uuid, name, model_name, vendor_name, "
-                                        "product_name, user_name, extdata");
-    for (std::size_t a = 0; a <= gpus; ++a) {
-      const bool gpu = a > 0;
-      const std::string extdata =
-          gpu ? R"({"size":1312,"type":2,"cpu_cores_count":0,"simd_count":1216,"max_waves_per_simd":8,)"
-                R"("lds_size_in_kb":64,"wave_front_size":64,"num_xcc":8,"cu_count":304,)"
-                R"("simd_per_cu":4,"max_waves_per_cu":32,"max_engine_clk_fcompute":2100,)"
-                R"("gfx_target_version":90402,"local_mem_size":206141652992,"node_id":)" +
-                    std::to_string(a) + "}"
-              : R"({"size":1312,"type":1,"cpu_cores_count":96,"simd_count":0,"node_id":0})";
-      s.reset();
-      s.bind_int64(1, static_cast<std::int64_t>(a))
-          .bind_int64(2, node_id)
-          .bind_int64(3, pid)
-          .bind_text(4, gpu ? "GPU" : "CPU")
-          .bind_int64(5, static_cast<std::int64_t>(a))
-          .bind_int64(6, static_cast<std::int64_t>(a))
-          .bind_int64(7, gpu ? static_cast<std::int64_t>(a - 1) : 0)
-          .bind_int64(8, gpu ? 0x74a1 : 0)
-          .bind_text(9, gpu ? "gfx942" : "AMD EPYC 9654 96-Core Processor")
-          .bind_text(10, gpu ? "aqua_vanjaram" : "")
-          .bind_text(11, gpu ? "AMD" : "CPU")
-          .bind_text(12, gpu ? "AMD Instinct MI300X" : "AMD EPYC 9654 96-Core Processor")
-          .bind_text(13, gpu ? "AMD Instinct MI300X" : "AMD EPYC 9654 96-Core Processor")
-          .bind_text(14, extdata);
-      s.step();
+}
+
+/// One code object per GPU, and each kernel's symbol in it: kernel id g * kernels + k + 1.
+inline void
+write_code_objects(const trace_rows& rows, std::size_t gpus, const kernel_strings& names) {
+  const std::size_t kernels = names.kernel_names.size();
+  auto co = rows.insert("rocpd_info_code_object", "id, nid, pid, agent_id, uri, load_base, "
+                                                  "load_size, load_delta, storage_type, extdata");
+  auto ks = rows.insert("rocpd_info_kernel_symbol",
+                        "id, nid, pid, code_object_id, kernel_name, display_name, kernel_object, "
+                        "kernarg_segment_size, kernarg_segment_alignment, group_segment_size, "
+                        "private_segment_size, sgpr_count, arch_vgpr_count, accum_vgpr_count, "
+                        "extdata");
+  for (std::size_t g = 0; g < gpus; ++g) {
+    const auto co_id = static_cast<std::int64_t>(g + 1);
+    co.reset();
+    co.bind_int64(1, co_id)
+        .bind_int64(2, rows.node_id)
+        .bind_int64(3, rows.pid)
+        .bind_int64(4, static_cast<std::int64_t>(g + 1))
+        .bind_text(5, "file:///work/app#offset=8192&size=1048576")
+        .bind_int64(6, 0x7f3c00000000ll + co_id * 0x1000000)
+        .bind_int64(7, 1048576)
+        .bind_int64(8, 0x7f3c00000000ll + co_id * 0x1000000)
+        .bind_text(9, "FILE")
+        .bind_text(10, R"({"size":72,"storage_type":1})");
+    co.step();
+    for (std::size_t k = 0; k < kernels; ++k) {
+      const auto id = static_cast<std::int64_t>(g * kernels + k + 1);
+      const std::string& kernel_name = names.kernel_names[k];
+      ks.reset();
+      ks.bind_int64(1, id)
+          .bind_int64(2, rows.node_id)
+          .bind_int64(3, rows.pid)
+          .bind_int64(4, co_id)
+          .bind_text(5, names.mangled[k])
+          .bind_text(6, kernel_name)
+          .bind_int64(7, 0x7f3c00100000ll + id * 0x100)
+          .bind_int64(8, 24)
+          .bind_int64(9, 8)
+          .bind_int64(10, static_cast<std::int64_t>(k % 4) * 4096)
+          .bind_int64(11, 0)
+          .bind_int64(12, 32)
+          .bind_int64(13, 32 + static_cast<std::int64_t>(k % 8) * 16)
+          .bind_int64(14, 0)
+          .bind_text(15, R"({"size":64,"kernel_id":)" + std::to_string(id) +
+                             R"(,"formatted_kernel_name":")" + kernel_name +
+                             R"(","demangled_kernel_name":")" + kernel_name +
+                             R"(","truncated_kernel_name":"kernel_)" + std::to_string(k) + R"("})");
+      ks.step();
     }
   }
-  // One code object per GPU, and each kernel's symbol in it: kernel id g * kernels + k + 1.
-  {
-    auto co = insert("rocpd_info_code_object", "id, nid, pid, agent_id, uri, load_base, load_size, "
-                                               "load_delta, storage_type, extdata");
-    auto ks = insert("rocpd_info_kernel_symbol",
-                     "id, nid, pid, code_object_id, kernel_name, display_name, kernel_object, "
-                     "kernarg_segment_size, kernarg_segment_alignment, group_segment_size, "
-                     "private_segment_size, sgpr_count, arch_vgpr_count, accum_vgpr_count, "
-                     "extdata");
-    for (std::size_t g = 0; g < gpus; ++g) {
-      const auto co_id = static_cast<std::int64_t>(g + 1);
-      co.reset();
-      co.bind_int64(1, co_id)
-          .bind_int64(2, node_id)
-          .bind_int64(3, pid)
-          .bind_int64(4, static_cast<std::int64_t>(g + 1))
-          .bind_text(5, "file:///work/app#offset=8192&size=1048576")
-          .bind_int64(6, 0x7f3c00000000ll + co_id * 0x1000000)
-          .bind_int64(7, 1048576)
-          .bind_int64(8, 0x7f3c00000000ll + co_id * 0x1000000)
-          .bind_text(9, "FILE")
-          .bind_text(10, R"({"size":72,"storage_type":1})");
-      co.step();
-      for (std::size_t k = 0; k < kernels; ++k) {
-        const auto id = static_cast<std::int64_t>(g * kernels + k + 1);
-        ks.reset();
-        ks.bind_int64(1, id)
-            .bind_int64(2, node_id)
-            .bind_int64(3, pid)
-            .bind_int64(4, co_id)
-            .bind_text(5, mangled[k])
-            .bind_text(6, kernel_names[k])
-            .bind_int64(7, 0x7f3c00100000ll + id * 0x100)
-            .bind_int64(8, 24)
-            .bind_int64(9, 8)
-            .bind_int64(10, static_cast<std::int64_t>(k % 4) * 4096)
-            .bind_int64(11, 0)
-            .bind_int64(12, 32)
-            .bind_int64(13, 32 + static_cast<std::int64_t>(k % 8) * 16)
-            .bind_int64(14, 0)
-            .bind_text(15, R"({"size":64,"kernel_id":)" + std::to_string(id) +
-                               R"(,"formatted_kernel_name":")" + kernel_names[k] +
-                               R"(","demangled_kernel_name":")" + kernel_names[k] +
-                               R"(","truncated_kernel_name":"kernel_)" + std::to_string(k) +
-                               R"("})");
-        ks.step();
-      }
+}
+
+/// Each API call: its event, its arguments in rocpd_arg, and its region.
+inline void
+write_api_calls(trace_rows& rows, const std::vector<record>& calls, std::int64_t api_string) {
+  auto arg = rows.insert("rocpd_arg", "event_id, position, type, name, value");
+  auto region = rows.insert("rocpd_region", "id, nid, pid, tid, start, \"end\", name_id, event_id");
+  auto add_arg = [&](std::int64_t e, int position, const char* type, const char* name,
+                     const std::string& value) {
+    arg.reset();
+    arg.bind_int64(1, e)
+        .bind_int64(2, position)
+        .bind_text(3, type)
+        .bind_text(4, name)
+        .bind_text(5, value);
+    arg.step();
+  };
+  for (const record& c : calls) {
+    rows.thread_row(c.tid);
+    const std::int64_t e = rows.add_event(api_category, c.id);
+    const std::string stream =
+        detail::hex(static_cast<std::uint64_t>(trace_rows::stream_handle(c.stream)));
+    switch (c.what) {
+    case detail::launch:
+      add_arg(e, 0, "void const*", "function_address",
+              detail::hex(0x55d0a0000000ull + c.id % 64 * 0x40));
+      add_arg(e, 1, "dim3", "numBlocks", "{z=1, y=1, x=4096}");
+      add_arg(e, 2, "dim3", "dimBlocks", "{z=1, y=1, x=256}");
+      add_arg(e, 3, "void**", "args",
+              detail::hex(0x7ffd5e3a1000ull + static_cast<std::uint64_t>(c.id % 8) * 0x40));
+      add_arg(e, 4, "unsigned long", "sharedMemBytes", "0");
+      add_arg(e, 5, "ihipStream_t*", "stream", stream);
+      break;
+    case detail::memcpy_async:
+      add_arg(e, 0, "void*", "dst", detail::hex(0x7f2a00000000ull));
+      add_arg(e, 1, "void const*", "src", detail::hex(0x55d0b0000000ull));
+      add_arg(e, 2, "unsigned long", "sizeBytes", std::to_string(std::uint64_t{c.other} * 1024));
+      add_arg(e, 3, "hipMemcpyKind", "kind", "1");
+      add_arg(e, 4, "ihipStream_t*", "stream", stream);
+      break;
+    case detail::event_record:
+      add_arg(e, 0, "ihipEvent_t*", "event", detail::hex(0x55d0c0000000ull + c.stream * 0x100));
+      add_arg(e, 1, "ihipStream_t*", "stream", stream);
+      break;
+    case detail::stream_wait:
+      add_arg(e, 0, "ihipStream_t*", "stream", stream);
+      add_arg(e, 1, "ihipEvent_t*", "event", detail::hex(0x55d0c0000000ull + c.other * 0x100));
+      add_arg(e, 2, "unsigned int", "flags", "0");
+      break;
+    case detail::stream_sync: add_arg(e, 0, "ihipStream_t*", "stream", stream); break;
     }
+    region.reset();
+    region.bind_int64(1, c.id)
+        .bind_int64(2, rows.node_id)
+        .bind_int64(3, rows.pid)
+        .bind_int64(4, c.tid)
+        .bind_int64(5, c.start_ns)
+        .bind_int64(6, c.end_ns)
+        .bind_int64(7, api_string + c.what)
+        .bind_int64(8, e);
+    region.step();
+    rows.batch();
   }
+}
+
+inline void
+write_dispatches(trace_rows& rows, const std::vector<record>& dispatches, std::size_t kernels) {
+  auto row = rows.insert("rocpd_kernel_dispatch",
+                         "id, nid, pid, tid, agent_id, kernel_id, dispatch_id, queue_id, "
+                         "stream_id, start, \"end\", private_segment_size, group_segment_size, "
+                         "workgroup_size_x, workgroup_size_y, workgroup_size_z, grid_size_x, "
+                         "grid_size_y, grid_size_z, region_name_id, event_id");
+  for (const record& d : dispatches) {
+    const std::int64_t e = rows.add_event(dispatch_category, d.corr);
+    const std::int64_t stream = rows.stream_id(d.stream);
+    row.reset();
+    row.bind_int64(1, d.id)
+        .bind_int64(2, rows.node_id)
+        .bind_int64(3, rows.pid)
+        .bind_int64(4, d.tid)
+        .bind_int64(5, static_cast<std::int64_t>(d.gpu + 1))
+        .bind_int64(6, static_cast<std::int64_t>(d.gpu * kernels + d.what + 1))
+        .bind_int64(7, d.id)
+        .bind_int64(8, trace_rows::queue_handle(d.stream))
+        .bind_int64(9, stream)
+        .bind_int64(10, d.start_ns)
+        .bind_int64(11, d.end_ns)
+        .bind_int64(12, 0)
+        .bind_int64(13, static_cast<std::int64_t>(d.what % 4) * 4096)
+        .bind_int64(14, 256)
+        .bind_int64(15, 1)
+        .bind_int64(16, 1)
+        .bind_int64(17, 4096 * 256)
+        .bind_int64(18, 1)
+        .bind_int64(19, 1)
+        .bind_int64(20, empty_string)
+        .bind_int64(21, e);
+    row.step();
+    rows.batch();
+  }
+}
+
+inline void write_copies(trace_rows& rows, const std::vector<record>& copies) {
+  auto row = rows.insert("rocpd_memory_copy", "id, nid, pid, tid, start, \"end\", name_id, "
+                                              "dst_agent_id, dst_address, src_agent_id, "
+                                              "src_address, size, stream_id, event_id");
+  for (const record& c : copies) {
+    const std::int64_t e = rows.add_event(copy_category, c.corr);
+    const std::int64_t stream = rows.stream_id(c.stream);
+    row.reset();
+    row.bind_int64(1, c.id)
+        .bind_int64(2, rows.node_id)
+        .bind_int64(3, rows.pid)
+        .bind_int64(4, c.tid)
+        .bind_int64(5, c.start_ns)
+        .bind_int64(6, c.end_ns)
+        .bind_int64(7, h2d_name)
+        .bind_int64(8, static_cast<std::int64_t>(c.gpu + 1))
+        .bind_int64(9, 0x7f2a00000000ll)
+        .bind_int64(10, 0)
+        .bind_int64(11, 0x55d0b0000000ll)
+        .bind_int64(12, static_cast<std::int64_t>(c.other) * 1024)
+        .bind_int64(13, stream)
+        .bind_int64(14, e);
+    row.step();
+    rows.batch();
+  }
+}
+
+} // namespace detail
+
+/// Writes `path` (replacing it) from AMD's schema in `schema_dir`, with the rows of `shape`.
+/// Returns the file's UUID. Throws stages::sqlite::sqlite_error or std::runtime_error.
+inline std::string write_rocprofv3_trace(const std::filesystem::path& schema_dir,
+                                         const std::filesystem::path& path,
+                                         const trace_shape& shape) {
+  const std::string uuid = uuid_of(shape);
+  std::filesystem::remove(path);
+  sqlite::connection db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  // rocprofv3 leaves the journal and sync settings at SQLite's defaults; neither changes the file.
+  db.exec("PRAGMA synchronous = OFF");
+  for (const char* file : schema_files)
+    db.exec(substitute_uuid(read_schema(schema_dir, file), uuid));
+
+  // --- The application, simulated: records of API calls, dispatches and copies.
+  const std::size_t gpus = std::max<std::size_t>(1, shape.gpus);
+  const std::size_t per_gpu = std::max<std::size_t>(1, shape.streams_per_gpu);
+  const std::size_t kernels = std::max<std::size_t>(1, shape.kernels);
+  const detail::application app = detail::simulate(shape, gpus, per_gpu, kernels);
+
+  // --- The rows, in generateRocpd.cpp's order.
+  const std::int64_t node_id = 0x5eed0000 + static_cast<std::int64_t>(shape.seed & 0xffff);
+  detail::trace_rows rows(db, uuid, shape.pid, node_id, gpus * per_gpu);
+  db.exec("BEGIN");
+  const detail::kernel_strings names = detail::write_strings(rows, kernels);
+  detail::write_node_and_process(rows, app);
+  // Queues and streams: the default ones first (rocprofv3 always inserts them), then each the
+  // first time a record names it.
+  rows.add_stream_row(0, "Default Stream");
+  rows.add_queue_row(0, "Default Queue");
+  detail::write_agents(rows, gpus);
+  detail::write_code_objects(rows, gpus, names);
   db.exec("COMMIT");
 
-  // The host threads, each the first time a record names it.
-  std::vector<std::int64_t> threads_seen;
-  auto thread_row = [&](std::int64_t tid) {
-    if (std::find(threads_seen.begin(), threads_seen.end(), tid) != threads_seen.end())
-      return;
-    threads_seen.push_back(tid);
-    auto s = insert("rocpd_info_thread", "id, nid, ppid, pid, tid");
-    s.bind_int64(1, tid)
-        .bind_int64(2, node_id)
-        .bind_int64(3, 1)
-        .bind_int64(4, pid)
-        .bind_int64(5, tid);
-    s.step();
-  };
-  std::vector<bool> streams_seen(gpus * per_gpu, false);
-  auto stream_id = [&](std::uint32_t s) {
-    if (!streams_seen[s]) {
-      streams_seen[s] = true;
-      add_stream_row(stream_handle(s), "Stream " + std::to_string(s + 1));
-      add_queue_row(queue_handle(s), "Queue " + std::to_string(s + 1));
-    }
-    return stream_handle(s);
-  };
-  auto event = insert("rocpd_event", "id, category_id, stack_id, parent_stack_id, correlation_id");
-  std::int64_t event_id = 0;
-  auto add_event = [&](std::int64_t category, std::int64_t stack) {
-    event.reset();
-    event.bind_int64(1, ++event_id)
-        .bind_int64(2, category)
-        .bind_int64(3, stack)
-        .bind_int64(4, stack)
-        .bind_int64(5, 0);
-    event.step();
-    return event_id;
-  };
-  std::size_t in_transaction = 0;
-  auto batch = [&]() {
-    if (++in_transaction % 50'000 == 0) {
-      db.exec("COMMIT");
-      db.exec("BEGIN");
-    }
-  };
-
   db.exec("BEGIN");
-  {
-    auto arg = insert("rocpd_arg", "event_id, position, type, name, value");
-    auto region = insert("rocpd_region", "id, nid, pid, tid, start, \"end\", name_id, event_id");
-    auto add_arg = [&](std::int64_t e, int position, const char* type, const char* name,
-                       const std::string& value) {
-      arg.reset();
-      arg.bind_int64(1, e)
-          .bind_int64(2, position)
-          .bind_text(3, type)
-          .bind_text(4, name)
-          .bind_text(5, value);
-      arg.step();
-    };
-    for (const record& c : calls) {
-      thread_row(c.tid);
-      const std::int64_t e = add_event(api_category, c.id);
-      const std::string stream = detail::hex(static_cast<std::uint64_t>(stream_handle(c.stream)));
-      switch (c.what) {
-      case detail::launch:
-        add_arg(e, 0, "void const*", "function_address",
-                detail::hex(0x55d0a0000000ull + c.id % 64 * 0x40));
-        add_arg(e, 1, "dim3", "numBlocks", "{z=1, y=1, x=4096}");
-        add_arg(e, 2, "dim3", "dimBlocks", "{z=1, y=1, x=256}");
-        add_arg(e, 3, "void**", "args",
-                detail::hex(0x7ffd5e3a1000ull + static_cast<std::uint64_t>(c.id % 8) * 0x40));
-        add_arg(e, 4, "unsigned long", "sharedMemBytes", "0");
-        add_arg(e, 5, "ihipStream_t*", "stream", stream);
-        break;
-      case detail::memcpy_async:
-        add_arg(e, 0, "void*", "dst", detail::hex(0x7f2a00000000ull));
-        add_arg(e, 1, "void const*", "src", detail::hex(0x55d0b0000000ull));
-        add_arg(e, 2, "unsigned long", "sizeBytes", std::to_string(std::uint64_t{c.other} * 1024));
-        add_arg(e, 3, "hipMemcpyKind", "kind", "1");
-        add_arg(e, 4, "ihipStream_t*", "stream", stream);
-        break;
-      case detail::event_record:
-        add_arg(e, 0, "ihipEvent_t*", "event", detail::hex(0x55d0c0000000ull + c.stream * 0x100));
-        add_arg(e, 1, "ihipStream_t*", "stream", stream);
-        break;
-      case detail::stream_wait:
-        add_arg(e, 0, "ihipStream_t*", "stream", stream);
-        add_arg(e, 1, "ihipEvent_t*", "event", detail::hex(0x55d0c0000000ull + c.other * 0x100));
-        add_arg(e, 2, "unsigned int", "flags", "0");
-        break;
-      case detail::stream_sync: add_arg(e, 0, "ihipStream_t*", "stream", stream); break;
-      }
-      region.reset();
-      region.bind_int64(1, c.id)
-          .bind_int64(2, node_id)
-          .bind_int64(3, pid)
-          .bind_int64(4, c.tid)
-          .bind_int64(5, c.start_ns)
-          .bind_int64(6, c.end_ns)
-          .bind_int64(7, api_string + c.what)
-          .bind_int64(8, e);
-      region.step();
-      batch();
-    }
-  }
-  {
-    auto row = insert("rocpd_kernel_dispatch",
-                      "id, nid, pid, tid, agent_id, kernel_id, dispatch_id, queue_id, stream_id, "
-                      "start, \"end\", private_segment_size, group_segment_size, "
-                      "workgroup_size_x, workgroup_size_y, workgroup_size_z, grid_size_x, "
-                      "grid_size_y, grid_size_z, region_name_id, event_id");
-    for (const record& d : dispatches) {
-      const std::int64_t e = add_event(dispatch_category, d.corr);
-      const std::int64_t stream = stream_id(d.stream);
-      row.reset();
-      row.bind_int64(1, d.id)
-          .bind_int64(2, node_id)
-          .bind_int64(3, pid)
-          .bind_int64(4, d.tid)
-          .bind_int64(5, static_cast<std::int64_t>(d.gpu + 1))
-          .bind_int64(6, static_cast<std::int64_t>(d.gpu * kernels + d.what + 1))
-          .bind_int64(7, d.id)
-          .bind_int64(8, queue_handle(d.stream))
-          .bind_int64(9, stream)
-          .bind_int64(10, d.start_ns)
-          .bind_int64(11, d.end_ns)
-          .bind_int64(12, 0)
-          .bind_int64(13, static_cast<std::int64_t>(d.what % 4) * 4096)
-          .bind_int64(14, 256)
-          .bind_int64(15, 1)
-          .bind_int64(16, 1)
-          .bind_int64(17, 4096 * 256)
-          .bind_int64(18, 1)
-          .bind_int64(19, 1)
-          .bind_int64(20, empty_string)
-          .bind_int64(21, e);
-      row.step();
-      batch();
-    }
-  }
-  {
-    auto row = insert("rocpd_memory_copy", "id, nid, pid, tid, start, \"end\", name_id, "
-                                           "dst_agent_id, dst_address, src_agent_id, "
-                                           "src_address, size, stream_id, event_id");
-    for (const record& c : copies) {
-      const std::int64_t e = add_event(copy_category, c.corr);
-      const std::int64_t stream = stream_id(c.stream);
-      row.reset();
-      row.bind_int64(1, c.id)
-          .bind_int64(2, node_id)
-          .bind_int64(3, pid)
-          .bind_int64(4, c.tid)
-          .bind_int64(5, c.start_ns)
-          .bind_int64(6, c.end_ns)
-          .bind_int64(7, h2d_name)
-          .bind_int64(8, static_cast<std::int64_t>(c.gpu + 1))
-          .bind_int64(9, 0x7f2a00000000ll)
-          .bind_int64(10, 0)
-          .bind_int64(11, 0x55d0b0000000ll)
-          .bind_int64(12, static_cast<std::int64_t>(c.other) * 1024)
-          .bind_int64(13, stream)
-          .bind_int64(14, e);
-      row.step();
-      batch();
-    }
-  }
+  detail::write_api_calls(rows, app.calls, names.api_string);
+  detail::write_dispatches(rows, app.dispatches, kernels);
+  detail::write_copies(rows, app.copies);
   db.exec("COMMIT");
   db.exec(substitute_uuid(read_schema(schema_dir, "rocpd_indexes.sql"), uuid));
   return uuid;

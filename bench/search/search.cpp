@@ -197,6 +197,130 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : (v[(v.size() - 1) / 2] + v[v.size() / 2]) / 2;
 }
 
+/// The development set in ../shared/landscapes/ and the ground truths recorded here
+/// (bench/search/landscapes/), each folder's files sorted.
+std::vector<std::filesystem::path> default_landscapes() {
+  std::vector<std::filesystem::path> files;
+  const std::filesystem::path root(RPL_SOURCE_ROOT);
+  for (const auto& dir :
+       {root / ".." / "shared" / "landscapes", root / "bench" / "search" / "landscapes"}) {
+    std::vector<std::filesystem::path> found;
+    std::error_code error;
+    for (const auto& e : std::filesystem::directory_iterator(dir, error))
+      if (e.path().string().size() > 8 &&
+          e.path().string().compare(e.path().string().size() - 8, 8, ".json.gz") == 0)
+        found.push_back(e.path());
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+/// --space: the space's order and parameter order, each configuration answered by its entry of
+/// the landscape; false (having said why) when the landscape lacks one.
+bool order_by_space(const std::filesystem::path& space_file,
+                    const std::filesystem::path& file,
+                    const stages::landscape& l,
+                    std::vector<stages::configuration>& configs,
+                    std::vector<std::size_t>& entry_of) {
+  const auto sp = stages::load_space(space_file);
+  entry_of.clear();
+  for (const auto& c : sp.configurations) {
+    stages::configuration in_order;
+    for (const auto& name : l.parameters)
+      for (const auto& [n, v] : c.params)
+        if (n == name)
+          in_order.params.emplace_back(n, v);
+    const auto entry = l.find(stages::cache_key(in_order));
+    if (!entry) {
+      std::fprintf(stderr,
+                   "search: %s has no entry %s of %s; fix: pass the space the "
+                   "landscape was recorded from\n",
+                   file.string().c_str(), stages::cache_key(in_order).c_str(),
+                   space_file.string().c_str());
+      return false;
+    }
+    entry_of.push_back(*entry);
+  }
+  configs = sp.configurations;
+  return true;
+}
+
+/// Random search's median evaluations to 1 % of the best when it may go on over the whole space
+/// (its first `budget` picks are the budgeted run's): the baseline without a budget.
+double random_unbounded_median(const stages::landscape& l,
+                               const std::vector<stages::configuration>& configs,
+                               const std::vector<std::size_t>& entry_of,
+                               std::size_t seeds) {
+  std::vector<double> random_unbounded;
+  const bool trace = measure.trace;
+  measure.trace = false;
+  for (std::size_t seed = 1; seed <= seeds; ++seed)
+    random_unbounded.push_back(static_cast<double>(
+        search("random", l, configs, entry_of, configs.size(), seed).evaluations_to_1pct));
+  measure.trace = trace;
+  return median(random_unbounded);
+}
+
+/// One row per strategy for one landscape and budget; the model's verdict against issue 12's
+/// goals (set at a 10 % budget) goes to `verdicts`.
+void compare_strategies(const std::filesystem::path& file,
+                        const stages::landscape& l,
+                        const std::vector<stages::configuration>& configs,
+                        const std::vector<std::size_t>& entry_of,
+                        const std::vector<std::string>& strategies,
+                        std::size_t seeds,
+                        double pct,
+                        std::vector<std::string>& verdicts) {
+  const auto budget = static_cast<std::size_t>(
+      std::max(1.0, std::round(pct / 100 * static_cast<double>(configs.size()))));
+  const double random_median = random_unbounded_median(l, configs, entry_of, seeds);
+  for (const auto& name : strategies) {
+    std::vector<double> to_1pct, gaps, seconds, r2;
+    std::size_t within1 = 0, within5 = 0, low = 0, trees = 0;
+    for (std::size_t seed = 1; seed <= seeds; ++seed) {
+      const run_outcome r = search(name, l, configs, entry_of, budget, seed);
+      within1 += r.within_1pct;
+      within5 += r.within_5pct;
+      to_1pct.push_back(r.evaluations_to_1pct > 0 ? static_cast<double>(r.evaluations_to_1pct)
+                                                  : static_cast<double>(budget + 1));
+      gaps.push_back(r.final_gap);
+      seconds.push_back(r.seconds);
+      if (r.cv_r2)
+        r2.push_back(*r.cv_r2);
+      low += r.low_confidence;
+      trees += r.trees;
+    }
+    const double med = median(to_1pct);
+    char evals[32];
+    if (med > static_cast<double>(budget))
+      std::snprintf(evals, sizeof evals, "> %zu", budget);
+    else
+      std::snprintf(evals, sizeof evals, "%.0f", med);
+    char model[96] = "";
+    if (!r2.empty())
+      std::snprintf(model, sizeof model, "%.2f (%zu of %zu; trees in %zu)", median(r2), low, seeds,
+                    trees);
+    if (name == "model" && pct == 10) { // the goals are set at a 10 % budget
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "%-34s %3.0f%%: within 1 %% in %zu of %zu seeds (goal: 9 in 10: %s); median "
+                    "evaluations to 1 %% %s against random's %.0f without a budget, x%.2f "
+                    "(goal <= 0.5: %s)",
+                    file.filename().string().c_str(), pct, within1, seeds,
+                    10 * within1 >= 9 * seeds ? "met" : "not met", evals, random_median,
+                    med / random_median,
+                    med > static_cast<double>(budget) ? "not met: not reached"
+                    : med <= 0.5 * random_median      ? "met"
+                                                      : "not met");
+      verdicts.emplace_back(line);
+    }
+    std::printf("%-34s %-8s %5.0f%% %6zu %3zu/%-2zu %3zu/%-2zu %10s %8.2f%% %8.3f %s\n",
+                file.filename().string().c_str(), name.c_str(), pct, budget, within1, seeds,
+                within5, seeds, evals, 100 * median(gaps), median(seconds), model);
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -247,19 +371,7 @@ int main(int argc, char** argv) {
   app.add_flag("--trace", measure.trace, "Print each run's evaluations (index:ratio to the best)");
   CLI11_PARSE(app, argc, argv);
   if (files.empty()) {
-    // The development set, and the ground truths recorded here (bench/search/landscapes/).
-    const std::filesystem::path root(RPL_SOURCE_ROOT);
-    for (const auto& dir :
-         {root / ".." / "shared" / "landscapes", root / "bench" / "search" / "landscapes"}) {
-      std::vector<std::filesystem::path> found;
-      std::error_code error;
-      for (const auto& e : std::filesystem::directory_iterator(dir, error))
-        if (e.path().string().size() > 8 &&
-            e.path().string().compare(e.path().string().size() - 8, 8, ".json.gz") == 0)
-          found.push_back(e.path());
-      std::sort(found.begin(), found.end());
-      files.insert(files.end(), found.begin(), found.end());
-    }
+    files = default_landscapes();
     if (files.empty()) {
       std::fprintf(stderr, "search: no landscapes given and none found; fix: pass Kernel Tuner "
                            "cache files\n");
@@ -275,88 +387,10 @@ int main(int argc, char** argv) {
     auto configs = l.as_space().configurations;
     std::vector<std::size_t> entry_of(configs.size());
     std::iota(entry_of.begin(), entry_of.end(), std::size_t{0});
-    if (!space_file.empty()) {
-      // The space's order and parameter order; each configuration answered by its entry.
-      const auto sp = stages::load_space(space_file);
-      entry_of.clear();
-      for (const auto& c : sp.configurations) {
-        stages::configuration in_order;
-        for (const auto& name : l.parameters)
-          for (const auto& [n, v] : c.params)
-            if (n == name)
-              in_order.params.emplace_back(n, v);
-        const auto entry = l.find(stages::cache_key(in_order));
-        if (!entry) {
-          std::fprintf(stderr,
-                       "search: %s has no entry %s of %s; fix: pass the space the "
-                       "landscape was recorded from\n",
-                       file.string().c_str(), stages::cache_key(in_order).c_str(),
-                       space_file.string().c_str());
-          return 2;
-        }
-        entry_of.push_back(*entry);
-      }
-      configs = sp.configurations;
-    }
-    for (const double pct : budgets) {
-      const auto budget = static_cast<std::size_t>(
-          std::max(1.0, std::round(pct / 100 * static_cast<double>(configs.size()))));
-      // The baseline without a budget: random search's evaluations to 1 % of the best when it
-      // may go on over the whole space (its first `budget` picks are the budgeted run's).
-      std::vector<double> random_unbounded;
-      const bool trace = measure.trace;
-      measure.trace = false;
-      for (std::size_t seed = 1; seed <= seeds; ++seed)
-        random_unbounded.push_back(static_cast<double>(
-            search("random", l, configs, entry_of, configs.size(), seed).evaluations_to_1pct));
-      measure.trace = trace;
-      const double random_median = median(random_unbounded);
-      for (const auto& name : strategies) {
-        std::vector<double> to_1pct, gaps, seconds, r2;
-        std::size_t within1 = 0, within5 = 0, low = 0, trees = 0;
-        for (std::size_t seed = 1; seed <= seeds; ++seed) {
-          const run_outcome r = search(name, l, configs, entry_of, budget, seed);
-          within1 += r.within_1pct;
-          within5 += r.within_5pct;
-          to_1pct.push_back(r.evaluations_to_1pct > 0 ? static_cast<double>(r.evaluations_to_1pct)
-                                                      : static_cast<double>(budget + 1));
-          gaps.push_back(r.final_gap);
-          seconds.push_back(r.seconds);
-          if (r.cv_r2)
-            r2.push_back(*r.cv_r2);
-          low += r.low_confidence;
-          trees += r.trees;
-        }
-        const double med = median(to_1pct);
-        char evals[32];
-        if (med > static_cast<double>(budget))
-          std::snprintf(evals, sizeof evals, "> %zu", budget);
-        else
-          std::snprintf(evals, sizeof evals, "%.0f", med);
-        char model[96] = "";
-        if (!r2.empty())
-          std::snprintf(model, sizeof model, "%.2f (%zu of %zu; trees in %zu)", median(r2), low,
-                        seeds, trees);
-        if (name == "model" && pct == 10) { // the goals are set at a 10 % budget
-          char line[256];
-          std::snprintf(
-              line, sizeof line,
-              "%-34s %3.0f%%: within 1 %% in %zu of %zu seeds (goal: 9 in 10: %s); median "
-              "evaluations to 1 %% %s against random's %.0f without a budget, x%.2f "
-              "(goal <= 0.5: %s)",
-              file.filename().string().c_str(), pct, within1, seeds,
-              10 * within1 >= 9 * seeds ? "met" : "not met", evals, random_median,
-              med / random_median,
-              med > static_cast<double>(budget) ? "not met: not reached"
-              : med <= 0.5 * random_median      ? "met"
-                                                : "not met");
-          verdicts.emplace_back(line);
-        }
-        std::printf("%-34s %-8s %5.0f%% %6zu %3zu/%-2zu %3zu/%-2zu %10s %8.2f%% %8.3f %s\n",
-                    file.filename().string().c_str(), name.c_str(), pct, budget, within1, seeds,
-                    within5, seeds, evals, 100 * median(gaps), median(seconds), model);
-      }
-    }
+    if (!space_file.empty() && !order_by_space(space_file, file, l, configs, entry_of))
+      return 2;
+    for (const double pct : budgets)
+      compare_strategies(file, l, configs, entry_of, strategies, seeds, pct, verdicts);
   }
   if (!verdicts.empty()) {
     std::printf("\nthe model strategy against issue 12's goals (random without a budget as the "

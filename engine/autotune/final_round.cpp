@@ -8,18 +8,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/campaign/interleaved_rounds.hpp"
 #include "stages/search/finalists.hpp"
 #include "stages/statistics/statistics.hpp"
 
 namespace rpl::engine {
 
 namespace {
-
-/// The round's sample: the median of its launches or runs (stages/statistics), NaN without any.
-double median_of(const std::vector<std::int64_t>& values) {
-  return values.empty() ? std::numeric_limits<double>::quiet_NaN()
-                        : stages::summarize(values).median;
-}
 
 finalist_result to_result(const stages::finalist_comparison& c) {
   finalist_result r;
@@ -63,29 +58,25 @@ run_final_round(const std::vector<lane_worker*>& lanes,
     lane_names += (lane_names.empty() ? "" : ",") + lane->name();
   spdlog::info("final round: {} finalists x {} rounds, interleaved on {}", finalists.size(),
                settings.rounds, lane_names);
-  // Each round's slot is written by the one lane that runs it; a missed round stays NaN.
-  std::vector<stages::keyed_samples> rounds(finalists.size());
-  for (std::size_t f = 0; f < finalists.size(); ++f) {
-    rounds[f].key = finalists[f];
-    rounds[f].samples_ns.assign(settings.rounds, std::numeric_limits<double>::quiet_NaN());
-  }
   const std::size_t lane_count = std::max<std::size_t>(lanes.size(), 1);
+  std::vector<messages::measure_request> sides;
+  for (const auto& key : finalists)
+    sides.push_back(by_key.at(key)->request);
+  std::vector<std::vector<double>> values(
+      finalists.size(),
+      std::vector<double>(settings.rounds, std::numeric_limits<double>::quiet_NaN()));
+  // Lane k runs rounds k, k + L, ...: each round whole on one lane (one device per pair), each
+  // lane's first round with the requests' warm-up.
   auto run_rounds = [&](std::size_t k) {
+    round_plan plan;
+    plan.rounds = settings.rounds;
+    plan.runs_per_round = settings.runs_per_round;
+    plan.first_round = static_cast<std::uint32_t>(k);
+    plan.stride = static_cast<std::uint32_t>(lane_count);
     lane_worker& lane = *lanes[k];
-    for (std::uint32_t r = static_cast<std::uint32_t>(k); r < settings.rounds && !stop;
-         r += static_cast<std::uint32_t>(lane_count)) {
-      for (std::size_t i = 0; i < finalists.size(); ++i) {
-        const std::size_t f = (i + r) % finalists.size();
-        auto request = by_key.at(finalists[f])->request;
-        request.fixed_count = true;
-        request.runs = settings.runs_per_round;
-        request.warmup = r < lane_count ? request.warmup : 0; // each lane's first round warms up
-        const auto result = lane.measure_now(request);
-        // A failed round is a missed round for that finalist (the comparison skips it).
-        if (result.status == messages::measure_status::ok)
-          rounds[f].samples_ns[r] = median_of(result.samples_ns);
-      }
-    }
+    run_interleaved_rounds(
+        sides, plan, [&lane](const messages::measure_request& r) { return lane.measure_now(r); },
+        stop, values);
   };
   {
     std::vector<std::jthread> others;
@@ -97,6 +88,10 @@ run_final_round(const std::vector<lane_worker*>& lanes,
     note = "interrupted before the final round finished";
     return std::nullopt;
   }
+  // Each round's slot was written by the one lane that ran it; a missed round stays NaN.
+  std::vector<stages::keyed_samples> rounds(finalists.size());
+  for (std::size_t f = 0; f < finalists.size(); ++f)
+    rounds[f] = {finalists[f], std::move(values[f])};
   const auto decision = stages::decide_winner(rounds, config);
   final_round_result out;
   out.lane = lane_names;

@@ -189,6 +189,80 @@ private:
   duration next_notice_ = first_notice;
 };
 
+/// The broker's tick (broker thread only): starts the local workers with the first compile that is
+/// not in the artifact cache (a warm re-tune starts none: 14 processes probing 8 toolchains each at
+/// the moment the lanes start) and supervises them; with --local-fallback, starts local workers
+/// once compiles have waited that long for a fitting one; fails the queued compiles when no worker
+/// can come or the run stops.
+class compile_workers_tick {
+public:
+  compile_workers_tick(const autotune_options& options,
+                       const autotune_inputs& inputs,
+                       const broker_config& bconfig,
+                       broker& compile_broker,
+                       autotune_session& session,
+                       local_workers& pool,
+                       const worker_endpoints& endpoints)
+      : options_(options), inputs_(inputs), bconfig_(bconfig), broker_(compile_broker),
+        session_(session), pool_(pool), remote_workers_possible_(!options.listen.empty()),
+        waiting_(options, endpoints, !remote_workers_possible_) {}
+
+  void operator()() {
+    if (!pool_started_ && broker_.queued_jobs() > 0) {
+      pool_started_ = true;
+      pool_.start();
+    }
+    pool_.supervise();
+    if (fallback_) {
+      fallback_->supervise();
+    } else if (options_.local_fallback_s &&
+               broker_.waiting_for_workers() >=
+                   std::chrono::duration<double>(*options_.local_fallback_s)) {
+      const std::size_t count = default_compile_workers(options_.lanes);
+      spdlog::warn("compiles waited {} s with no fitting worker ({}): --local-fallback starts {} "
+                   "local compile worker(s)",
+                   *options_.local_fallback_s, broker_.unplaced_reason(), count);
+      fallback_.emplace(make_workers_config(options_, inputs_, bconfig_, count, {}));
+      fallback_->start();
+      fallback_count_ = count;
+    }
+    // A stopping run drops its queued compiles (the graph stores none of them: --resume makes
+    // them again), so that no worker that connects now starts one.
+    if (session_.stopping()) {
+      broker_.fail_queued("the run is stopping");
+      return;
+    }
+    // Without --listen, no worker can ever come once the local ones are gone: fail the queue
+    // rather than wait forever.
+    if (!remote_workers_possible_ && pool_.exhausted() && broker_.live_workers() == 0) {
+      broker_.fail_queued(
+          "every local compile worker exited and the restart budget is spent (see the log "
+          "above); fix: check that the worker command runs: rocm-perf worker compile --help");
+    }
+    if (auto failure = waiting_.check(broker_.waiting_for_workers(), broker_.queued_jobs(),
+                                      broker_.unplaced_reason())) {
+      session_.fail(*failure);
+      broker_.fail_queued("the run is stopping");
+    }
+  }
+
+  /// How many --local-fallback workers were started (any thread).
+  std::size_t fallback_workers() const { return fallback_count_.load(); }
+
+private:
+  const autotune_options& options_;
+  const autotune_inputs& inputs_;
+  const broker_config& bconfig_;
+  broker& broker_;
+  autotune_session& session_;
+  local_workers& pool_;
+  const bool remote_workers_possible_;
+  worker_wait_watch waiting_;
+  bool pool_started_ = false;
+  std::optional<local_workers> fallback_;
+  std::atomic<std::size_t> fallback_count_{0};
+};
+
 /// Gives what a stop interrupts (the final round) `grace` to end, then calls `on_expiry` once.
 class stop_watchdog {
 public:
@@ -341,7 +415,7 @@ std::size_t default_in_flight(const autotune_options& options,
   // GPU lanes are rarely the bottleneck of a sweep that compiles: the broker then sees most of
   // the space at once and hands out the longest builds first (broker_config::rank).
   const std::size_t gpu = inputs.lane_kind == "timing" ? 0 : std::min<std::size_t>(8 * base, 1024);
-  return std::max<std::size_t>({base, gpu, options.listen.empty() ? 0 : 128});
+  return std::max<std::size_t>({base, gpu, options.listen.empty() ? 0U : 128U});
 }
 
 /// The final round after the graph: none when interrupted or failed (`winner_note` says why when
@@ -446,63 +520,16 @@ autotune_result run_autotune(const autotune_options& options,
   const bool cpu_lanes = inputs.lane_kind == "timing";
   auto cpus = cpu_lanes ? plan_cpus(options.lanes, inputs.workers) : cpu_plan{};
   local_workers pool(make_workers_config(options, inputs, bconfig, inputs.workers, cpus.workers));
-  // The local workers start with the first compile that is not in the artifact cache: a warm
-  // re-tune starts none (14 processes probing 8 toolchains each at the moment the lanes start).
-  bool pool_started = false;
-  // --local-fallback: local workers started once compiles have waited that long for a fitting one.
-  std::optional<local_workers> fallback;
-  std::atomic<std::size_t> fallback_count{0};
-  const bool remote_workers_possible = !options.listen.empty();
   const auto endpoints = describe_endpoints(options, bconfig);
   if (inputs.workers == 0) {
     spdlog::info("no local compile workers (--compile-workers 0): compiles wait for workers that "
                  "connect to {}; start one with: rocm-perf worker compile --connect {}",
                  endpoints.listening, endpoints.connect);
   }
-  worker_wait_watch waiting(options, endpoints, !remote_workers_possible);
-  compile_broker.set_tick([&pool, &pool_started, &compile_broker, &session, &waiting,
-                           remote_workers_possible, &fallback, &fallback_count, &options, &inputs,
-                           &bconfig] {
-    if (!pool_started && compile_broker.queued_jobs() > 0) {
-      pool_started = true;
-      pool.start();
-    }
-    pool.supervise();
-    if (fallback) {
-      fallback->supervise();
-    } else if (options.local_fallback_s &&
-               compile_broker.waiting_for_workers() >=
-                   std::chrono::duration<double>(*options.local_fallback_s)) {
-      const std::size_t count = default_compile_workers(options.lanes);
-      spdlog::warn("compiles waited {} s with no fitting worker ({}): --local-fallback starts {} "
-                   "local compile worker(s)",
-                   *options.local_fallback_s, compile_broker.unplaced_reason(), count);
-      fallback.emplace(make_workers_config(options, inputs, bconfig, count, {}));
-      fallback->start();
-      fallback_count = count;
-    }
-    // A stopping run drops its queued compiles (the graph stores none of them: --resume makes
-    // them again), so that no worker that connects now starts one.
-    if (session.stopping()) {
-      compile_broker.fail_queued("the run is stopping");
-      return;
-    }
-    // Without --listen, no worker can ever come once the local ones are gone: fail the queue
-    // rather than wait forever.
-    if (!remote_workers_possible && pool.exhausted() && compile_broker.live_workers() == 0) {
-      compile_broker.fail_queued(
-          "every local compile worker exited and the restart budget is spent (see the log "
-          "above); fix: check that the worker command runs: rocm-perf worker compile --help");
-    }
-    if (auto failure =
-            waiting.check(compile_broker.waiting_for_workers(), compile_broker.queued_jobs(),
-                          compile_broker.unplaced_reason())) {
-      session.fail(*failure);
-      compile_broker.fail_queued("the run is stopping");
-    }
-  });
-  // The tick uses the pool, the watch and the session: the broker thread ends before they do, on
-  // every way out of this function.
+  compile_workers_tick tick(options, inputs, bconfig, compile_broker, session, pool, endpoints);
+  compile_broker.set_tick([&tick] { tick(); });
+  // The tick uses the pool, its fallback workers and the session: the broker thread ends before
+  // they do, on every way out of this function.
   struct broker_stopper {
     broker& b;
     ~broker_stopper() { b.stop(); }
@@ -545,7 +572,7 @@ autotune_result run_autotune(const autotune_options& options,
   spdlog::debug("autotune: lanes and workers stopped");
   auto result = make_result(options, inputs, session, stop);
   result.broker = broker_stats;
-  result.fallback_workers = fallback_count.load();
+  result.fallback_workers = tick.fallback_workers();
   result.compile_cache = {compiler.hits(), compiler.misses()};
   result.determinism = {options.determinism_check, broker_compiler.checked(),
                         broker_compiler.mismatched(), broker_compiler.skipped()};

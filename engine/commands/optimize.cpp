@@ -3,6 +3,7 @@
 #include "engine/commands/command.hpp"
 #include "engine/optimize/app_mode.hpp"
 #include "engine/optimize/run_optimize.hpp"
+#include "stages/optimize/proposer_kinds.hpp"
 
 namespace rpl::engine::commands {
 
@@ -28,7 +29,7 @@ public:
                      "NAME=VALUE for the build template's and the launch file's names "
                      "(repeatable)");
     cmd_->add_option("--proposer", options_.proposer, "rule, llm or both")
-        ->check(CLI::IsMember({"rule", "llm", "both"}));
+        ->check(CLI::IsMember(stages::optimize::proposer_choices()));
     cmd_->add_option("--iterations", options_.iterations, "Proposal rounds (default 3)")
         ->check(CLI::Range(1, 1000));
     cmd_->add_option("--time-budget", budget_s_, "Stop proposing after this many seconds")
@@ -69,7 +70,8 @@ public:
     cmd_->add_option("--seed", options_.seed, "Seed of the validation inputs (default 1)");
     cmd_->add_option("--arch", options_.device_arch,
                      "The GPU's architecture for the static screen (sm_90, gfx90a)");
-    cmd_->add_option("--compile-workers", options_.compile_workers, "Local compile workers");
+    cmd_->add_option("--compile-workers", options_.compile_workers,
+                     "Local compile workers (default: half the cores, 2 to 8)");
     cmd_->add_option("--top", options_.top,
                      "With -- APP: optimize the application's top K kernels (default 3)")
         ->check(CLI::Range(1, 1000));

@@ -116,7 +116,9 @@ workers::trace_recorder_ptr make_trace_recorder(const std::string& backend,
         workers::cupti_recorder_options{*tools.tracer, run_timeout(options), options.debug});
   }
   return std::make_unique<workers::rocprofv3_recorder>(
-      workers::rocprofv3_options{*tools.rocprofv3, run_timeout(options), options.debug});
+      workers::rocprofv3_options{.executable = *tools.rocprofv3,
+                                 .timeout = run_timeout(options),
+                                 .echo_output = options.debug});
 }
 
 /// Records run `run`; a failure becomes run_error (exit 1), a run without a trace input_error.
@@ -226,7 +228,9 @@ std::vector<std::filesystem::path> record_counters(const profile_options& option
                         "rocm-perf analyze");
     const auto rocprofv3 = workers::find_rocprofv3(options.rocprofv3);
     recorder = std::make_unique<workers::rocprofv3_counter_recorder>(
-        workers::rocprofv3_options{*rocprofv3, run_timeout(options), options.debug},
+        workers::rocprofv3_options{.executable = *rocprofv3,
+                                   .timeout = run_timeout(options),
+                                   .echo_output = options.debug},
         std::move(passes));
   }
   auto recorded = recorder->record(options.app, folder, 1);

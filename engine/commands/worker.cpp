@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "engine/commands/command.hpp"
+#include "stages/optimize/proposer_kinds.hpp"
 #include "workers/compile/compile_worker.hpp"
 #include "workers/proposers/llm/llm_proposer.hpp"
 #include "workers/proposers/proposer_worker.hpp"
@@ -58,7 +59,7 @@ public:
                    "an OpenAI-compatible endpoint)");
     propose_->add_option("--kind", propose_options_.kind, "rule or llm")
         ->required()
-        ->check(CLI::IsMember({"rule", "llm"}));
+        ->check(CLI::IsMember(stages::optimize::proposer_kind_names()));
     propose_->add_option("--connect", propose_options_.endpoint, "Engine endpoint")->required();
     propose_->add_option("--heartbeat-ms", heartbeat_ms_, "Heartbeat interval")
         ->check(CLI::Range(10, 60000));
@@ -102,7 +103,8 @@ public:
     }
     // Refused here rather than answering every job "unavailable": a proposer started by hand on
     // another host would otherwise connect, look healthy and never propose anything.
-    if (propose_options_.kind == "llm" && (llm_.endpoint.empty() || llm_.model.empty())) {
+    if (stages::optimize::find_proposer_kind(propose_options_.kind)->needs_endpoint &&
+        (llm_.endpoint.empty() || llm_.model.empty())) {
       std::fprintf(stderr,
                    "rocm-perf worker propose: error: --kind llm needs --llm-endpoint URL and "
                    "--llm-model NAME; fix: e.g. --llm-endpoint http://127.0.0.1:8000/v1 "

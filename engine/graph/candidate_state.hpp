@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,10 @@
 #include "engine/store/artifact_store.hpp"
 #include "engine/store/candidate_record.hpp"
 #include "stages/search/param_value.hpp"
+
+namespace rpl::workers {
+class lane_backend;
+}
 
 namespace rpl::engine {
 
@@ -37,6 +42,14 @@ struct candidate_state : candidate_record {
   /// final-round measurement). A lane measures what it holds in this order, whatever order the
   /// builds finished in, so an order the strategy chose (stages/search/prior_order.hpp) holds.
   std::uint64_t sequence = 0;
+  /// Set by the planner when a check before the compile gateway refused the candidate (optimize's
+  /// source guards): it then skips the compile and the lanes (`not_run`, this reason) and goes on
+  /// to the verdict and the store like any other.
+  std::string refused_before_compile;
+  /// A lane job that needs the lane for more than one measurement (optimize: the validation
+  /// cases, then the paired rounds against the incumbent), run on the lane's thread in place of
+  /// measuring `measure_request` once; its result becomes `measure`. Empty for autotune.
+  std::function<messages::measure_result(workers::lane_backend&)> lane_job;
 };
 
 using candidate_ptr = std::shared_ptr<candidate_state>;

@@ -66,6 +66,11 @@ void lane_worker::push(candidate_ptr candidate, messages::measure_request reques
 }
 
 messages::measure_result lane_worker::measure_now(const messages::measure_request& request) {
+  return run_now([request](workers::lane_backend& backend) { return backend.measure(request); });
+}
+
+messages::measure_result
+lane_worker::run_now(std::function<messages::measure_result(workers::lane_backend&)> job) {
   struct slot {
     bool ready = false;
     messages::measure_result result;
@@ -77,7 +82,8 @@ messages::measure_result lane_worker::measure_now(const messages::measure_reques
   }
   auto answer = std::make_shared<slot>();
   auto probe = std::make_shared<candidate_state>();
-  push(probe, request, [answer, s = state_](const candidate_ptr& c) {
+  probe->lane_job = std::move(job);
+  push(probe, {}, [answer, s = state_](const candidate_ptr& c) {
     {
       std::lock_guard lock(s->mutex);
       answer->result = c->measure;
@@ -162,7 +168,8 @@ void lane_worker::loop(const std::shared_ptr<state>& s) {
     }
     const auto started = clock::now();
     try {
-      next.candidate->measure = s->backend->measure(next.request);
+      next.candidate->measure = next.candidate->lane_job ? next.candidate->lane_job(*s->backend)
+                                                         : s->backend->measure(next.request);
     } catch (const std::exception& error) {
       next.candidate->measure.status = messages::measure_status::launch_failed;
       next.candidate->measure.reason = std::string("lane error: ") + error.what();

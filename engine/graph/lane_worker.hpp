@@ -29,7 +29,9 @@ struct lane_activity {
   std::chrono::nanoseconds window{0};
   std::string device_model; ///< the model its last measurement reported; empty for CPU lanes
   double busy_fraction() const {
-    return window.count() > 0 ? static_cast<double>(busy.count()) / window.count() : 0.0;
+    return window.count() > 0
+               ? static_cast<double>(busy.count()) / static_cast<double>(window.count())
+               : 0.0;
   }
 };
 
@@ -52,6 +54,11 @@ public:
   /// Measures on the lane thread and waits for the result (after the graph: the final round).
   /// After abandon(), returns at once with status not_run.
   messages::measure_result measure_now(const messages::measure_request& request);
+  /// Runs `job` on the lane thread (between queued measurements, in its turn) and waits for its
+  /// result: work that needs the lane for several measurements at once (optimize: the original's
+  /// validation, the final comparison). After abandon(), returns at once with status not_run.
+  messages::measure_result
+  run_now(std::function<messages::measure_result(workers::lane_backend&)> job);
   /// Removes the measurements not started yet and returns their candidates (their `done` never
   /// runs): a stopping run drops queued work.
   std::vector<candidate_ptr> drop_queued();

@@ -145,6 +145,7 @@ void tuning_graph::run(std::size_t max_in_flight, std::chrono::milliseconds stop
     n.occupancy.finished = false;
     n.occupancy.stop_settled = false;
     n.occupancy.in_graph = seeds.size();
+    n.occupancy.max_in_flight = max_in_flight;
   }
   std::thread watcher([&n, stop_grace] {
     n.watch_for_stop(stop_grace);

@@ -46,6 +46,11 @@ public:
   /// for a compile or for a lane (they are not recorded), gives the measurements already running
   /// a grace period, and starts nothing new. Polled from any thread; must be cheap.
   virtual bool stopping() const { return false; }
+  /// True for a policy that may have nothing to start for a while and then several candidates at
+  /// once (optimize: a batch of proposals once the last batch's verdicts are in). After each
+  /// finished candidate the planner then asks next_candidate() again until the graph holds
+  /// `max_in_flight` or it returns nullptr, instead of starting one replacement only.
+  virtual bool refills() const { return false; }
 };
 
 } // namespace rpl::engine

@@ -18,6 +18,7 @@
 #include "stages/analysis/application_analysis.hpp"
 #include "stages/analysis/fixed_text.hpp"
 #include "stages/analysis/profile_report_builder.hpp"
+#include "stages/optimize/compile_flags.hpp"
 #include "stages/search/command_template.hpp"
 #include "stages/trace/rocpd_reader.hpp"
 #include "workers/capture/capture_run.hpp"
@@ -89,11 +90,6 @@ void check_sources(const std::vector<fs::path>& sources) {
                                  ": no such file; fix: name a CUDA/HIP source file that exists");
     }
   }
-}
-
-/// "hip" for .hip files, else "cuda": the application was traced with the CUDA tracer.
-std::string language_of(const fs::path& source) {
-  return source.extension() == ".hip" ? "hip" : "cuda";
 }
 
 /// The qualified function name of a demangled kernel name: "void ns::gemm<128>(float*, int)" ->
@@ -181,7 +177,8 @@ std::vector<parsed_source> parse_sources(const std::vector<fs::path>& sources) {
     std::string error;
     const std::vector<std::string> flags = {"-I" + fs::absolute(path).parent_path().string()};
     auto model =
-        workers::parse_source(read_file(path), path.string(), language_of(path), flags, error);
+        workers::parse_source(read_file(path), path.string(),
+                              stages::optimize::source_language(path.string(), {}), flags, error);
     if (!error.empty()) {
       throw optimize_input_error("--source " + path.string() + ": " + error);
     }

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/optimize/attempt_outcome.hpp"
+
 namespace rpl::engine {
 
 struct attempt_record {
@@ -24,14 +26,11 @@ struct attempt_record {
   std::string diff; ///< against the source the proposal was made for (the incumbent)
   std::string diff_hash;
   std::uint32_t repair_round = 0;
-  /// Where it ended: "apply", "source_guard", "compile", "artifact_guard", "screen",
-  /// "validation", "measurement", "accepted".
-  std::string stage;
-  /// "rejected" (a guard or a validation said no), "failed" (it did not build or run),
-  /// "slower", "within_noise", "accepted", "resumed" (taken from an earlier run's journal).
-  std::string verdict;
-  std::string guard;  ///< the guard that caught it, by name ("new_global", "validation:odd_size")
-  std::string detail; ///< the finding, the compiler's errors, the figures
+  attempt_stage stage = attempt_stage::none;       ///< where it ended
+  attempt_verdict verdict = attempt_verdict::none; ///< what was decided there
+  attempt_finding guard = attempt_finding::none;   ///< the finding that caught it, if one did
+  bool resumed = false; ///< taken from an earlier run's journal, not judged again in this one
+  std::string detail;   ///< the finding, the compiler's errors, the figures
   std::int64_t compile_ns = 0;
   std::string validation;  ///< JSON: the cases and their outcomes
   std::string measurement; ///< JSON: medians, relative change, interval, rounds

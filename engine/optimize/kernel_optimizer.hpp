@@ -1,30 +1,20 @@
 #pragma once
-/// The guarded closed loop for one kernel (docs/optimize.md): ask the proposers for changes,
-/// and for each proposal, cheapest check first and no GPU time before the last static one:
-///
-///   apply the diff to the incumbent source → source guard (only the target function changed; no
-///   new globals, includes, asm, host code, launches) → compile with the user's build template →
-///   artifact guard (same kernel symbols, same parameter layout, no new globals) → static screen →
-///   validation against the ORIGINAL kernel's outputs on fresh inputs at three sizes →
-///   interleaved paired measurement against the incumbent → accepted only when faster beyond the
-///   noise.
-///
-/// A proposal with tunable macros (messages::tunable_macro) is searched first: its configurations,
-/// chosen by autotune's strategies within --tune-budget, each go through the same checks and are
-/// timed alone on the lane; the fastest, if not the defaults, then goes on as a plain proposal
-/// with its values written in.
-///
-/// A proposal that does not compile goes back to its proposer with the compiler's errors, at most
-/// twice (repair rounds). Accepted changes compound: the next iteration proposes on the improved
-/// source, and everything is still validated against the original kernel. Each attempt is
-/// recorded in the journal as it ends. The services (compile, propose, parse) and the lane are
-/// seams, so tests drive the loop with fakes and the command with real processes.
+/// Optimizing one kernel (docs/optimize.md): the original is built, validated against itself and
+/// screened; then proposals travel the tuning graph as candidates (proposal_journey.hpp: the list
+/// of rooms, guards and verdicts in order), accepted changes compound on the incumbent, and the
+/// accepted chain is measured against the original once more at the end. Everything is validated
+/// against the original kernel, never against an accepted change. A --resume of a finished kernel
+/// reads its result from the journal and builds and measures nothing; of an unfinished one, it
+/// rebuilds the accepted chain (from the artifact cache) and judges no diff twice. The services
+/// (compile, propose, parse) and the lanes are seams, so tests drive it with fakes and the
+/// command with real processes.
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -38,20 +28,18 @@
 #include "stages/search/launch_spec.hpp"
 #include "stages/search/param_value.hpp"
 
-namespace rpl::workers {
-class lane_backend;
-}
-
 namespace rpl::engine {
 
+class artifact_store;
+class compile_service;
+class lane_worker;
 class optimize_journal;
 
 /// What the loop asks of the outside world.
 struct optimizer_services {
-  /// Compiles `sources` with `argv` ({OUT} unexpanded: the worker places it); blocking.
-  std::function<messages::compile_reply(const std::vector<messages::source_file>& sources,
-                                        const std::vector<std::string>& argv)>
-      compile;
+  /// The graph's compile gateway ({OUT} unexpanded in the argv: the worker places it): the
+  /// broker's workers behind the artifact cache, or a fake in tests. Must outlive the run.
+  compile_service* compiler = nullptr;
   /// Asks a proposer of `kind` ("rule", "llm"); blocking, bounded by request.timeout_ms.
   std::function<messages::propose_reply(const std::string& kind,
                                         const messages::propose_request& request)>
@@ -99,7 +87,8 @@ struct optimizer_settings {
   double noise_target = 0.01;
   std::uint64_t seed = 1;                                        ///< of the validation inputs
   std::optional<std::chrono::steady_clock::time_point> deadline; ///< --time-budget
-  std::filesystem::path artifact_dir; ///< where code objects are written for the lane
+  /// Candidates in the graph at once: a batch's compiles run in parallel up to this many.
+  std::size_t max_in_flight = 4;
   /// Configurations measured per proposal with tunable macros (autotune's exhaustive strategy
   /// when the space fits, else its model strategy); 0: such proposals are skipped.
   std::uint32_t tune_budget = 24;
@@ -127,12 +116,14 @@ struct target_result {
   std::vector<std::string> proposer_errors; ///< proposers that failed, and why
 };
 
-/// Runs the loop for `target` on `lane`; never throws for a candidate's failure.
+/// Optimizes `target` on `lanes` (one device's: the graph's lane room), storing code objects in
+/// `artifacts`; never throws for a candidate's failure.
 target_result optimize_kernel(const kernel_target& target,
                               const optimizer_settings& settings,
                               const optimizer_services& services,
-                              workers::lane_backend& lane,
+                              const std::vector<std::unique_ptr<lane_worker>>& lanes,
                               optimize_journal& journal,
+                              const artifact_store& artifacts,
                               const std::atomic<bool>& stop);
 
 } // namespace rpl::engine

@@ -39,9 +39,10 @@ attempt_record read_attempt(const sql::statement& row) {
   a.diff = row.column_text(7);
   a.diff_hash = row.column_text(8);
   a.repair_round = static_cast<std::uint32_t>(row.column_int64(9));
-  a.stage = row.column_text(10);
-  a.verdict = row.column_text(11);
-  a.guard = row.column_text(12);
+  // A name this version does not know reads as none: such an attempt is judged again.
+  a.stage = parse_stage(row.column_text(10)).value_or(attempt_stage::none);
+  a.verdict = parse_verdict(row.column_text(11)).value_or(attempt_verdict::none);
+  a.guard = parse_finding(row.column_text(12)).value_or(attempt_finding::none);
   a.detail = row.column_text(13);
   a.compile_ns = row.column_int64(14);
   a.validation = row.column_text(15);
@@ -124,9 +125,9 @@ void optimize_journal::record(const attempt_record& a) {
       .bind_text(8, a.diff)
       .bind_text(9, a.diff_hash)
       .bind_int64(10, a.repair_round)
-      .bind_text(11, a.stage)
-      .bind_text(12, a.verdict)
-      .bind_text(13, a.guard)
+      .bind_text(11, std::string(to_string(a.stage)))
+      .bind_text(12, std::string(to_string(a.verdict)))
+      .bind_text(13, std::string(to_string(a.guard)))
       .bind_text(14, a.detail)
       .bind_int64(15, a.compile_ns)
       .bind_text(16, a.validation)
@@ -146,9 +147,9 @@ void optimize_journal::record(const attempt_record& a) {
                          {"diff_hash", a.diff_hash},
                          {"diff", a.diff},
                          {"repair_round", a.repair_round},
-                         {"stage", a.stage},
-                         {"verdict", a.verdict},
-                         {"guard", a.guard},
+                         {"stage", to_string(a.stage)},
+                         {"verdict", to_string(a.verdict)},
+                         {"guard", to_string(a.guard)},
                          {"detail", a.detail},
                          {"compile_ns", a.compile_ns},
                          {"validation", json_or_text(a.validation)},
@@ -177,6 +178,19 @@ void optimize_journal::record_target(const std::string& kernel,
       .bind_text(7, accepted_diff)
       .bind_text(8, utc_timestamp());
   upsert.step();
+}
+
+std::optional<optimize_journal::target_row>
+optimize_journal::earlier_target(const std::string& kernel) const {
+  std::lock_guard lock(impl_->mutex);
+  sql::statement row(impl_->db, "SELECT status, original_ns, best_ns, summary, accepted_diff FROM "
+                                "optimize_targets WHERE kernel = ?");
+  row.bind_text(1, kernel);
+  if (!row.step()) {
+    return std::nullopt;
+  }
+  return target_row{row.column_text(0), row.column_double(1), row.column_double(2),
+                    row.column_text(3), row.column_text(4)};
 }
 
 std::map<std::string, attempt_record>

@@ -40,6 +40,15 @@ public:
                      double best_ns,
                      const std::string& summary,
                      const std::string& accepted_diff);
+  /// A target's summary row as an earlier run left it.
+  struct target_row {
+    std::string status; ///< improved, unchanged, failed, interrupted
+    double original_ns = 0.0;
+    double best_ns = 0.0;
+    std::string summary;
+    std::string accepted_diff;
+  };
+  std::optional<target_row> earlier_target(const std::string& kernel) const;
   /// Attempts of earlier runs in this folder for `kernel`, by diff hash (the latest one wins).
   std::map<std::string, attempt_record> earlier_attempts(const std::string& kernel) const;
   /// The accepted attempts of earlier runs for `kernel`, in the order they were accepted.

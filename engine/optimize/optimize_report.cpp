@@ -27,9 +27,10 @@ nlohmann::json to_json(const attempt_record& a) {
           {"proposal_id", a.proposal_id},
           {"title", a.title},
           {"repair_round", a.repair_round},
-          {"stage", a.stage},
-          {"verdict", a.verdict},
-          {"guard", a.guard},
+          {"stage", to_string(a.stage)},
+          {"verdict", to_string(a.verdict)},
+          {"guard", to_string(a.guard)},
+          {"resumed", a.resumed},
           {"detail", a.detail},
           {"speedup", a.speedup},
           {"validation", json_or_text(a.validation)},
@@ -88,7 +89,7 @@ nlohmann::json write_optimize_report(const std::filesystem::path& out,
     std::map<std::string, int> by_verdict;
     for (const auto& a : r.attempts) {
       k["attempts"].push_back(to_json(a));
-      ++by_verdict[a.verdict];
+      ++by_verdict[std::string(to_string(a.verdict))];
     }
     k["attempts_by_verdict"] = by_verdict;
     report["kernels"].push_back(k);
@@ -108,8 +109,9 @@ nlohmann::json write_optimize_report(const std::filesystem::path& out,
     md << "| # | proposer | proposal | stage | verdict | guard / figures "
           "|\n|---|---|---|---|---|---|\n";
     for (const auto& a : r.attempts) {
-      std::string detail = a.guard.empty() ? a.detail : a.guard;
-      if (a.stage == "measurement" || a.stage == "accepted") {
+      std::string detail =
+          a.guard == attempt_finding::none ? a.detail : std::string(to_string(a.guard));
+      if (a.stage == attempt_stage::measurement || a.stage == attempt_stage::accepted) {
         detail = a.detail;
       }
       for (auto& c : detail) {
@@ -120,8 +122,8 @@ nlohmann::json write_optimize_report(const std::filesystem::path& out,
       if (detail.size() > 160) {
         detail = detail.substr(0, 160) + "...";
       }
-      md << "| " << a.sequence << " | " << a.proposer << " | " << a.title << " | " << a.stage
-         << " | " << a.verdict << " | " << detail << " |\n";
+      md << "| " << a.sequence << " | " << a.proposer << " | " << a.title << " | "
+         << to_string(a.stage) << " | " << to_string(a.verdict) << " | " << detail << " |\n";
     }
     for (const auto& e : r.proposer_errors) {
       md << "\n- proposer: " << e;
@@ -139,7 +141,7 @@ std::string optimize_summary_text(const std::vector<target_result>& results,
   for (const auto& r : results) {
     std::map<std::string, int> by_verdict;
     for (const auto& a : r.attempts) {
-      ++by_verdict[a.verdict];
+      ++by_verdict[std::string(to_string(a.verdict))];
     }
     text << r.kernel << ": " << r.status;
     if (r.status == "improved") {

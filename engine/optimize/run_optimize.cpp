@@ -1,5 +1,6 @@
 #include "engine/optimize/run_optimize.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <future>
@@ -14,14 +15,15 @@
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
 
-#include "engine/broker/broker.hpp"
-#include "engine/broker/local_workers.hpp"
-#include "engine/broker/private_dir.hpp"
+#include "engine/graph/lane_worker.hpp"
 #include "engine/optimize/app_mode.hpp"
 #include "engine/optimize/kernel_optimizer.hpp"
+#include "engine/optimize/optimize_campaign.hpp"
 #include "engine/optimize/optimize_journal.hpp"
 #include "engine/optimize/optimize_report.hpp"
 #include "engine/store/run_lease.hpp"
+#include "stages/optimize/compile_flags.hpp"
+#include "stages/optimize/proposer_kinds.hpp"
 #include "stages/optimize/unified_diff.hpp"
 #include "stages/search/command_template.hpp"
 #include "workers/compile/compile_worker.hpp"
@@ -51,25 +53,14 @@ std::string read_text(const fs::path& path, const std::string& what) {
   return text.str();
 }
 
-std::string language_of(const fs::path& source, const std::vector<std::string>& argv) {
-  if (source.extension() == ".hip" ||
-      (!argv.empty() && fs::path(argv[0]).filename().string().find("hipcc") == 0)) {
-    return "hip";
-  }
-  return "cuda";
+/// The source parser's flags of a build command (its arguments after the compiler).
+std::vector<std::string> flags_of_build(const std::vector<std::string>& argv) {
+  return stages::optimize::parser_flags(
+      argv.empty() ? argv : std::vector<std::string>(argv.begin() + 1, argv.end()));
 }
 
-std::vector<std::string> parse_flags(const std::vector<std::string>& argv) {
-  std::vector<std::string> flags;
-  for (std::size_t i = 1; i < argv.size(); ++i) {
-    const std::string& w = argv[i];
-    if ((w == "-D" || w == "-I") && i + 1 < argv.size()) {
-      flags.push_back(w + argv[++i]);
-    } else if (w.rfind("-D", 0) == 0 || w.rfind("-I", 0) == 0 || w.rfind("-std=", 0) == 0) {
-      flags.push_back(w);
-    }
-  }
-  return flags;
+std::string language_of_build(const fs::path& source, const std::vector<std::string>& argv) {
+  return stages::optimize::source_language(source.string(), argv.empty() ? "" : argv.front());
 }
 
 std::vector<int> parse_devices(const std::string& text) {
@@ -179,9 +170,9 @@ std::vector<kernel_target> make_app_targets(const optimize_options& options,
         t.source_text = s.content;
       }
     }
-    t.language = language_of(k.source, argv);
+    t.language = language_of_build(k.source, argv);
     t.build_argv = argv;
-    t.compile_flags = parse_flags(argv);
+    t.compile_flags = flags_of_build(argv);
     t.sources = sources;
     t.config = config;
     t.analysis = k.analysis_text;
@@ -219,7 +210,7 @@ std::vector<kernel_target> make_targets(const optimize_options& options,
   }
   t.block_threads = resolved.launch->block.x * resolved.launch->block.y * resolved.launch->block.z;
   // The kernel's source: the one --source that defines it.
-  t.compile_flags = parse_flags(t.build_argv);
+  t.compile_flags = flags_of_build(t.build_argv);
   std::string why;
   if (!workers::libclang_available(why)) {
     throw std::runtime_error("the source guard needs libclang: " + why);
@@ -227,7 +218,7 @@ std::vector<kernel_target> make_targets(const optimize_options& options,
   std::string found_in;
   for (std::size_t i = 0; i < sources.size(); ++i) {
     std::string error;
-    const auto lang = language_of(options.sources[i], t.build_argv);
+    const auto lang = language_of_build(options.sources[i], t.build_argv);
     const auto model =
         workers::parse_source(sources[i].content, sources[i].name, lang, t.compile_flags, error);
     for (const auto& d : model.declarations) {
@@ -284,30 +275,17 @@ std::map<fs::path, std::string> combined_changes(const std::vector<target_result
   return texts;
 }
 
-/// A blocking call on the broker: submit, then wait for the completion callback.
-template <class Reply, class Submit> Reply call_broker(Submit submit) {
-  auto promise = std::make_shared<std::promise<Reply>>();
-  auto future = promise->get_future();
-  submit([promise](const Reply& reply) { promise->set_value(reply); });
-  return future.get();
-}
-
-} // namespace
-
-int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
-  if (options.sources.empty()) {
-    throw optimize_input_error("optimize needs --source FILE; fix: name the kernel's source");
+/// --proposer as the kinds to ask (stages/optimize/proposer_kinds.hpp), checked against the LLM
+/// options.
+std::vector<std::string> proposer_kinds_of(const optimize_options& options) {
+  const auto kinds = stages::optimize::kinds_of_choice(options.proposer);
+  if (kinds.empty()) {
+    throw optimize_input_error("--proposer " + options.proposer + ": expected rule, llm or both");
   }
-  if (options.build_template.empty()) {
-    throw optimize_input_error("optimize needs --build-template STR, e.g. \"nvcc -cubin "
-                               "-arch=sm_90 gemm.cu -o {OUT}\"");
-  }
-  std::vector<std::string> kinds;
-  if (options.proposer == "rule" || options.proposer == "both") {
-    kinds.push_back("rule");
-  }
-  if (options.proposer == "llm" || options.proposer == "both") {
-    kinds.push_back("llm");
+  for (const auto& kind : kinds) {
+    if (!stages::optimize::find_proposer_kind(kind)->needs_endpoint) {
+      continue;
+    }
     // A local LLM proposer needs both; a remote one (--listen) brings its own, and then the
     // engine starts none. One of the two alone is a mistake either way.
     const bool local_llm = !options.llm_endpoint.empty() || !options.llm_model.empty();
@@ -319,25 +297,29 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
                                  "fix: pass both, or --proposer rule");
     }
   }
-  std::optional<broker_curve> curve;
-  if (!options.listen.empty() || !options.curve_keys.empty() || !options.allow_keys.empty()) {
-    if (options.listen.empty() || options.curve_keys.empty() || options.allow_keys.empty()) {
-      throw optimize_input_error(
-          "--listen, --curve-keys and --allow-keys go together: remote proposers and compile "
-          "workers are admitted only with CURVE keys; fix: rocm-perf keys generate DIR (here and "
-          "on each worker), then --listen tcp://0.0.0.0:5556 --curve-keys DIR --allow-keys FILE");
-    }
-    try {
-      workers::require_curve("--curve-keys");
-      curve = broker_curve{workers::read_keypair(options.curve_keys),
-                           workers::read_allow_list(options.allow_keys), options.listen};
-    } catch (const workers::curve_error& error) {
-      throw optimize_input_error(error.what());
-    }
+  return kinds;
+}
+
+std::optional<broker_curve> curve_of(const optimize_options& options) {
+  if (options.listen.empty() && options.curve_keys.empty() && options.allow_keys.empty()) {
+    return std::nullopt;
   }
-  if (kinds.empty()) {
-    throw optimize_input_error("--proposer " + options.proposer + ": expected rule, llm or both");
+  if (options.listen.empty() || options.curve_keys.empty() || options.allow_keys.empty()) {
+    throw optimize_input_error(
+        "--listen, --curve-keys and --allow-keys go together: remote proposers and compile "
+        "workers are admitted only with CURVE keys; fix: rocm-perf keys generate DIR (here and "
+        "on each worker), then --listen tcp://0.0.0.0:5556 --curve-keys DIR --allow-keys FILE");
   }
+  try {
+    workers::require_curve("--curve-keys");
+    return broker_curve{workers::read_keypair(options.curve_keys),
+                        workers::read_allow_list(options.allow_keys), options.listen};
+  } catch (const workers::curve_error& error) {
+    throw optimize_input_error(error.what());
+  }
+}
+
+std::vector<messages::source_file> read_sources(const optimize_options& options) {
   std::vector<messages::source_file> sources;
   std::set<std::string> names;
   for (const auto& path : options.sources) {
@@ -350,132 +332,50 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
     }
     sources.push_back(std::move(file));
   }
-  const auto devices = parse_devices(options.devices);
-  // One run at a time in --out: a second one would measure the same attempts and overwrite the
-  // journal and the report (store/run_lease.hpp). Before anything is written there.
-  std::optional<run_lease> lease;
-  {
-    std::error_code ec;
-    std::filesystem::create_directories(options.out, ec);
-    try {
-      lease.emplace(run_lease::acquire(options.out / "optimize.lease",
-                                       options.resume ? "rocm-perf optimize --resume"
-                                                      : "rocm-perf optimize"));
-    } catch (const lease_held_error& error) {
-      const auto& holder = error.holder();
-      throw optimize_input_error(
-          "--out " + options.out.string() + " is in use by another optimize run: it is " +
-          error.what() + "; fix: wait until that run ends, or stop it" +
-          (holder ? " (kill -INT " + std::to_string(holder->pid) + " on " + holder->host + ")"
-                  : std::string()) +
-          ", or choose another --out");
-    } catch (const std::runtime_error& error) {
-      throw optimize_input_error("--out " + options.out.string() + ": " + error.what());
-    }
-  }
-  app_profile before;
-  std::vector<std::string> skipped;
-  auto targets = options.app.empty() ? make_targets(options, sources)
-                                     : make_app_targets(options, sources, before, skipped);
-  for (const auto& line : skipped) {
-    spdlog::warn("skipped: {}", line);
-  }
-  if (targets.empty()) {
-    std::fprintf(stderr,
-                 "rocm-perf optimize: none of the top %zu kernels is defined in the "
-                 "sources given\n",
-                 options.top);
-    return 3;
-  }
+  return sources;
+}
 
-  optimize_journal journal(options.out);
-  private_dir ipc;
-  broker_config bconfig;
-  bconfig.bind_endpoints.push_back("ipc://" + (ipc.path() / "broker.ipc").string());
-  bconfig.curve = curve;
-  broker engine_broker(bconfig);
+/// One run at a time in --out: a second one would measure the same attempts and overwrite the
+/// journal and the report (store/run_lease.hpp). Before anything is written there.
+run_lease take_out_lease(const optimize_options& options) {
+  std::error_code ec;
+  std::filesystem::create_directories(options.out, ec);
   try {
-    engine_broker.start();
-  } catch (const zmq::error_t& error) {
-    throw optimize_input_error(std::string("--listen: cannot bind: ") + error.what() +
-                               "; fix: a free port on an address of this host");
+    return run_lease::acquire(options.out / "optimize.lease", options.resume
+                                                                  ? "rocm-perf optimize --resume"
+                                                                  : "rocm-perf optimize");
+  } catch (const lease_held_error& error) {
+    const auto& holder = error.holder();
+    throw optimize_input_error(
+        "--out " + options.out.string() + " is in use by another optimize run: it is " +
+        error.what() + "; fix: wait until that run ends, or stop it" +
+        (holder ? " (kill -INT " + std::to_string(holder->pid) + " on " + holder->host + ")"
+                : std::string()) +
+        ", or choose another --out");
+  } catch (const std::runtime_error& error) {
+    throw optimize_input_error("--out " + options.out.string() + ": " + error.what());
   }
-  // As bound: a wildcard port (tcp://0.0.0.0:*) is named with the port the system chose.
-  std::string remote_endpoints;
-  for (std::size_t i = bconfig.bind_endpoints.size(); i < engine_broker.bound_endpoints().size();
-       ++i) {
-    remote_endpoints += (remote_endpoints.empty() ? "" : ", ") + engine_broker.bound_endpoints()[i];
-  }
-  if (curve) {
-    spdlog::info("listening on {} (CURVE) for remote proposers and compile workers whose keys "
-                 "{} lists",
-                 remote_endpoints, options.allow_keys.string());
-  }
-  const fs::path self = options.worker_executable.empty() ? fs::read_symlink("/proc/self/exe")
-                                                          : options.worker_executable;
-  local_workers_config compile_config;
-  compile_config.executable = self;
-  // An absolute compiler path in the template is this user's own choice: local workers run it.
-  std::vector<std::string> compiler_paths;
-  for (const auto& target : targets)
-    if (!target.build_argv.empty() && fs::path(target.build_argv.front()).is_absolute())
-      compiler_paths.push_back(target.build_argv.front());
-  compile_config.allowed_compilers = with_compiler_paths({}, compiler_paths);
+}
+
+campaign_setup setup_of(const std::vector<std::string>& kinds,
+                        const std::vector<kernel_target>& targets) {
+  campaign_setup setup;
+  setup.kinds = kinds;
   std::set<std::string> read_paths;
-  for (const auto& target : targets)
-    for (auto& path : workers::named_read_paths(target.build_argv))
+  for (const auto& target : targets) {
+    if (!target.build_argv.empty() && fs::path(target.build_argv.front()).is_absolute()) {
+      setup.compilers.push_back(target.build_argv.front());
+    }
+    for (auto& path : workers::named_read_paths(target.build_argv)) {
       read_paths.insert(std::move(path));
-  compile_config.allowed_paths.assign(read_paths.begin(), read_paths.end());
-  compile_config.endpoint = bconfig.bind_endpoints.front();
-  compile_config.count =
-      options.compile_workers > 0
-          ? options.compile_workers
-          : std::min<std::size_t>(2, std::max(1u, std::thread::hardware_concurrency()));
-  local_workers compilers(compile_config);
-  compilers.start();
-  std::vector<std::unique_ptr<local_workers>> proposer_pools;
-  for (const auto& kind : kinds) {
-    if (kind == "llm" && options.llm_endpoint.empty()) {
-      spdlog::info("no --llm-endpoint: LLM proposals come from remote `worker propose --kind llm` "
-                   "processes connecting to {}",
-                   remote_endpoints);
-      continue;
     }
-    local_workers_config config = compile_config;
-    config.count = 1;
-    config.command = {"worker", "propose", "--kind", kind};
-    if (kind == "llm") {
-      config.command.insert(config.command.end(),
-                            {"--llm-endpoint", options.llm_endpoint, "--llm-model",
-                             options.llm_model, "--llm-timeout-s",
-                             std::to_string(options.llm_timeout_s)});
-    }
-    proposer_pools.push_back(std::make_unique<local_workers>(config));
-    proposer_pools.back()->start();
   }
-  engine_broker.set_tick([&] {
-    compilers.supervise();
-    for (auto& pool : proposer_pools) {
-      pool->supervise();
-    }
-  });
+  setup.read_paths.assign(read_paths.begin(), read_paths.end());
+  return setup;
+}
 
-  const auto run_id = "optimize-" + std::to_string(::getpid());
-  optimizer_services services;
-  services.compile = [&](const std::vector<messages::source_file>& files,
-                         const std::vector<std::string>& argv) {
-    messages::compile_request request;
-    request.sources = files;
-    request.argv = argv;
-    request.deadline_ms = 600000;
-    return call_broker<messages::compile_reply>(
-        [&](auto done) { engine_broker.submit(run_id, request, std::move(done)); });
-  };
-  services.propose = [&](const std::string& kind, const messages::propose_request& request) {
-    return call_broker<messages::propose_reply>(
-        [&](auto done) { engine_broker.submit_proposal(run_id, kind, request, std::move(done)); });
-  };
-
+optimizer_settings settings_of(const optimize_options& options,
+                               const std::vector<std::string>& kinds) {
   optimizer_settings settings;
   settings.proposers = kinds;
   settings.iterations = options.iterations;
@@ -484,7 +384,6 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
   settings.tune_budget = options.tune_budget;
   settings.noise_target = options.noise_target;
   settings.seed = options.seed;
-  settings.artifact_dir = options.out / "artifacts";
   settings.resume = options.resume;
   settings.device_arch = options.device_arch;
   // The engine waits a little longer than the proposer's own deadline, which answers first.
@@ -492,41 +391,66 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
   if (options.time_budget.count() > 0) {
     settings.deadline = std::chrono::steady_clock::now() + options.time_budget;
   }
+  return settings;
+}
 
-  // One lane per device, one thread per lane; targets dealt out round-robin.
-  std::vector<target_result> results(targets.size());
-  std::vector<std::thread> threads;
-  const auto run_device = [&](std::size_t d) {
+/// The lane of `target` on `device`: the kernel lane with a launch file, the replay lane on a
+/// captured dispatch. Its thread starts (and owns) the lane's process.
+std::vector<std::unique_ptr<lane_worker>> lane_for(const kernel_target& target, int device) {
+  workers::lane_backend_ptr backend;
+  const std::string name = "gpu" + std::to_string(device);
+  if (!target.replay_dir.empty()) {
+    workers::replay_lane_options r;
+    r.name = name;
+    r.capture = target.replay_dir;
+    r.program = *workers::replay::find_cuda_replay_program();
+    r.device = device;
+    backend = std::make_unique<workers::replay_lane>(std::move(r));
+  } else {
     workers::kernel_lane_options lane_options;
-    lane_options.name = "gpu" + std::to_string(devices[d]);
-    lane_options.device = devices[d];
+    lane_options.name = name;
+    lane_options.device = device;
     lane_options.program = workers::default_kernel_lane_program();
-    workers::kernel_lane kernel_lane(lane_options);
+    backend = std::make_unique<workers::kernel_lane>(lane_options);
+  }
+  std::vector<std::unique_ptr<lane_worker>> lanes;
+  lanes.push_back(std::make_unique<lane_worker>(std::move(backend), -1));
+  return lanes;
+}
+
+/// Every target, one thread per device, targets dealt out round-robin.
+std::vector<target_result> optimize_targets(const std::vector<kernel_target>& targets,
+                                            const std::vector<int>& devices,
+                                            const optimizer_settings& settings,
+                                            optimize_campaign& campaign,
+                                            optimize_journal& journal,
+                                            const std::atomic<bool>& stop) {
+  std::vector<target_result> results(targets.size());
+  const auto run_device = [&](std::size_t d) {
     for (std::size_t i = d; i < targets.size(); i += devices.size()) {
-      std::unique_ptr<workers::replay_lane> replay;
-      if (!targets[i].replay_dir.empty()) {
-        workers::replay_lane_options r;
-        r.name = lane_options.name;
-        r.capture = targets[i].replay_dir;
-        r.program = *workers::replay::find_cuda_replay_program();
-        r.device = devices[d];
-        replay = std::make_unique<workers::replay_lane>(std::move(r));
-      }
-      workers::lane_backend& lane =
-          replay ? static_cast<workers::lane_backend&>(*replay) : kernel_lane;
-      optimizer_services local = services;
-      local.parse = [&, i](const std::string& text,
-                           std::string& error) -> std::optional<stages::optimize::source_model> {
-        auto model = workers::parse_source(text, targets[i].source_path.filename().string(),
-                                           targets[i].language, targets[i].compile_flags, error);
+      const auto& target = targets[i];
+      optimizer_services services;
+      services.compiler = &campaign.compiler();
+      services.propose = [&campaign](const std::string& kind,
+                                     const messages::propose_request& request) {
+        return campaign.propose(kind, request);
+      };
+      services.parse =
+          [&target](const std::string& text,
+                    std::string& error) -> std::optional<stages::optimize::source_model> {
+        auto model = workers::parse_source(text, target.source_path.filename().string(),
+                                           target.language, target.compile_flags, error);
         if (!error.empty()) {
           return std::nullopt;
         }
         return model;
       };
-      results[i] = optimize_kernel(targets[i], settings, local, lane, journal, stop);
+      const auto lanes = lane_for(target, devices[d]);
+      results[i] =
+          optimize_kernel(target, settings, services, lanes, journal, campaign.artifacts(), stop);
     }
   };
+  std::vector<std::thread> threads;
   for (std::size_t d = 0; d < devices.size() && d < targets.size(); ++d) {
     threads.emplace_back([&, d] {
       try {
@@ -546,91 +470,141 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
   for (auto& t : threads) {
     t.join();
   }
-  // The broker first: its tick supervises the workers and would restart them as they stop.
-  engine_broker.stop();
-  for (auto& pool : proposer_pools) {
-    pool->stop();
-  }
-  compilers.stop();
+  return results;
+}
 
-  nlohmann::json application;
-  if (!options.app.empty()) {
-    application = {{"command", options.app},
-                   {"skipped", skipped},
-                   {"before",
-                    {{"gpu_time_ns", before.gpu_time_ns},
-                     {"critical_path_ns", before.critical_path_ns},
-                     {"summary", before.summary}}}};
-    if (!options.app_build.empty() && !stop) {
-      std::vector<std::string> conflicts;
-      std::map<std::string, std::string> patched;
-      for (const auto& [path, text] : combined_changes(results, conflicts)) {
-        patched[path.filename().string()] = text;
-      }
-      application["not_combined"] = conflicts;
-      try {
-        const auto after =
-            reprofile_app(options.app_build, options.sources, patched, options.app, options.out);
-        application["after"] = {{"gpu_time_ns", after.gpu_time_ns},
-                                {"critical_path_ns", after.critical_path_ns},
-                                {"summary", after.summary},
-                                {"patched_files", patched.size()}};
-        if (after.gpu_time_ns > 0) {
-          application["gpu_time_speedup"] = before.gpu_time_ns / after.gpu_time_ns;
-        }
-        if (after.critical_path_ns > 0) {
-          application["critical_path_speedup"] = before.critical_path_ns / after.critical_path_ns;
-        }
-      } catch (const std::exception& error) {
-        application["after_error"] = error.what();
-      }
-    }
+/// -- APP: the before profile, and with --app-build the accepted changes rebuilt and profiled.
+nlohmann::json application_report(const optimize_options& options,
+                                  const app_profile& before,
+                                  const std::vector<std::string>& skipped,
+                                  const std::vector<target_result>& results,
+                                  const std::atomic<bool>& stop) {
+  nlohmann::json application = {{"command", options.app},
+                                {"skipped", skipped},
+                                {"before",
+                                 {{"gpu_time_ns", before.gpu_time_ns},
+                                  {"critical_path_ns", before.critical_path_ns},
+                                  {"summary", before.summary}}}};
+  if (options.app_build.empty() || stop) {
+    return application;
   }
-  const auto report = write_optimize_report(options.out, results, application);
-  int exit = 0;
-  std::size_t measured = 0;
+  std::vector<std::string> conflicts;
+  std::map<std::string, std::string> patched;
+  for (const auto& [path, text] : combined_changes(results, conflicts)) {
+    patched[path.filename().string()] = text;
+  }
+  application["not_combined"] = conflicts;
+  try {
+    const auto after =
+        reprofile_app(options.app_build, options.sources, patched, options.app, options.out);
+    application["after"] = {{"gpu_time_ns", after.gpu_time_ns},
+                            {"critical_path_ns", after.critical_path_ns},
+                            {"summary", after.summary},
+                            {"patched_files", patched.size()}};
+    if (after.gpu_time_ns > 0) {
+      application["gpu_time_speedup"] = before.gpu_time_ns / after.gpu_time_ns;
+    }
+    if (after.critical_path_ns > 0) {
+      application["critical_path_speedup"] = before.critical_path_ns / after.critical_path_ns;
+    }
+  } catch (const std::exception& error) {
+    application["after_error"] = error.what();
+  }
+  return application;
+}
+
+/// --apply: the improved sources written over the user's, with a backup; 1 when it failed.
+int apply_changes(const optimize_options& options, const std::vector<target_result>& results) {
+  std::vector<workers::file_change> changes;
   for (const auto& r : results) {
-    measured += r.status != "failed" ? 1 : 0;
-  }
-  if (options.apply) {
-    std::vector<workers::file_change> changes;
-    for (const auto& r : results) {
-      if (r.status == "improved") {
-        changes.push_back(
-            {fs::absolute(r.source_path), read_text(r.source_path, "--source"), r.best_source});
-      }
-    }
-    if (!changes.empty()) {
-      const auto applied = workers::apply_with_backup(changes, options.out / "backup");
-      if (!applied.ok) {
-        std::fprintf(stderr, "rocm-perf optimize: --apply: %s\n", applied.error.c_str());
-        exit = 1;
-      } else {
-        std::fprintf(stderr,
-                     "rocm-perf optimize: applied %zu accepted change(s); the originals are in "
-                     "%s; undo with: rocm-perf optimize --rollback %s\n",
-                     changes.size(), (options.out / "backup").c_str(), options.out.c_str());
-      }
+    if (r.status == "improved") {
+      changes.push_back(
+          {fs::absolute(r.source_path), read_text(r.source_path, "--source"), r.best_source});
     }
   }
+  if (changes.empty()) {
+    return 0;
+  }
+  const auto applied = workers::apply_with_backup(changes, options.out / "backup");
+  if (!applied.ok) {
+    std::fprintf(stderr, "rocm-perf optimize: --apply: %s\n", applied.error.c_str());
+    return 1;
+  }
+  std::fprintf(stderr,
+               "rocm-perf optimize: applied %zu accepted change(s); the originals are in %s; "
+               "undo with: rocm-perf optimize --rollback %s\n",
+               changes.size(), (options.out / "backup").c_str(), options.out.c_str());
+  return 0;
+}
+
+void print_summary(const std::vector<target_result>& results,
+                   const nlohmann::json& application,
+                   const std::filesystem::path& out) {
+  std::cout << optimize_summary_text(results, out);
+  if (application.is_null()) {
+    return;
+  }
+  std::cout << "application before: " << application["before"].value("summary", "") << '\n';
+  if (application.contains("after")) {
+    std::cout << "application after:  " << application["after"].value("summary", "")
+              << "\n  GPU time " << application.value("gpu_time_speedup", 0.0)
+              << "x, critical path " << application.value("critical_path_speedup", 0.0)
+              << "x (before / after, one profiled run each)\n";
+  } else if (application.contains("after_error")) {
+    std::cout << "application after: " << application["after_error"].get<std::string>() << '\n';
+  }
+  for (const auto& line : application["skipped"]) {
+    std::cout << "skipped: " << line.get<std::string>() << '\n';
+  }
+}
+
+} // namespace
+
+int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
+  if (options.sources.empty()) {
+    throw optimize_input_error("optimize needs --source FILE; fix: name the kernel's source");
+  }
+  if (options.build_template.empty()) {
+    throw optimize_input_error("optimize needs --build-template STR, e.g. \"nvcc -cubin "
+                               "-arch=sm_90 gemm.cu -o {OUT}\"");
+  }
+  const auto kinds = proposer_kinds_of(options);
+  auto curve = curve_of(options);
+  const auto sources = read_sources(options);
+  const auto devices = parse_devices(options.devices);
+  const run_lease lease = take_out_lease(options);
+  app_profile before;
+  std::vector<std::string> skipped;
+  const auto targets = options.app.empty() ? make_targets(options, sources)
+                                           : make_app_targets(options, sources, before, skipped);
+  for (const auto& line : skipped) {
+    spdlog::warn("skipped: {}", line);
+  }
+  if (targets.empty()) {
+    std::fprintf(stderr,
+                 "rocm-perf optimize: none of the top %zu kernels is defined in the "
+                 "sources given\n",
+                 options.top);
+    return 3;
+  }
+  optimize_journal journal(options.out);
+  optimize_campaign campaign(options, std::move(curve), setup_of(kinds, targets));
+  auto settings = settings_of(options, kinds);
+  // As many candidates in the graph as there are compile workers: a batch builds at once.
+  settings.max_in_flight = std::max<std::size_t>(4, default_compile_workers(options));
+  const auto results = optimize_targets(targets, devices, settings, campaign, journal, stop);
+  spdlog::info("builds: {} from the artifact cache, {} compiled", campaign.cache_hits(),
+               campaign.cache_misses());
+  campaign.stop();
+  const nlohmann::json application =
+      options.app.empty() ? nlohmann::json()
+                          : application_report(options, before, skipped, results, stop);
+  const auto report = write_optimize_report(options.out, results, application);
+  const int exit = options.apply ? apply_changes(options, results) : 0;
   if (options.json) {
     std::cout << report.dump(2) << '\n';
   } else {
-    std::cout << optimize_summary_text(results, options.out);
-    if (!application.is_null()) {
-      std::cout << "application before: " << application["before"].value("summary", "") << '\n';
-      if (application.contains("after")) {
-        std::cout << "application after:  " << application["after"].value("summary", "")
-                  << "\n  GPU time " << application.value("gpu_time_speedup", 0.0)
-                  << "x, critical path " << application.value("critical_path_speedup", 0.0)
-                  << "x (before / after, one profiled run each)\n";
-      } else if (application.contains("after_error")) {
-        std::cout << "application after: " << application["after_error"].get<std::string>() << '\n';
-      }
-      for (const auto& line : application["skipped"]) {
-        std::cout << "skipped: " << line.get<std::string>() << '\n';
-      }
-    }
+    print_summary(results, application, options.out);
   }
   if (stop) {
     return 130;
@@ -638,7 +612,9 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
   if (exit != 0) {
     return exit;
   }
-  return measured == 0 ? 1 : 0;
+  const bool measured = std::any_of(results.begin(), results.end(),
+                                    [](const target_result& r) { return r.status != "failed"; });
+  return measured ? 0 : 1;
 }
 
 int rollback_optimize(const fs::path& out, bool force) {

@@ -315,6 +315,163 @@ void results_store::set_run_status(const std::string& run_id, const std::string&
   throw to_store_error(error);
 }
 
+namespace {
+
+// record()'s rows, one function per table; each is given its statement fresh.
+
+void write_candidate_row(sqlite::statement& s,
+                         const std::string& run_id,
+                         const candidate_record& c) {
+  const bool valid = c.verdict.decision != messages::verdict_kind::invalid;
+  s.bind_text(1, run_id).bind_text(2, c.key);
+  s.bind_int64(3, static_cast<std::int64_t>(c.space_index));
+  s.bind_text(4, c.params.dump()).bind_text(5, argv_json(c.build_argv).dump());
+  s.bind_text(6, argv_json(c.run_argv).dump()).bind_text(7, valid ? "ok" : "invalid");
+  if (valid) {
+    s.bind_null(8);
+  } else {
+    s.bind_text(8, c.verdict.reason);
+  }
+  s.bind_text(9, messages::to_string(c.measure.status));
+  s.bind_int64(10, c.measure.exit_code).bind_int64(11, c.measure.term_signal);
+  s.bind_int64(12, c.measure.failed_run).bind_text(13, c.measure.lane);
+  s.bind_int64(14, static_cast<std::int64_t>(c.stats.n)).bind_double(15, c.stats.median);
+  s.bind_double(16, c.stats.mean).bind_double(17, c.stats.stddev).bind_double(18, c.stats.cv);
+  s.bind_double(19, c.stats.min).bind_double(20, c.stats.max);
+  s.bind_text(21, stages::to_string(c.stats.stability)).bind_text(22, utc_timestamp());
+  s.step();
+}
+
+void write_sampling_row(sqlite::statement& s,
+                        const std::string& run_id,
+                        const candidate_record& c) {
+  s.bind_text(1, run_id).bind_text(2, c.key).bind_text(3, c.measure.sampling);
+  if (std::isfinite(c.measure.noise)) {
+    s.bind_double(4, c.measure.noise);
+  } else {
+    s.bind_null(4);
+  }
+  s.bind_int64(5, c.measure.noisy ? 1 : 0);
+  s.bind_text(6, c.measure.device_model).bind_text(7, c.measure.device_uuid);
+  s.step();
+}
+
+/// Only for a candidate measured with an interval (interval_high_ns > 0).
+void write_interval_row(sqlite::statement& s,
+                        const std::string& run_id,
+                        const candidate_record& c) {
+  s.bind_text(1, run_id).bind_text(2, c.key);
+  s.bind_double(3, c.measure.interval_low_ns).bind_double(4, c.measure.interval_high_ns);
+  if (c.measure.race_bound_ns > 0.0) {
+    s.bind_double(5, c.measure.race_bound_ns);
+  } else {
+    s.bind_null(5);
+  }
+  s.step();
+}
+
+/// Only for a candidate whose lane read the GPU clocks.
+void write_clock_row(sqlite::statement& s,
+                     const std::string& run_id,
+                     const std::string& key,
+                     const messages::gpu_clocks& k) {
+  s.bind_text(1, run_id).bind_text(2, key);
+  s.bind_int64(3, k.sm_mhz_before).bind_int64(4, k.sm_mhz_after);
+  s.bind_int64(5, static_cast<std::int64_t>(k.reasons_before));
+  s.bind_int64(6, static_cast<std::int64_t>(k.reasons_after));
+  s.bind_int64(7, k.power_violation_ns).bind_int64(8, k.thermal_violation_ns);
+  s.bind_int64(9, k.throttled ? 1 : 0);
+  s.step();
+}
+
+void write_processes_row(sqlite::statement& s,
+                         const std::string& run_id,
+                         const candidate_record& c) {
+  s.bind_text(1, run_id).bind_text(2, c.key);
+  s.bind_int64(3, c.measure.leftover_processes);
+  s.step();
+}
+
+/// The artifacts row's resources_json: each kernel's resources as the compiler reported them.
+nlohmann::json kernel_resources_json(const candidate_record& c) {
+  nlohmann::json resources = nlohmann::json::array();
+  for (const auto& k : c.compile.resources) {
+    resources.push_back({{"name", k.name},
+                         {"arch", k.arch},
+                         {"registers", k.registers},
+                         {"barriers", k.barriers},
+                         {"shared_bytes", k.shared_bytes},
+                         {"local_bytes", k.local_bytes},
+                         {"stack_bytes", k.stack_bytes},
+                         {"spill_store_bytes", k.spill_store_bytes},
+                         {"spill_load_bytes", k.spill_load_bytes}});
+  }
+  // The static screen's findings go with the kernel it screened; a code object's kernel,
+  // which the compiler did not report, gets an entry of its own.
+  if (c.screen.is_object()) {
+    bool placed = false;
+    for (auto& k : resources) {
+      if (k["name"] == c.screen.value("kernel", "") && k["arch"] == c.screen.value("arch", "")) {
+        k["screen"] = c.screen;
+        placed = true;
+      }
+    }
+    if (!placed) {
+      resources.push_back({{"name", c.screen.value("kernel", "")},
+                           {"arch", c.screen.value("arch", "")},
+                           {"screen", c.screen}});
+    }
+  }
+  return resources;
+}
+
+void write_artifact_row(sqlite::statement& s,
+                        const std::string& run_id,
+                        const candidate_record& c) {
+  s.bind_text(1, run_id).bind_text(2, c.key);
+  s.bind_text(3, messages::to_string(c.compile.status));
+  if (c.artifact_hash.empty()) {
+    s.bind_null(4).bind_null(5);
+  } else {
+    s.bind_text(4, c.artifact_hash);
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(c.artifact_path, ec);
+    s.bind_int64(5, static_cast<std::int64_t>(ec ? 0 : size));
+  }
+  s.bind_int64(6, c.compile.exit_code).bind_int64(7, c.compile.term_signal);
+  s.bind_int64(8, c.compile.compile_ns).bind_text(9, c.compile.worker_id);
+  s.bind_text(10, c.compile.error).bind_text(11, c.compile.output);
+  s.bind_text(12, kernel_resources_json(c).dump());
+  s.step();
+}
+
+/// The candidate's samples replace those an earlier record() stored for it.
+void write_sample_rows(sqlite::statement& delete_samples,
+                       sqlite::statement& sample,
+                       const std::string& run_id,
+                       const candidate_record& c) {
+  sqlite::statement& del = fresh(delete_samples);
+  del.bind_text(1, run_id).bind_text(2, c.key);
+  del.step();
+  sqlite::statement& s = sample;
+  for (std::size_t i = 0; i < c.measure.samples_ns.size(); ++i) {
+    fresh(s);
+    s.bind_text(1, run_id).bind_text(2, c.key).bind_int64(3, static_cast<std::int64_t>(i));
+    s.bind_int64(4, c.measure.samples_ns[i]);
+    s.step();
+  }
+}
+
+void write_verdict_row(sqlite::statement& s, const std::string& run_id, const candidate_record& c) {
+  s.bind_text(1, run_id).bind_text(2, c.key);
+  s.bind_text(3, messages::to_string(c.verdict.decision));
+  s.bind_text(4, c.verdict.reason).bind_text(5, c.verdict.best_key);
+  s.bind_double(6, c.verdict.median_ns).bind_double(7, c.verdict.relative_change);
+  s.step();
+}
+
+} // namespace
+
 void results_store::record(const std::string& run_id, const candidate_record& c) try {
   const std::lock_guard lock(record_mutex_);
   if (!record_statements_) {
@@ -323,138 +480,21 @@ void results_store::record(const std::string& run_id, const candidate_record& c)
   record_statements& q = *record_statements_;
   fresh(q.begin).step();
   try {
-    const bool valid = c.verdict.decision != messages::verdict_kind::invalid;
-    {
-      sqlite::statement& s = fresh(q.candidate);
-      s.bind_text(1, run_id).bind_text(2, c.key);
-      s.bind_int64(3, static_cast<std::int64_t>(c.space_index));
-      s.bind_text(4, c.params.dump()).bind_text(5, argv_json(c.build_argv).dump());
-      s.bind_text(6, argv_json(c.run_argv).dump()).bind_text(7, valid ? "ok" : "invalid");
-      if (valid) {
-        s.bind_null(8);
-      } else {
-        s.bind_text(8, c.verdict.reason);
-      }
-      s.bind_text(9, messages::to_string(c.measure.status));
-      s.bind_int64(10, c.measure.exit_code).bind_int64(11, c.measure.term_signal);
-      s.bind_int64(12, c.measure.failed_run).bind_text(13, c.measure.lane);
-      s.bind_int64(14, static_cast<std::int64_t>(c.stats.n)).bind_double(15, c.stats.median);
-      s.bind_double(16, c.stats.mean).bind_double(17, c.stats.stddev).bind_double(18, c.stats.cv);
-      s.bind_double(19, c.stats.min).bind_double(20, c.stats.max);
-      s.bind_text(21, stages::to_string(c.stats.stability)).bind_text(22, utc_timestamp());
-      s.step();
-    }
-    {
-      sqlite::statement& s = fresh(q.sampling);
-      s.bind_text(1, run_id).bind_text(2, c.key).bind_text(3, c.measure.sampling);
-      if (std::isfinite(c.measure.noise)) {
-        s.bind_double(4, c.measure.noise);
-      } else {
-        s.bind_null(4);
-      }
-      s.bind_int64(5, c.measure.noisy ? 1 : 0);
-      s.bind_text(6, c.measure.device_model).bind_text(7, c.measure.device_uuid);
-      s.step();
-    }
+    write_candidate_row(fresh(q.candidate), run_id, c);
+    write_sampling_row(fresh(q.sampling), run_id, c);
     if (c.measure.interval_high_ns > 0.0) {
-      sqlite::statement& s = fresh(q.intervals);
-      s.bind_text(1, run_id).bind_text(2, c.key);
-      s.bind_double(3, c.measure.interval_low_ns).bind_double(4, c.measure.interval_high_ns);
-      if (c.measure.race_bound_ns > 0.0) {
-        s.bind_double(5, c.measure.race_bound_ns);
-      } else {
-        s.bind_null(5);
-      }
-      s.step();
+      write_interval_row(fresh(q.intervals), run_id, c);
     }
-    if (const messages::gpu_clocks& k = c.measure.clocks; k.read) {
-      sqlite::statement& s = fresh(q.clocks);
-      s.bind_text(1, run_id).bind_text(2, c.key);
-      s.bind_int64(3, k.sm_mhz_before).bind_int64(4, k.sm_mhz_after);
-      s.bind_int64(5, static_cast<std::int64_t>(k.reasons_before));
-      s.bind_int64(6, static_cast<std::int64_t>(k.reasons_after));
-      s.bind_int64(7, k.power_violation_ns).bind_int64(8, k.thermal_violation_ns);
-      s.bind_int64(9, k.throttled ? 1 : 0);
-      s.step();
+    if (c.measure.clocks.read) {
+      write_clock_row(fresh(q.clocks), run_id, c.key, c.measure.clocks);
     }
-    {
-      sqlite::statement& s = fresh(q.processes);
-      s.bind_text(1, run_id).bind_text(2, c.key);
-      s.bind_int64(3, c.measure.leftover_processes);
-      s.step();
-    }
-    {
-      sqlite::statement& s = fresh(q.artifact);
-      s.bind_text(1, run_id).bind_text(2, c.key);
-      s.bind_text(3, messages::to_string(c.compile.status));
-      if (c.artifact_hash.empty()) {
-        s.bind_null(4).bind_null(5);
-      } else {
-        s.bind_text(4, c.artifact_hash);
-        std::error_code ec;
-        const auto size = std::filesystem::file_size(c.artifact_path, ec);
-        s.bind_int64(5, static_cast<std::int64_t>(ec ? 0 : size));
-      }
-      s.bind_int64(6, c.compile.exit_code).bind_int64(7, c.compile.term_signal);
-      s.bind_int64(8, c.compile.compile_ns).bind_text(9, c.compile.worker_id);
-      s.bind_text(10, c.compile.error).bind_text(11, c.compile.output);
-      nlohmann::json resources = nlohmann::json::array();
-      for (const auto& k : c.compile.resources) {
-        resources.push_back({{"name", k.name},
-                             {"arch", k.arch},
-                             {"registers", k.registers},
-                             {"barriers", k.barriers},
-                             {"shared_bytes", k.shared_bytes},
-                             {"local_bytes", k.local_bytes},
-                             {"stack_bytes", k.stack_bytes},
-                             {"spill_store_bytes", k.spill_store_bytes},
-                             {"spill_load_bytes", k.spill_load_bytes}});
-      }
-      // The static screen's findings go with the kernel it screened; a code object's kernel,
-      // which the compiler did not report, gets an entry of its own.
-      if (c.screen.is_object()) {
-        bool placed = false;
-        for (auto& k : resources) {
-          if (k["name"] == c.screen.value("kernel", "") &&
-              k["arch"] == c.screen.value("arch", "")) {
-            k["screen"] = c.screen;
-            placed = true;
-          }
-        }
-        if (!placed) {
-          resources.push_back({{"name", c.screen.value("kernel", "")},
-                               {"arch", c.screen.value("arch", "")},
-                               {"screen", c.screen}});
-        }
-      }
-      s.bind_text(12, resources.dump());
-      s.step();
-    }
-    {
-      sqlite::statement& del = fresh(q.delete_samples);
-      del.bind_text(1, run_id).bind_text(2, c.key);
-      del.step();
-      sqlite::statement& s = q.sample;
-      for (std::size_t i = 0; i < c.measure.samples_ns.size(); ++i) {
-        fresh(s);
-        s.bind_text(1, run_id).bind_text(2, c.key).bind_int64(3, static_cast<std::int64_t>(i));
-        s.bind_int64(4, c.measure.samples_ns[i]);
-        s.step();
-      }
-    }
-    {
-      sqlite::statement& s = fresh(q.verdict);
-      s.bind_text(1, run_id).bind_text(2, c.key);
-      s.bind_text(3, messages::to_string(c.verdict.decision));
-      s.bind_text(4, c.verdict.reason).bind_text(5, c.verdict.best_key);
-      s.bind_double(6, c.verdict.median_ns).bind_double(7, c.verdict.relative_change);
-      s.step();
-    }
-    {
-      sqlite::statement& s = fresh(q.touch_run);
-      s.bind_text(1, utc_timestamp()).bind_text(2, run_id);
-      s.step();
-    }
+    write_processes_row(fresh(q.processes), run_id, c);
+    write_artifact_row(fresh(q.artifact), run_id, c);
+    write_sample_rows(q.delete_samples, q.sample, run_id, c);
+    write_verdict_row(fresh(q.verdict), run_id, c);
+    sqlite::statement& touch = fresh(q.touch_run);
+    touch.bind_text(1, utc_timestamp()).bind_text(2, run_id);
+    touch.step();
     fresh(q.commit).step();
   } catch (...) {
     try {

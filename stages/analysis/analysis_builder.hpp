@@ -31,7 +31,7 @@ struct kernel_findings {
   nlohmann::json thread_trace; ///< analysis.json's thread_trace object; null without one
   std::optional<double> critical_path_ns;
   std::optional<double> min_slack_ns;
-  std::vector<what_if_saving> what_if;
+  std::vector<what_if_estimate> what_if;
   std::optional<double> mean_idle_before_ns; ///< its stream idle just before each dispatch
 };
 

@@ -17,7 +17,7 @@
 namespace rpl::stages::analysis {
 
 /// The end-to-end saving if a kernel were `faster_pct` % faster.
-struct what_if_saving {
+struct what_if_estimate {
   double faster_pct = 0;
   double saving_ns = 0;
 };
@@ -31,7 +31,7 @@ struct kernel_analysis {
   std::optional<double> critical_path_ns;
   std::optional<double> critical_path_share;
   std::optional<double> min_slack_ns; ///< the least slack of its dispatches (0: on the path)
-  std::vector<what_if_saving> what_if;
+  std::vector<what_if_estimate> what_if;
   /// The kernel's roofline object (roofline.json's), or null with `roofline_missing` saying why.
   nlohmann::json roofline;
   std::string roofline_missing;

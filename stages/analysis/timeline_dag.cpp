@@ -144,181 +144,243 @@ void link_stream_order(const timeline& t, dag& g) {
   }
 }
 
-/// Stream waits: the waiting stream's first op after the call depends on the last op that the
-/// recording stream of the event had finished when the event was recorded; without the record,
-/// on the op of another stream of the process that ended last before the waiter started.
-void link_stream_waits(const timeline& t, dag& g, link_counts& counts) {
-  // Each track is one stream of one process: dense indices for both, and which streams have ops.
-  using stream_key = std::tuple<std::size_t, std::int64_t, std::int64_t>; // database, pid, stream
-  std::map<stream_key, std::size_t> stream_index;
-  std::map<process_key, std::size_t> process_index;
-  std::vector<std::size_t> stream_of_track(t.tracks.size()), process_of_track(t.tracks.size());
-  for (std::size_t k = 0; k < t.tracks.size(); ++k) {
-    const auto& track = t.tracks[k];
-    stream_of_track[k] =
-        stream_index.try_emplace({track.database, track.pid, track.stream_id}, stream_index.size())
-            .first->second;
-    process_of_track[k] =
-        process_index.try_emplace({track.database, track.pid}, process_index.size()).first->second;
+using stream_key = std::tuple<std::size_t, std::int64_t, std::int64_t>; // database, pid, stream
+
+/// The ops of each stream in start order and by end, and of each process by end, for the stream
+/// waits to search. Each track is one stream of one process. A list is built when a wait first
+/// needs it (waits placed by the enqueue order and their event records need none).
+class stream_op_lists {
+public:
+  stream_op_lists(const timeline& t, const std::vector<std::uint32_t>& order)
+      : t_(t), order_(order), stream_of_track_(t.tracks.size()),
+        process_of_track_(t.tracks.size()) {
+    for (std::size_t k = 0; k < t.tracks.size(); ++k) {
+      const auto& track = t.tracks[k];
+      stream_of_track_[k] =
+          stream_index_
+              .try_emplace({track.database, track.pid, track.stream_id}, stream_index_.size())
+              .first->second;
+      process_of_track_[k] =
+          process_index_.try_emplace({track.database, track.pid}, process_index_.size())
+              .first->second;
+    }
+    stream_has_ops_.assign(stream_index_.size(), 0);
+    for (const auto& op : t.ops)
+      stream_has_ops_[stream_of_track_[static_cast<std::size_t>(op.track)]] = 1;
   }
-  std::vector<std::uint8_t> stream_has_ops(stream_index.size(), 0);
-  for (const auto& op : t.ops)
-    stream_has_ops[stream_of_track[static_cast<std::size_t>(op.track)]] = 1;
-  // Ops per stream in start order, per stream by end, per process by end: built when a wait first
-  // needs them (waits placed by the enqueue order and their event records need none).
-  const auto by_end_time = [&](std::uint32_t a, std::uint32_t b) {
-    return std::tie(t.ops[a].end_ns, a) < std::tie(t.ops[b].end_ns, b);
-  };
+
+  bool has_ops(const stream_key& key) const {
+    const auto it = stream_index_.find(key);
+    return it != stream_index_.end() && stream_has_ops_[it->second];
+  }
+
+  const std::vector<std::uint32_t>& stream_by_start(const stream_key& key) {
+    const auto it = stream_index_.find(key);
+    if (it == stream_index_.end())
+      return no_ops_;
+    if (!by_stream_)
+      by_stream_ = grouped(stream_of_track_, stream_index_.size(), false);
+    return (*by_stream_)[it->second];
+  }
+
+  /// nullptr for a stream without ops.
+  const std::vector<std::uint32_t>* stream_by_end(const stream_key& key) {
+    const auto it = stream_index_.find(key);
+    if (it == stream_index_.end() || !stream_has_ops_[it->second])
+      return nullptr;
+    if (!stream_by_end_)
+      stream_by_end_ = grouped(stream_of_track_, stream_index_.size(), true);
+    return &(*stream_by_end_)[it->second];
+  }
+
+  const std::vector<std::uint32_t>& process_by_end(const process_key& key) {
+    const auto it = process_index_.find(key);
+    if (it == process_index_.end())
+      return no_ops_;
+    if (!process_by_end_)
+      process_by_end_ = grouped(process_of_track_, process_index_.size(), true);
+    return (*process_by_end_)[it->second];
+  }
+
+private:
   using lists = std::vector<std::vector<std::uint32_t>>;
-  std::optional<lists> by_stream_lists, stream_by_end_lists, by_end_lists;
-  const auto grouped = [&](const std::vector<std::size_t>& group_of_track, std::size_t groups,
-                           bool by_end) {
+
+  lists
+  grouped(const std::vector<std::size_t>& group_of_track, std::size_t groups, bool by_end) const {
     lists out(groups);
-    for (const std::uint32_t i : g.order)
-      out[group_of_track[static_cast<std::size_t>(t.ops[i].track)]].push_back(i);
+    for (const std::uint32_t i : order_)
+      out[group_of_track[static_cast<std::size_t>(t_.ops[i].track)]].push_back(i);
     if (by_end)
       for (auto& ops : out)
-        std::sort(ops.begin(), ops.end(), by_end_time);
+        std::sort(ops.begin(), ops.end(), [this](std::uint32_t a, std::uint32_t b) {
+          return std::tie(t_.ops[a].end_ns, a) < std::tie(t_.ops[b].end_ns, b);
+        });
     return out;
-  };
-  static const std::vector<std::uint32_t> no_ops;
-  const auto by_stream = [&](const stream_key& key) -> const std::vector<std::uint32_t>& {
-    const auto it = stream_index.find(key);
-    if (it == stream_index.end())
-      return no_ops;
-    if (!by_stream_lists)
-      by_stream_lists = grouped(stream_of_track, stream_index.size(), false);
-    return (*by_stream_lists)[it->second];
-  };
-  const auto stream_by_end = [&](const stream_key& key) -> const std::vector<std::uint32_t>* {
-    const auto it = stream_index.find(key);
-    if (it == stream_index.end() || !stream_has_ops[it->second])
-      return nullptr;
-    if (!stream_by_end_lists)
-      stream_by_end_lists = grouped(stream_of_track, stream_index.size(), true);
-    return &(*stream_by_end_lists)[it->second];
-  };
-  const auto by_end = [&](const process_key& key) -> const std::vector<std::uint32_t>& {
-    const auto it = process_index.find(key);
-    if (it == process_index.end())
-      return no_ops;
-    if (!by_end_lists)
-      by_end_lists = grouped(process_of_track, process_index.size(), true);
-    return (*by_end_lists)[it->second];
-  };
-
-  // Event records with their stream: by record instance, and per event in call order.
-  using event_key = std::tuple<std::size_t, std::int64_t, std::string>; // database, pid, event
-  std::map<std::tuple<std::size_t, std::int64_t, std::int64_t>, const rocpd::sync_row*> by_sync_id;
-  std::map<event_key, std::vector<const rocpd::sync_row*>> records;
-  for (const auto& s : t.syncs) {
-    if (s.kind != sync_kind::event_record || s.stream_id < 0)
-      continue;
-    if (s.event_sync_id >= 0)
-      by_sync_id[{s.database, s.pid, s.event_sync_id}] = &s;
-    if (!s.event.empty())
-      records[{s.database, s.pid, s.event}].push_back(&s);
   }
-  for (auto& [key, list] : records)
-    std::stable_sort(list.begin(), list.end(),
-                     [](const auto* a, const auto* b) { return a->start_ns < b->start_ns; });
-  const auto record_of = [&](const rocpd::sync_row& wait) -> const rocpd::sync_row* {
+
+  static inline const std::vector<std::uint32_t> no_ops_;
+  const timeline& t_;
+  const std::vector<std::uint32_t>& order_;
+  std::map<stream_key, std::size_t> stream_index_;
+  std::map<process_key, std::size_t> process_index_;
+  std::vector<std::size_t> stream_of_track_, process_of_track_;
+  std::vector<std::uint8_t> stream_has_ops_;
+  std::optional<lists> by_stream_, stream_by_end_, process_by_end_;
+};
+
+/// The event records with their stream: by record instance, and per event in call order.
+class event_record_index {
+public:
+  explicit event_record_index(const timeline& t) {
+    for (const auto& s : t.syncs) {
+      if (s.kind != sync_kind::event_record || s.stream_id < 0)
+        continue;
+      if (s.event_sync_id >= 0)
+        by_sync_id_[{s.database, s.pid, s.event_sync_id}] = &s;
+      if (!s.event.empty())
+        records_[{s.database, s.pid, s.event}].push_back(&s);
+    }
+    for (auto& [key, list] : records_)
+      std::stable_sort(list.begin(), list.end(),
+                       [](const auto* a, const auto* b) { return a->start_ns < b->start_ns; });
+  }
+
+  /// The record `wait` waits for: its record instance where the trace names it, else the last
+  /// record of the event called before the wait; nullptr when there is none.
+  const rocpd::sync_row* record_of(const rocpd::sync_row& wait) const {
     if (wait.event_sync_id >= 0) {
-      const auto it = by_sync_id.find({wait.database, wait.pid, wait.event_sync_id});
-      if (it != by_sync_id.end())
+      const auto it = by_sync_id_.find({wait.database, wait.pid, wait.event_sync_id});
+      if (it != by_sync_id_.end())
         return it->second;
     }
     if (wait.event.empty())
       return nullptr;
-    const auto it = records.find({wait.database, wait.pid, wait.event});
-    if (it == records.end())
+    const auto it = records_.find({wait.database, wait.pid, wait.event});
+    if (it == records_.end())
       return nullptr;
-    // The last record of the event called before the wait.
     const auto& list = it->second;
     auto r = std::upper_bound(list.begin(), list.end(), wait.start_ns,
                               [](std::int64_t v, const auto* rec) { return v < rec->start_ns; });
     return r == list.begin() ? nullptr : *std::prev(r);
-  };
+  }
 
+private:
+  using event_key = std::tuple<std::size_t, std::int64_t, std::string>; // database, pid, event
+  std::map<std::tuple<std::size_t, std::int64_t, std::int64_t>, const rocpd::sync_row*> by_sync_id_;
+  std::map<event_key, std::vector<const rocpd::sync_row*>> records_;
+};
+
+/// The op a stream wait holds back: the first op enqueued on the stream after the wait, or,
+/// without the enqueue order, the first op that started after the call.
+std::optional<std::uint32_t>
+waiter_of(const timeline& t, const rocpd::sync_row& wait, stream_op_lists& ops) {
+  if (wait.ordered) {
+    if (wait.op < 0)
+      return std::nullopt;
+    return static_cast<std::uint32_t>(wait.op);
+  }
+  const auto& on_stream = ops.stream_by_start({wait.database, wait.pid, wait.stream_id});
+  const auto it =
+      std::lower_bound(on_stream.begin(), on_stream.end(), wait.start_ns,
+                       [&](std::uint32_t i, std::int64_t v) { return t.ops[i].start_ns < v; });
+  if (it == on_stream.end())
+    return std::nullopt;
+  return *it;
+}
+
+/// The last op enqueued on the recording stream before the record: what the event marks. In an
+/// earlier segment, a host synchronization already ordered it: no edge (none).
+std::uint32_t source_by_enqueue_order(const rocpd::sync_row& record,
+                                      std::uint32_t waiter,
+                                      const dag& g,
+                                      link_counts& counts) {
+  ++counts.by_order;
+  if (record.op < 0 || static_cast<std::uint32_t>(record.op) == waiter) {
+    ++counts.record_without_op;
+    return none;
+  }
+  if (g.segment[static_cast<std::size_t>(record.op)] != g.segment[waiter]) {
+    ++counts.record_across_cut;
+    return none;
+  }
+  return static_cast<std::uint32_t>(record.op);
+}
+
+/// The recording stream's last op that ended by the time the waiter started (and by the time the
+/// GPU reached the record, when the tracer timed it); none when nothing was recorded before it in
+/// this segment.
+std::uint32_t source_by_record_time(const timeline& t,
+                                    const dag& g,
+                                    const rocpd::sync_row& record,
+                                    std::uint32_t waiter,
+                                    stream_op_lists& ops,
+                                    link_counts& counts) {
+  std::uint32_t source = none;
+  std::int64_t limit = t.ops[waiter].start_ns;
+  if (record.device_ns >= 0)
+    limit = std::min(limit, record.device_ns);
+  if (const auto* rec = ops.stream_by_end({record.database, record.pid, record.stream_id})) {
+    const auto& ends = *rec;
+    auto it = std::upper_bound(ends.begin(), ends.end(), limit,
+                               [&](std::int64_t v, auto i) { return v < t.ops[i].end_ns; });
+    if (it != ends.begin() && g.segment[*std::prev(it)] == g.segment[waiter] &&
+        *std::prev(it) != waiter)
+      source = *std::prev(it);
+  }
+  if (source == none)
+    ++counts.record_without_op; // no dependency
+  return source;
+}
+
+/// Without the event's record: the last op of another stream of the process, in the same
+/// segment, that ended at or before the waiter started; none when there is none.
+std::uint32_t source_by_end_time(const timeline& t,
+                                 const dag& g,
+                                 const rocpd::sync_row& wait,
+                                 std::uint32_t waiter,
+                                 stream_op_lists& ops) {
+  const auto& ends = ops.process_by_end({wait.database, wait.pid});
+  auto it = std::upper_bound(ends.begin(), ends.end(), t.ops[waiter].start_ns,
+                             [&](std::int64_t v, std::uint32_t i) { return v < t.ops[i].end_ns; });
+  while (it != ends.begin()) {
+    --it;
+    const std::uint32_t c = *it;
+    if (t.ops[c].track != t.ops[waiter].track && g.segment[c] == g.segment[waiter])
+      return c;
+    if (g.segment[c] != g.segment[waiter] && t.ops[c].end_ns < t.ops[waiter].start_ns)
+      break; // earlier segments cannot release it
+  }
+  return none;
+}
+
+/// Stream waits: the waiting stream's first op after the call depends on the last op that the
+/// recording stream of the event had finished when the event was recorded; without the record,
+/// on the op of another stream of the process that ended last before the waiter started.
+void link_stream_waits(const timeline& t, dag& g, link_counts& counts) {
+  stream_op_lists ops(t, g.order);
+  const event_record_index records(t);
   std::unordered_set<std::uint64_t> linked; // (source, waiter)
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
   for (const auto& s : t.syncs) {
     if (s.kind != sync_kind::stream_wait_event || s.stream_id < 0)
       continue;
     ++counts.waits;
-    const stream_key waiting{s.database, s.pid, s.stream_id};
-    if (const auto it = stream_index.find(waiting);
-        it == stream_index.end() || !stream_has_ops[it->second])
+    if (!ops.has_ops({s.database, s.pid, s.stream_id}))
       continue;
-    std::uint32_t waiter = none;
-    if (s.ordered) {
-      // The first op enqueued on the stream after the wait (what the wait holds back).
-      if (s.op < 0)
-        continue;
-      waiter = static_cast<std::uint32_t>(s.op);
-    } else {
-      // Without the enqueue order: the first op that started after the call.
-      const auto& ops = by_stream(waiting);
-      const auto waiter_it =
-          std::lower_bound(ops.begin(), ops.end(), s.start_ns,
-                           [&](std::uint32_t i, std::int64_t v) { return t.ops[i].start_ns < v; });
-      if (waiter_it == ops.end())
-        continue;
-      waiter = *waiter_it;
-    }
+    const std::optional<std::uint32_t> placed = waiter_of(t, s, ops);
+    if (!placed)
+      continue;
+    const std::uint32_t waiter = *placed;
     ++counts.placed_waits;
+    const rocpd::sync_row* record = records.record_of(s);
+    const bool from_record = record != nullptr;
     std::uint32_t source = none;
-    bool from_record = false;
-    if (const rocpd::sync_row* record = record_of(s); record != nullptr && record->ordered) {
-      // The last op enqueued on the recording stream before the record: what the event marks.
-      // In an earlier segment, a host synchronization already ordered it: no edge.
-      from_record = true;
-      ++counts.by_order;
-      if (record->op < 0 || static_cast<std::uint32_t>(record->op) == waiter) {
-        ++counts.record_without_op;
-        continue;
-      }
-      if (g.segment[static_cast<std::size_t>(record->op)] != g.segment[waiter]) {
-        ++counts.record_across_cut;
-        continue;
-      }
-      source = static_cast<std::uint32_t>(record->op);
-    } else if (record != nullptr) {
-      // The recording stream's last op that ended by the time the waiter started (and by the time
-      // the GPU reached the record, when the tracer timed it).
-      from_record = true;
-      std::int64_t limit = t.ops[waiter].start_ns;
-      if (record->device_ns >= 0)
-        limit = std::min(limit, record->device_ns);
-      if (const auto* rec = stream_by_end({record->database, record->pid, record->stream_id})) {
-        const auto& ends = *rec;
-        auto it = std::upper_bound(ends.begin(), ends.end(), limit,
-                                   [&](std::int64_t v, auto i) { return v < t.ops[i].end_ns; });
-        if (it != ends.begin() && g.segment[*std::prev(it)] == g.segment[waiter] &&
-            *std::prev(it) != waiter)
-          source = *std::prev(it);
-      }
-      if (source == none) {
-        ++counts.record_without_op; // nothing recorded before it in this segment: no dependency
-        continue;
-      }
-    } else {
-      const auto& ends = by_end({s.database, s.pid});
-      // The last op (of another stream, same segment) that ended at or before the waiter started.
-      auto it =
-          std::upper_bound(ends.begin(), ends.end(), t.ops[waiter].start_ns,
-                           [&](std::int64_t v, std::uint32_t i) { return v < t.ops[i].end_ns; });
-      while (it != ends.begin()) {
-        --it;
-        const std::uint32_t c = *it;
-        if (t.ops[c].track != t.ops[waiter].track && g.segment[c] == g.segment[waiter]) {
-          source = c;
-          break;
-        }
-        if (g.segment[c] != g.segment[waiter] && t.ops[c].end_ns < t.ops[waiter].start_ns)
-          break; // earlier segments cannot release it
-      }
-    }
+    if (record != nullptr && record->ordered)
+      source = source_by_enqueue_order(*record, waiter, g, counts);
+    else if (record != nullptr)
+      source = source_by_record_time(t, g, *record, waiter, ops, counts);
+    else
+      source = source_by_end_time(t, g, s, waiter, ops);
     if (source == none || t.ops[source].track == t.ops[waiter].track ||
         !linked.insert(std::uint64_t{source} << 32 | waiter).second)
       continue;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
-#include <cstdio>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "stages/optimize/unified_diff.hpp"
@@ -195,27 +195,13 @@ find_unfenced_diff(const std::vector<std::string>& lines, const std::vector<bool
 
 // ---- hunks ---------------------------------------------------------------------------------
 
-struct hunk_line {
-  char kind = ' '; ///< ' ', '-', '+'
-  std::string text;
-  bool no_newline = false; ///< followed by "\ No newline at end of file"
-};
-
-struct hunk {
-  std::size_t number = 0; ///< 1-based, for errors
-  std::string header;     ///< as the model wrote it
-  std::size_t old_start = 0;
-  bool has_numbers = false;
-  std::vector<hunk_line> lines;
-};
-
 struct parsed_hunks {
-  std::vector<hunk> hunks;
+  std::vector<diff_hunk> hunks;
   std::string error;
 };
 
-std::string hunk_name(const hunk& h) {
-  return "hunk " + std::to_string(h.number) + " (" + std::string(trim(h.header)) + ")";
+std::string hunk_name(const diff_hunk& h) {
+  return "hunk " + std::to_string(h.number) + " (" + h.header + ")";
 }
 
 /// The path named by a "--- "/"+++ " line, without a/ b/ prefixes and timestamps.
@@ -233,77 +219,68 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-parsed_hunks parse_hunks(const std::vector<std::string>& lines, const std::string& source_name) {
+/// Checks the file header "--- `from`" / "+++ `to`" against the diff's first one (`file`, set
+/// here when empty): one file, changed, not created or deleted. Empty when it passes.
+std::string check_file_header(std::string_view from,
+                              std::string_view to,
+                              std::string& file,
+                              const std::string& source_name) {
+  const auto path = header_path(to);
+  if (path == "/dev/null" || header_path(from) == "/dev/null")
+    return "the answer's diff creates or deletes a file; fix: send one unified diff that changes " +
+           source_name + " only";
+  if (file.empty())
+    file = path;
+  else if (base_name(path) != base_name(file))
+    return "the answer's diff changes two files (" + file + " and " + path +
+           "); fix: send one unified diff that changes " + source_name + " only";
+  return {};
+}
+
+/// Whether `lines[at]`, where a hunk stopped, ends the diff: prose or an elided "..." line, not
+/// the next hunk, a file header or a `diff --git`/`index` line.
+bool ends_the_diff(const std::vector<std::string_view>& lines, std::size_t at) {
+  return at < lines.size() && !starts_with(lines[at], "@@") && !is_file_header(lines, at) &&
+         !starts_with(lines[at], "diff ") && !starts_with(lines[at], "index ");
+}
+
+/// The hunks of the answer's diff, read by unified_diff's reader with their counts recounted.
+/// Lines before the first hunk and git headers are skipped; a line that is not a hunk line ends
+/// the diff, unless more hunks follow it (then it is an error: the model elided lines).
+parsed_hunks parse_hunks(const std::vector<std::string>& diff_lines,
+                         const std::string& source_name) {
+  const std::vector<std::string_view> lines(diff_lines.begin(), diff_lines.end());
   parsed_hunks out;
   std::string file; // the first file header's path
-  hunk* current = nullptr;
-  auto finish = [&]() {
-    if (current != nullptr) // trailing blank lines are layout, not context
-      while (!current->lines.empty() && current->lines.back().kind == ' ' &&
-             current->lines.back().text.empty())
-        current->lines.pop_back();
-    current = nullptr;
-  };
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    const std::string_view line = lines[i];
-    if (starts_with(line, "--- ") && i + 1 < lines.size() && starts_with(lines[i + 1], "+++ ")) {
-      finish();
-      auto path = header_path(lines[i + 1]);
-      if (path == "/dev/null" || header_path(line) == "/dev/null") {
-        out.error = "the answer's diff creates or deletes a file; fix: send one unified diff that "
-                    "changes " +
-                    source_name + " only";
+  std::size_t i = 0;
+  while (i < lines.size()) {
+    if (is_file_header(lines, i)) {
+      out.error = check_file_header(lines[i], lines[i + 1], file, source_name);
+      if (!out.error.empty())
         return out;
-      }
-      if (file.empty())
-        file = path;
-      else if (base_name(path) != base_name(file)) {
-        out.error = "the answer's diff changes two files (" + file + " and " + path +
-                    "); fix: send one unified diff that changes " + source_name + " only";
-        return out;
-      }
-      ++i;
+      i += 2;
       continue;
     }
-    if (starts_with(line, "diff ") || starts_with(line, "index ")) {
-      finish();
+    if (!starts_with(lines[i], "@@")) {
+      ++i; // prose or headers before the first hunk, or after a `diff`/`index` line
       continue;
     }
-    if (starts_with(line, "@@")) {
-      finish();
-      hunk h;
-      h.number = out.hunks.size() + 1;
-      h.header = std::string(line);
-      unsigned long old_start = 0;
-      h.has_numbers = std::sscanf(h.header.c_str(), "@@ -%lu", &old_start) == 1;
-      h.old_start = old_start;
-      out.hunks.push_back(std::move(h));
-      current = &out.hunks.back();
+    auto h = read_hunk(lines, i, out.hunks.size() + 1, hunk_counts::recounted, out.error);
+    if (!h)
+      return out;
+    out.hunks.push_back(std::move(*h));
+    if (!ends_the_diff(lines, i))
       continue;
+    const bool more = std::any_of(lines.begin() + static_cast<std::ptrdiff_t>(i), lines.end(),
+                                  [](std::string_view l) { return starts_with(l, "@@"); });
+    if (more) {
+      out.error = hunk_name(out.hunks.back()) + " holds the line " + quote(lines[i]) +
+                  ", which is not a context (' '), removed ('-') or added ('+') line; fix: "
+                  "send every line of each hunk, nothing elided";
+      return out;
     }
-    if (current == nullptr)
-      continue; // prose or headers before the first hunk
-    if (line.empty()) {
-      current->lines.push_back({' ', "", false});
-    } else if (line[0] == ' ' || line[0] == '-' || line[0] == '+') {
-      current->lines.push_back({line[0], std::string(line.substr(1)), false});
-    } else if (line[0] == '\\') {
-      if (!current->lines.empty())
-        current->lines.back().no_newline = true;
-    } else {
-      // Not a hunk line: the diff ends here, unless more hunks follow (an elided "..." line).
-      const bool more = std::any_of(lines.begin() + static_cast<std::ptrdiff_t>(i), lines.end(),
-                                    [](const std::string& l) { return starts_with(l, "@@"); });
-      if (more) {
-        out.error = hunk_name(*current) + " holds the line " + quote(line) +
-                    ", which is not a context (' '), removed ('-') or added ('+') line; fix: "
-                    "send every line of each hunk, nothing elided";
-        return out;
-      }
-      break;
-    }
+    break;
   }
-  finish();
   if (out.hunks.empty())
     out.error = "the answer's diff has no @@ hunk; fix: send a unified diff with @@ hunks";
   return out;
@@ -322,116 +299,151 @@ struct source_lines {
   bool ends_with_newline = true;
 };
 
-/// Places each hunk where its old lines are in `source` and returns the exact diff, or an error.
+/// Where a hunk's old lines occur in the source, from `min_pos` on: exactly, else equal but for
+/// whitespace; the nearest to the stated line first.
+std::optional<std::size_t> find_old_lines(const std::vector<std::string>& src,
+                                          const std::vector<hunk_line*>& old_lines,
+                                          std::size_t stated,
+                                          std::size_t min_pos) {
+  const auto count = old_lines.size();
+  std::optional<std::size_t> exact;
+  std::optional<std::size_t> loose;
+  auto nearer = [&](std::optional<std::size_t> best, std::size_t candidate) {
+    if (!best)
+      return true;
+    const auto distance = [&](std::size_t p) { return p > stated ? p - stated : stated - p; };
+    return distance(candidate) < distance(*best);
+  };
+  for (std::size_t p = min_pos; p + count <= src.size(); ++p) {
+    bool same = true;
+    bool similar = true;
+    for (std::size_t k = 0; k < count && similar; ++k) {
+      if (src[p + k] != old_lines[k]->text) {
+        same = false;
+        similar = squeeze(src[p + k]) == squeeze(old_lines[k]->text);
+      }
+    }
+    if (same && nearer(exact, p))
+      exact = p;
+    else if (!same && similar && nearer(loose, p))
+      loose = p;
+  }
+  return exact ? exact : loose;
+}
+
+/// Why a hunk's old lines occur nowhere: the place that matches longest and its first differing
+/// line.
+std::string not_found_error(const diff_hunk& h,
+                            const std::vector<std::string>& src,
+                            const std::vector<hunk_line*>& old_lines,
+                            std::size_t stated,
+                            std::size_t min_pos,
+                            const std::string& source_name) {
+  std::size_t best_at = std::min(stated, src.empty() ? 0 : src.size() - 1);
+  std::size_t best_length = 0;
+  for (std::size_t p = min_pos; p < src.size(); ++p) {
+    std::size_t k = 0;
+    while (k < old_lines.size() && p + k < src.size() &&
+           squeeze(src[p + k]) == squeeze(old_lines[k]->text))
+      ++k;
+    if (k > best_length) {
+      best_length = k;
+      best_at = p;
+    }
+  }
+  std::string error =
+      hunk_name(h) + ": its context and removed lines do not occur in " + source_name;
+  if (min_pos > 0)
+    error += " after the previous hunk";
+  if (best_length > 0 && best_at + best_length < src.size() && best_length < old_lines.size()) {
+    error += "; the closest place, line " + std::to_string(best_at + 1) + ", differs at line " +
+             std::to_string(best_at + best_length + 1) + ": the source has " +
+             quote(src[best_at + best_length]) + ", the hunk has " +
+             quote(old_lines[best_length]->text);
+  } else if (best_length == 0) {
+    error += "; its first old line " + quote(old_lines[0]->text) + " is nowhere in the file";
+  }
+  return error + "; fix: copy context and removed lines exactly from the source as given";
+}
+
+/// The exact diff of the placed hunks, or why one has no place.
 struct placed_diff {
   std::string diff;
   std::string error;
 };
 
-placed_diff
-place_hunks(std::vector<hunk> hunks, const source_lines& source, const std::string& source_name) {
+/// Where hunk `h` starts in the source (0-based), its old lines taking the source's text; or why
+/// it has no place.
+std::optional<std::size_t> place_hunk(diff_hunk& h,
+                                      const source_lines& source,
+                                      std::size_t min_pos,
+                                      const std::string& source_name,
+                                      std::string& error) {
   const auto& src = source.lines;
+  std::vector<hunk_line*> old_lines;
+  for (auto& line : h.lines)
+    if (line.kind != '+')
+      old_lines.push_back(&line);
+  if (old_lines.empty()) {
+    // A pure insertion: "-N,0" inserts after line N.
+    if (!h.old_start) {
+      error = hunk_name(h) + " has no context lines and no line number; fix: give 3 lines of "
+                             "context around each change";
+      return std::nullopt;
+    }
+    const auto at = std::max(*h.old_start, min_pos);
+    if (at > src.size()) {
+      error = hunk_name(h) + " inserts after line " + std::to_string(*h.old_start) + ", but " +
+              source_name + " has " + std::to_string(src.size()) +
+              " lines; fix: give 3 lines of context around each change";
+      return std::nullopt;
+    }
+    return at;
+  }
+  const auto stated = h.old_start && *h.old_start > 0 ? *h.old_start - 1 : 0;
+  const auto at = find_old_lines(src, old_lines, stated, min_pos);
+  if (!at) {
+    error = not_found_error(h, src, old_lines, stated, min_pos, source_name);
+    return std::nullopt;
+  }
+  for (std::size_t k = 0; k < old_lines.size(); ++k) {
+    old_lines[k]->text = src[*at + k];
+    old_lines[k]->no_newline = *at + k + 1 == src.size() && !source.ends_with_newline;
+  }
+  return at;
+}
+
+/// Writes hunk `h`, placed at old line `at` and new line `new_at` (0-based), as diff -u does.
+void append_hunk(std::string& out, const diff_hunk& h, std::size_t at, std::size_t new_at) {
+  const auto old_label = h.old_count == 0 ? at : at + 1;
+  const auto new_label = h.new_count == 0 ? new_at : new_at + 1;
+  out += "@@ -" + std::to_string(old_label) + "," + std::to_string(h.old_count) + " +" +
+         std::to_string(new_label) + "," + std::to_string(h.new_count) + " @@\n";
+  for (const auto& line : h.lines) {
+    out += line.kind;
+    out += line.text;
+    out += '\n';
+    if (line.no_newline)
+      out += "\\ No newline at end of file\n";
+  }
+}
+
+/// Places each hunk where its old lines are in `source` and returns the exact diff, or an error.
+placed_diff place_hunks(std::vector<diff_hunk> hunks,
+                        const source_lines& source,
+                        const std::string& source_name) {
   std::string out = "--- a/" + source_name + "\n+++ b/" + source_name + "\n";
   std::size_t min_pos = 0;
-  long delta = 0;
+  long delta = 0; // new lines minus old lines of the hunks so far
   for (auto& h : hunks) {
-    std::vector<hunk_line*> old_lines;
-    for (auto& line : h.lines)
-      if (line.kind != '+')
-        old_lines.push_back(&line);
-    if (h.lines.empty())
-      return {{}, hunk_name(h) + " is empty; fix: send the hunk's lines or leave it out"};
-    const auto stated = h.has_numbers && h.old_start > 0 ? h.old_start - 1 : 0;
-    std::size_t at = 0;
-    if (old_lines.empty()) {
-      // A pure insertion: "-N,0" inserts after line N.
-      if (!h.has_numbers)
-        return {{},
-                hunk_name(h) + " has no context lines and no line number; fix: give 3 lines "
-                               "of context around each change"};
-      at = std::max(h.old_start, min_pos);
-      if (at > src.size())
-        return {{},
-                hunk_name(h) + " inserts after line " + std::to_string(h.old_start) + ", but " +
-                    source_name + " has " + std::to_string(src.size()) + " lines"};
-    } else {
-      const auto count = old_lines.size();
-      std::optional<std::size_t> exact;
-      std::optional<std::size_t> loose;
-      auto nearer = [&](std::optional<std::size_t> best, std::size_t candidate) {
-        if (!best)
-          return true;
-        const auto distance = [&](std::size_t p) { return p > stated ? p - stated : stated - p; };
-        return distance(candidate) < distance(*best);
-      };
-      for (std::size_t p = min_pos; p + count <= src.size(); ++p) {
-        bool same = true;
-        bool similar = true;
-        for (std::size_t k = 0; k < count && similar; ++k) {
-          if (src[p + k] != old_lines[k]->text) {
-            same = false;
-            similar = squeeze(src[p + k]) == squeeze(old_lines[k]->text);
-          }
-        }
-        if (same && nearer(exact, p))
-          exact = p;
-        else if (!same && similar && nearer(loose, p))
-          loose = p;
-      }
-      if (!exact && !loose) {
-        // Name the place that matches longest, and its first differing line.
-        std::size_t best_at = std::min(stated, src.empty() ? 0 : src.size() - 1);
-        std::size_t best_length = 0;
-        for (std::size_t p = min_pos; p < src.size(); ++p) {
-          std::size_t k = 0;
-          while (k < count && p + k < src.size() &&
-                 squeeze(src[p + k]) == squeeze(old_lines[k]->text))
-            ++k;
-          if (k > best_length) {
-            best_length = k;
-            best_at = p;
-          }
-        }
-        std::string error =
-            hunk_name(h) + ": its context and removed lines do not occur in " + source_name;
-        if (min_pos > 0)
-          error += " after the previous hunk";
-        if (best_length > 0 && best_at + best_length < src.size()) {
-          error += "; the closest place, line " + std::to_string(best_at + 1) +
-                   ", differs at line " + std::to_string(best_at + best_length + 1) +
-                   ": the source has " + quote(src[best_at + best_length]) + ", the hunk has " +
-                   quote(old_lines[best_length]->text);
-        } else if (best_length == 0) {
-          error += "; its first old line " + quote(old_lines[0]->text) + " is nowhere in the file";
-        }
-        error += "; fix: copy context and removed lines exactly from the source as given";
-        return {{}, error};
-      }
-      at = exact ? *exact : *loose;
-      for (std::size_t k = 0; k < count; ++k) {
-        old_lines[k]->text = src[at + k];
-        old_lines[k]->no_newline = at + k + 1 == src.size() && !source.ends_with_newline;
-      }
-    }
-    const auto old_count = old_lines.size();
-    const auto removed = static_cast<std::size_t>(std::count_if(
-        h.lines.begin(), h.lines.end(), [](const hunk_line& line) { return line.kind == '-'; }));
-    const auto new_size = h.lines.size() - removed; // context and added lines
-    const auto new_at = static_cast<long>(at) + delta;
-    const auto old_label = old_count == 0 ? at : at + 1;
-    const auto new_label =
-        new_size == 0 ? static_cast<std::size_t>(new_at) : static_cast<std::size_t>(new_at) + 1;
-    out += "@@ -" + std::to_string(old_label) + "," + std::to_string(old_count) + " +" +
-           std::to_string(new_label) + "," + std::to_string(new_size) + " @@\n";
-    for (const auto& line : h.lines) {
-      out += line.kind;
-      out += line.text;
-      out += '\n';
-      if (line.no_newline)
-        out += "\\ No newline at end of file\n";
-    }
-    delta += static_cast<long>(new_size) - static_cast<long>(old_count);
-    min_pos = at + old_count;
+    std::string error;
+    const auto at = place_hunk(h, source, min_pos, source_name, error);
+    if (!at)
+      return {{}, error};
+    append_hunk(out, h, *at, static_cast<std::size_t>(static_cast<long>(*at) + delta));
+    // read_hunk counted the lines; placing changed their text, not their kinds.
+    delta += static_cast<long>(h.new_count) - static_cast<long>(h.old_count);
+    min_pos = *at + h.old_count;
   }
   return {out, {}};
 }
@@ -609,163 +621,218 @@ std::string with_crlf(std::string_view text) {
   return out;
 }
 
+// ---- the steps of parse_llm_answer -------------------------------------------------------------
+
+/// The answer as lines (CR removed) and its fenced blocks.
+struct answer_text {
+  std::vector<std::string> lines;
+  std::vector<code_block> blocks;
+  std::vector<bool> in_block; ///< per line: a fence or inside one
+};
+
+/// Marks the lines of `block`, its fences included, in `marks`.
+void mark_block(const code_block& block, std::vector<bool>& marks) {
+  for (auto i = block.open; i < marks.size() && i <= block.close; ++i)
+    marks[i] = true;
+}
+
+answer_text read_answer(std::string_view content) {
+  answer_text answer;
+  answer.lines = split_lines(without_cr(content));
+  answer.blocks = find_blocks(answer.lines);
+  answer.in_block.assign(answer.lines.size(), false);
+  for (const auto& block : answer.blocks)
+    mark_block(block, answer.in_block);
+  return answer;
+}
+
+/// Where the change is in the answer and what it is.
+struct located_change {
+  std::string shape;                   ///< parsed_answer::shape; empty when none was found
+  std::vector<std::string> diff_lines; ///< a diff's lines
+  std::optional<std::string> replaced; ///< a kernel replacement's patched source
+  std::vector<bool> taken;             ///< per answer line: part of the change
+  std::string error;
+};
+
+/// The first ```diff (or patch) fence, else the first fence holding an @@ hunk.
+const code_block* find_diff_block(const std::vector<code_block>& blocks, std::string& shape) {
+  for (const auto& block : blocks)
+    if (is_diff_language(block.language)) {
+      shape = "diff fence";
+      return &block;
+    }
+  for (const auto& block : blocks)
+    if (has_hunk(block.body)) {
+      shape = "fenced diff";
+      return &block;
+    }
+  return nullptr;
+}
+
+/// The first code fence holding a definition of the kernel, put in place of the source's.
+void find_kernel_replacement(const answer_text& answer,
+                             const messages::propose_request& request,
+                             const std::string& source_text,
+                             located_change& change) {
+  for (const auto& block : answer.blocks) {
+    if (!is_code_language(block.language))
+      continue;
+    std::string body;
+    for (const auto& line : block.body)
+      body += line + "\n";
+    const auto theirs = find_definition(body, request.kernel);
+    if (!theirs)
+      continue;
+    const auto ours = find_definition(source_text, request.kernel);
+    if (!ours) {
+      change.error = "the answer holds a new definition of `" + request.kernel +
+                     "` but no diff, and " + request.source_name +
+                     " has no definition of it to replace; fix: send one unified diff of " +
+                     request.source_name + " in a ```diff fence";
+      return;
+    }
+    change.replaced = source_text.substr(0, ours->begin) +
+                      body.substr(theirs->begin, theirs->end - theirs->begin) +
+                      source_text.substr(ours->end);
+    change.shape = "kernel replacement";
+    mark_block(block, change.taken);
+    return;
+  }
+}
+
+/// Finds the change, first match wins (llm_answer.hpp): a diff fence, a fence holding a hunk, an
+/// unfenced diff, a kernel replacement.
+located_change locate_change(const answer_text& answer,
+                             const messages::propose_request& request,
+                             const std::string& source_text) {
+  located_change change;
+  change.taken.assign(answer.lines.size(), false);
+  if (const auto* block = find_diff_block(answer.blocks, change.shape)) {
+    change.diff_lines = block->body;
+    mark_block(*block, change.taken);
+  } else if (const auto range = find_unfenced_diff(answer.lines, answer.in_block)) {
+    change.shape = "unfenced diff";
+    for (auto i = range->first; i < range->second; ++i) {
+      change.diff_lines.push_back(answer.lines[i]);
+      change.taken[i] = true;
+    }
+  } else {
+    find_kernel_replacement(answer, request, source_text, change);
+  }
+  if (change.shape.empty() && change.error.empty())
+    change.error = "the answer holds no unified diff (no ```diff fence, no @@ hunk) and no "
+                   "definition of `" +
+                   request.kernel + "`; fix: send one unified diff of " + request.source_name +
+                   " in a ```diff fence";
+  return change;
+}
+
+struct patched_source {
+  std::string text;
+  std::string error;
+};
+
+/// The source (CR removed) with the answer's diff lines applied: hunks read, recounted, placed
+/// where their lines are, then applied strictly.
+patched_source apply_answer_diff(const std::vector<std::string>& diff_lines,
+                                 const std::string& source_text,
+                                 const std::string& name) {
+  auto hunks = parse_hunks(diff_lines, name);
+  if (!hunks.error.empty())
+    return {{}, hunks.error};
+  const source_lines source{split_lines(source_text),
+                            source_text.empty() || source_text.back() == '\n'};
+  const auto placed = place_hunks(std::move(hunks.hunks), source, name);
+  if (!placed.error.empty())
+    return {{}, "the answer's diff does not apply to " + name + ": " + placed.error};
+  auto applied = apply_unified_diff(source_text, placed.diff);
+  if (!applied.ok)
+    return {{},
+            "the answer's diff does not apply to " + name + ": " + applied.error +
+                "; fix: send one unified diff against the source exactly as given"};
+  return {std::move(applied.text), {}};
+}
+
+struct answer_prose {
+  std::string title;
+  std::string rationale;
+};
+
+/// Title and rationale from the prose around the change; code blocks are left out and part
+/// paragraphs. The title is the first `Title:` line, else the first line of prose.
+answer_prose
+read_prose(const answer_text& answer, const std::vector<bool>& taken, const std::string& kernel) {
+  const auto& lines = answer.lines;
+  answer_prose out;
+  bool blank_pending = false;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (taken[i] || answer.in_block[i]) {
+      blank_pending = !out.rationale.empty();
+      continue;
+    }
+    if (out.title.empty())
+      if (auto found = title_of(lines[i]); found && !found->empty()) {
+        out.title = *found;
+        continue;
+      }
+    if (trim(lines[i]).empty()) {
+      blank_pending = !out.rationale.empty();
+      continue;
+    }
+    if (blank_pending)
+      out.rationale += "\n\n";
+    else if (!out.rationale.empty())
+      out.rationale += "\n";
+    blank_pending = false;
+    out.rationale += std::string(trim(lines[i]));
+  }
+  for (std::size_t i = 0; i < lines.size() && out.title.empty(); ++i)
+    if (!taken[i] && !answer.in_block[i])
+      out.title = std::string(strip_markdown(lines[i]));
+  if (out.title.empty())
+    out.title = "LLM change to " + kernel;
+  return out;
+}
+
+parsed_answer failed(std::string shape, std::string error) {
+  parsed_answer result;
+  result.shape = std::move(shape);
+  result.error = std::move(error);
+  return result;
+}
+
 } // namespace
 
 parsed_answer parse_llm_answer(std::string_view content,
                                const messages::propose_request& request,
                                const answer_limits& limits) {
-  parsed_answer result;
   const auto& name = request.source_name;
-  const auto answer = without_cr(content);
-  const auto lines = split_lines(answer);
-  const auto blocks = find_blocks(lines);
-
-  std::vector<bool> in_block(lines.size(), false);
-  for (const auto& block : blocks)
-    for (auto i = block.open; i <= std::min(block.close, lines.size() - 1); ++i)
-      in_block[i] = true;
-
-  const bool crlf = request.source.find("\r\n") != std::string::npos;
+  const auto answer = read_answer(content);
   const auto source_text = without_cr(request.source);
-  source_lines source{split_lines(source_text), source_text.empty() || source_text.back() == '\n'};
+  auto change = locate_change(answer, request, source_text);
+  if (!change.error.empty())
+    return failed(change.shape, change.error);
 
-  // Which lines hold the change, and which block (if any) they are.
-  std::vector<std::string> diff_lines;
-  std::vector<bool> taken(lines.size(), false);
-  std::optional<std::string> replaced; // the patched text, for a kernel replacement
-  auto take_block = [&](const code_block& block) {
-    diff_lines = block.body;
-    for (auto i = block.open; i <= std::min(block.close, lines.size() - 1); ++i)
-      taken[i] = true;
-  };
-  const code_block* chosen = nullptr;
-  for (const auto& block : blocks)
-    if (is_diff_language(block.language)) {
-      chosen = &block;
-      result.shape = "diff fence";
-      break;
-    }
-  if (chosen == nullptr)
-    for (const auto& block : blocks)
-      if (has_hunk(block.body)) {
-        chosen = &block;
-        result.shape = "fenced diff";
-        break;
-      }
-  if (chosen != nullptr) {
-    take_block(*chosen);
-  } else if (const auto range = find_unfenced_diff(lines, in_block)) {
-    result.shape = "unfenced diff";
-    for (auto i = range->first; i < range->second; ++i) {
-      diff_lines.push_back(lines[i]);
-      taken[i] = true;
-    }
-  } else {
-    for (const auto& block : blocks) {
-      if (!is_code_language(block.language))
-        continue;
-      std::string body;
-      for (const auto& line : block.body)
-        body += line + "\n";
-      const auto theirs = find_definition(body, request.kernel);
-      if (!theirs)
-        continue;
-      const auto ours = find_definition(source_text, request.kernel);
-      if (!ours) {
-        result.error = "the answer holds a new definition of `" + request.kernel +
-                       "` but no diff, and " + name +
-                       " has no definition of it to replace; fix: send one unified diff of " +
-                       name + " in a ```diff fence";
-        return result;
-      }
-      replaced = source_text.substr(0, ours->begin) +
-                 body.substr(theirs->begin, theirs->end - theirs->begin) +
-                 source_text.substr(ours->end);
-      result.shape = "kernel replacement";
-      take_block(block);
-      diff_lines.clear();
-      break;
-    }
-  }
-  if (result.shape.empty()) {
-    result.error = "the answer holds no unified diff (no ```diff fence, no @@ hunk) and no "
-                   "definition of `" +
-                   request.kernel + "`; fix: send one unified diff of " + name +
-                   " in a ```diff fence";
-    return result;
-  }
+  auto patched = change.replaced ? patched_source{*change.replaced, {}}
+                                 : apply_answer_diff(change.diff_lines, source_text, name);
+  if (!patched.error.empty())
+    return failed(change.shape, patched.error);
+  if (request.source.find("\r\n") != std::string::npos)
+    patched.text = with_crlf(patched.text);
+  auto diff = make_unified_diff(request.source, patched.text, name);
+  if (diff.empty())
+    return failed(change.shape, "the answer's change leaves " + name +
+                                    " as it was; fix: send a diff that changes `" + request.kernel +
+                                    "`");
 
-  std::string patched;
-  if (replaced) {
-    patched = *replaced;
-  } else {
-    auto hunks = parse_hunks(diff_lines, name);
-    if (!hunks.error.empty()) {
-      result.error = hunks.error;
-      return result;
-    }
-    const auto placed = place_hunks(std::move(hunks.hunks), source, name);
-    if (!placed.error.empty()) {
-      result.error = "the answer's diff does not apply to " + name + ": " + placed.error;
-      return result;
-    }
-    const auto applied = apply_unified_diff(source_text, placed.diff);
-    if (!applied.ok) {
-      result.error = "the answer's diff does not apply to " + name + ": " + applied.error +
-                     "; fix: send one unified diff against the source exactly as given";
-      return result;
-    }
-    patched = applied.text;
-  }
-  if (crlf)
-    patched = with_crlf(patched);
-  auto diff = make_unified_diff(request.source, patched, name);
-  if (diff.empty()) {
-    result.error = "the answer's change leaves " + name +
-                   " as it was; fix: send a diff that changes `" + request.kernel + "`";
-    return result;
-  }
-
-  // Title and rationale: the prose around the change; other code blocks are left out.
-  std::vector<bool> prose(lines.size(), true);
-  for (std::size_t i = 0; i < lines.size(); ++i)
-    prose[i] = !taken[i] && !in_block[i];
-  std::string title;
-  std::string rationale;
-  bool blank_pending = false;
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    if (!prose[i]) {
-      blank_pending = !rationale.empty(); // a code block parts paragraphs
-      continue;
-    }
-    if (title.empty())
-      if (auto found = title_of(lines[i]); found && !found->empty()) {
-        title = *found;
-        continue;
-      }
-    if (trim(lines[i]).empty()) {
-      blank_pending = !rationale.empty();
-      continue;
-    }
-    if (blank_pending)
-      rationale += "\n\n";
-    else if (!rationale.empty())
-      rationale += "\n";
-    blank_pending = false;
-    rationale += std::string(trim(lines[i]));
-  }
-  if (title.empty()) {
-    for (std::size_t i = 0; i < lines.size() && title.empty(); ++i)
-      if (prose[i])
-        title = std::string(strip_markdown(lines[i]));
-    if (title.empty())
-      title = "LLM change to " + request.kernel;
-  }
-
+  const auto prose = read_prose(answer, change.taken, request.kernel);
+  parsed_answer result;
   result.ok = true;
+  result.shape = change.shape;
   result.proposal.id = "llm:" + content_hash(diff).substr(0, 12);
-  result.proposal.title = clip_words(title, limits.title_chars);
-  result.proposal.rationale = clip_words(rationale, limits.rationale_chars);
+  result.proposal.title = clip_words(prose.title, limits.title_chars);
+  result.proposal.rationale = clip_words(prose.rationale, limits.rationale_chars);
   result.proposal.diff = std::move(diff);
   return result;
 }

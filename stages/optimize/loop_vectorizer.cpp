@@ -218,11 +218,20 @@ std::string reindent(std::string_view text, const std::string& extra) {
   return out;
 }
 
-} // namespace
+/// `for (T i = START; i < BOUND; i += STEP) BODY` as token ranges of the loop's tokens.
+struct grid_stride_loop {
+  std::string index;
+  std::string index_type;
+  std::size_t start_from = 0, start_to = 0;
+  std::size_t bound_from = 0, bound_to = 0;
+  std::size_t step_from = 0, step_to = 0;
+  std::size_t body_from = 0, body_to = 0; ///< a block with its braces, or one statement
+};
 
-std::optional<vectorized_loop> vectorize_grid_stride_loop(
-    std::string_view text, std::size_t loop_offset, const std::vector<parameter_info>& parameters) {
-  const std::vector<token> t = lex(text, loop_offset, 4096);
+/// The loop's parts when `t` starts with a grid-stride loop over the global thread index whose
+/// bound does not use the index; nullopt otherwise.
+std::optional<grid_stride_loop> match_grid_stride_loop(std::string_view text,
+                                                       const std::vector<token>& t) {
   if (t.size() < 12 || t[0].text != "for" || t[1].text != "(") {
     return std::nullopt;
   }
@@ -231,48 +240,69 @@ std::optional<vectorized_loop> vectorize_grid_stride_loop(
     return std::nullopt;
   }
   const std::size_t close = header_end - 1;
+  grid_stride_loop loop;
   // Init: T i = START ;
   const std::size_t semi1 = find_at_depth0(t, 2, close, ";");
   const std::size_t eq = find_at_depth0(t, 2, semi1, "=");
   if (semi1 == close || eq == semi1 || eq < 4 || !ident_start(t[eq - 1].text[0])) {
     return std::nullopt;
   }
-  const std::string index = t[eq - 1].text;
-  const std::string index_type = slice(text, t, 2, eq - 1);
+  loop.index = t[eq - 1].text;
+  loop.index_type = slice(text, t, 2, eq - 1);
   // Condition: i < N ;
   const std::size_t semi2 = find_at_depth0(t, semi1 + 1, close, ";");
-  if (semi2 == close || semi2 < semi1 + 4 || t[semi1 + 1].text != index ||
+  if (semi2 == close || semi2 < semi1 + 4 || t[semi1 + 1].text != loop.index ||
       t[semi1 + 2].text != "<") {
     return std::nullopt;
   }
   // Increment: i += STEP
-  if (close < semi2 + 4 || t[semi2 + 1].text != index || t[semi2 + 2].text != "+=") {
+  if (close < semi2 + 4 || t[semi2 + 1].text != loop.index || t[semi2 + 2].text != "+=") {
     return std::nullopt;
   }
-  const std::size_t start_from = eq + 1, start_to = semi1;
-  const std::size_t bound_from = semi1 + 3, bound_to = semi2;
-  const std::size_t step_from = semi2 + 3, step_to = close;
-  if (!is_global_index(geometry_expression(t, start_from, start_to)) ||
-      !is_grid_size(geometry_expression(t, step_from, step_to))) {
+  loop.start_from = eq + 1, loop.start_to = semi1;
+  loop.bound_from = semi1 + 3, loop.bound_to = semi2;
+  loop.step_from = semi2 + 3, loop.step_to = close;
+  if (!is_global_index(geometry_expression(t, loop.start_from, loop.start_to)) ||
+      !is_grid_size(geometry_expression(t, loop.step_from, loop.step_to))) {
     return std::nullopt;
   }
-  for (std::size_t k = bound_from; k < bound_to; ++k) {
-    if (t[k].text == index) {
+  for (std::size_t k = loop.bound_from; k < loop.bound_to; ++k) {
+    if (t[k].text == loop.index) {
       return std::nullopt;
     }
   }
   // Body: a block or one statement.
-  std::size_t body_from = header_end, body_to = 0;
-  if (t[body_from].text == "{") {
-    body_to = matching(t, body_from);
+  loop.body_from = header_end;
+  if (t[loop.body_from].text == "{") {
+    loop.body_to = matching(t, loop.body_from);
   } else {
-    body_to = find_at_depth0(t, body_from, t.size(), ";");
-    body_to = body_to == t.size() ? 0 : body_to + 1;
+    loop.body_to = find_at_depth0(t, loop.body_from, t.size(), ";");
+    loop.body_to = loop.body_to == t.size() ? 0 : loop.body_to + 1;
   }
-  if (body_to == 0 || body_to <= body_from + 1) {
+  if (loop.body_to == 0 || loop.body_to <= loop.body_from + 1) {
     return std::nullopt;
   }
+  return loop;
+}
 
+/// What the loop body does with the pointer parameters.
+struct body_accesses {
+  struct access {
+    std::size_t from = 0, to = 0; ///< token range of `P [ i ]`
+    std::string array;
+  };
+  std::vector<access> accesses;
+  std::vector<std::string> arrays; ///< in order of first use
+  std::set<std::string> read, written;
+  vector_kind kind{};
+};
+
+/// The body's accesses when every use of the index is `P[i]` of a pointer parameter, all of one
+/// vectorisable element type, at least one written, with no control flow, synchronisation or
+/// atomics, and no name the rewrite would add; nullopt otherwise.
+std::optional<body_accesses> scan_body(const std::vector<token>& t,
+                                       const grid_stride_loop& loop,
+                                       const std::vector<parameter_info>& parameters) {
   static const std::set<std::string, std::less<>> refused = {
       "if",     "else",          "for",      "while",      "do",       "switch", "case",
       "return", "break",         "continue", "goto",       "?",        "&&",     "||",
@@ -284,13 +314,9 @@ std::optional<vectorized_loop> vectorize_grid_stride_loop(
       element_of[p.name] = element;
     }
   }
-  struct access {
-    std::size_t from = 0, to = 0; ///< token range of `P [ i ]`
-    std::string array;
-  };
-  std::vector<access> accesses;
-  std::vector<std::string> arrays;
-  std::set<std::string> read, written;
+  const std::string& index = loop.index;
+  const std::size_t body_from = loop.body_from, body_to = loop.body_to;
+  body_accesses out;
   std::string element;
   for (std::size_t k = body_from; k < body_to; ++k) {
     const std::string& s = t[k].text;
@@ -316,8 +342,8 @@ std::optional<vectorized_loop> vectorize_grid_stride_loop(
     } else if (element_of[s] != element) {
       return std::nullopt; // arrays of different element types
     }
-    if (std::find(arrays.begin(), arrays.end(), s) == arrays.end()) {
-      arrays.push_back(s);
+    if (std::find(out.arrays.begin(), out.arrays.end(), s) == out.arrays.end()) {
+      out.arrays.push_back(s);
     }
     const std::string& next = t[k + 4].text;
     const bool pre =
@@ -326,52 +352,73 @@ std::optional<vectorized_loop> vectorize_grid_stride_loop(
       return std::nullopt; // its address taken
     }
     if (is_assignment(next) || next == "++" || next == "--" || pre) {
-      written.insert(s);
+      out.written.insert(s);
     }
     if (next != "=" && next != "[") {
-      read.insert(s);
+      out.read.insert(s);
     }
     if (next == "[") {
       return std::nullopt;
     }
-    accesses.push_back({k, k + 4, s});
+    out.accesses.push_back({k, k + 4, s});
     k += 3;
   }
   const std::optional<vector_kind> kind = vector_of(element);
-  if (!kind || written.empty()) {
+  if (!kind || out.written.empty()) {
     return std::nullopt;
   }
-  static const std::array<const char*, 4> lanes = {"x", "y", "z", "w"};
+  out.kind = *kind;
   // Names the rewrite introduces must not be taken in the loop.
-  const auto local = [&](const std::string& name) { return "rpl_" + name; };
   for (std::size_t k = 0; k < body_to; ++k) {
     if (t[k].text.rfind("rpl_", 0) == 0) {
       return std::nullopt;
     }
   }
+  return out;
+}
 
-  const std::string start = slice(text, t, start_from, start_to);
-  const std::string bound = slice(text, t, bound_from, bound_to);
-  const std::string step = slice(text, t, step_from, step_to);
-  const std::string original(text.substr(t[0].begin, t[body_to - 1].end - t[0].begin));
-  const std::string body_text =
-      std::string(text.substr(t[body_from].begin, t[body_to - 1].end - t[body_from].begin));
-  const std::size_t body_base = t[body_from].begin;
-  const bool braced = t[body_from].text == "{";
-  const std::string vec(kind->type);
-  const std::string w = std::to_string(kind->width);
+/// A name the rewrite introduces (scan_body refuses loops that already use the prefix).
+std::string local(const std::string& name) {
+  return "rpl_" + name;
+}
 
-  // The loop's indentation, for the lines added.
+/// The indentation of the line the loop starts on; empty when code precedes the loop there.
+std::string loop_indent(std::string_view text, std::size_t loop_offset) {
   const std::size_t line_begin = text.rfind('\n', loop_offset == 0 ? 0 : loop_offset - 1);
   const std::size_t lead_from = line_begin == std::string_view::npos ? 0 : line_begin + 1;
   std::string indent(text.substr(lead_from, loop_offset - lead_from));
   if (indent.find_first_not_of(" \t") != std::string::npos) {
     indent.clear();
   }
+  return indent;
+}
+
+/// The replacement: when every array is 16-byte aligned, the vector loop (one vector load per
+/// array read, the body once per lane, one vector store per array written) and the scalar tail;
+/// else the original loop.
+std::string vector_loop_text(std::string_view text,
+                             const std::vector<token>& t,
+                             const grid_stride_loop& loop,
+                             const body_accesses& body,
+                             const std::string& indent) {
+  static const std::array<const char*, 4> lanes = {"x", "y", "z", "w"};
+  const std::size_t body_from = loop.body_from, body_to = loop.body_to;
+  const std::string start = slice(text, t, loop.start_from, loop.start_to);
+  const std::string bound = slice(text, t, loop.bound_from, loop.bound_to);
+  const std::string step = slice(text, t, loop.step_from, loop.step_to);
+  const std::string original(text.substr(t[0].begin, t[body_to - 1].end - t[0].begin));
+  const std::string body_text =
+      std::string(text.substr(t[body_from].begin, t[body_to - 1].end - t[body_from].begin));
+  const std::size_t body_base = t[body_from].begin;
+  const bool braced = t[body_from].text == "{";
+  const std::string vec(body.kind.type);
+  const std::string w = std::to_string(body.kind.width);
+  const std::string& index = loop.index;
+  const std::string& index_type = loop.index_type;
   const std::string in1 = indent + "  ", in2 = indent + "    ";
 
   std::string aligned;
-  for (const std::string& a : arrays) {
+  for (const std::string& a : body.arrays) {
     aligned += std::string(aligned.empty() ? "" : " &&\n" + in1 + "    ") +
                "reinterpret_cast<unsigned long long>(" + a + ") % 16 == 0";
   }
@@ -382,25 +429,25 @@ std::optional<vectorized_loop> vectorize_grid_stride_loop(
   out += in1 + "for (" + index_type + " " + local("v") + " = " + start + ";\n" + header_gap +
          local("v") + " < (" + bound + ") / " + w + ";\n" + header_gap + local("v") +
          " += " + step + ") {\n";
-  for (const std::string& a : arrays) {
-    const bool is_read = read.count(a) != 0;
+  for (const std::string& a : body.arrays) {
+    const bool is_read = body.read.count(a) != 0;
     if (is_read) {
-      out += in2 + (written.count(a) != 0 ? "" : "const ") + vec + " " + local(a) +
+      out += in2 + (body.written.count(a) != 0 ? "" : "const ") + vec + " " + local(a) +
              " = reinterpret_cast<const " + vec + "*>(" + a + ")[" + local("v") + "];\n";
     } else {
       out += in2 + vec + " " + local(a) + ";\n";
     }
   }
-  for (unsigned lane = 0; lane < kind->width; ++lane) {
+  for (unsigned lane = 0; lane < body.kind.width; ++lane) {
     std::string b = body_text;
-    for (auto it = accesses.rbegin(); it != accesses.rend(); ++it) {
+    for (auto it = body.accesses.rbegin(); it != body.accesses.rend(); ++it) {
       b.replace(t[it->from].begin - body_base, t[it->to - 1].end - t[it->from].begin,
                 local(it->array) + "." + lanes[lane]);
     }
     out += in2 + reindent(braced ? b : "{ " + b + " }", "    ") + "\n";
   }
-  for (const std::string& a : arrays) {
-    if (written.count(a) != 0) {
+  for (const std::string& a : body.arrays) {
+    if (body.written.count(a) != 0) {
       out += in2 + "reinterpret_cast<" + vec + "*>(" + a + ")[" + local("v") + "] = " + local(a) +
              ";\n";
     }
@@ -412,13 +459,28 @@ std::optional<vectorized_loop> vectorize_grid_stride_loop(
   out += indent + "} else {\n";
   out += in1 + reindent(original, "  ") + "\n";
   out += indent + "}";
+  return out;
+}
 
+} // namespace
+
+std::optional<vectorized_loop> vectorize_grid_stride_loop(
+    std::string_view text, std::size_t loop_offset, const std::vector<parameter_info>& parameters) {
+  const std::vector<token> t = lex(text, loop_offset, 4096);
+  const std::optional<grid_stride_loop> loop = match_grid_stride_loop(text, t);
+  if (!loop) {
+    return std::nullopt;
+  }
+  const std::optional<body_accesses> body = scan_body(t, *loop, parameters);
+  if (!body) {
+    return std::nullopt;
+  }
   vectorized_loop result;
-  result.replaced = {t[0].begin, t[body_to - 1].end};
-  result.replacement = std::move(out);
-  result.vector_type = vec;
-  result.width = kind->width;
-  result.arrays = arrays;
+  result.replaced = {t[0].begin, t[loop->body_to - 1].end};
+  result.replacement = vector_loop_text(text, t, *loop, *body, loop_indent(text, loop_offset));
+  result.vector_type = body->kind.type;
+  result.width = body->kind.width;
+  result.arrays = body->arrays;
   return result;
 }
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <regex>
 
 namespace rpl::stages::optimize {
@@ -318,6 +319,229 @@ void compare_counts(const std::map<std::string, int>& before,
   }
 }
 
+/// What the guards after kernel_missing read: both sources, the kernel's definition in each, and
+/// the declarations of the target regions with their body counts.
+struct guard_inputs {
+  const source_model& before;
+  std::string_view before_text;
+  const source_model& after;
+  std::string_view after_text;
+  std::string_view kernel;
+  const declaration& kernel_before;
+  const declaration& kernel_after;
+  std::set<std::string> region_before;
+  std::set<std::string> region_after;
+  /// Every function the original kernel reaches: what the original region could have used.
+  std::vector<const declaration*> reach_before;
+  std::vector<const declaration*> region_decls_after;
+  body_counts counts_before; ///< over reach_before
+  body_counts counts_after;  ///< over region_decls_after
+};
+
+std::optional<guard_finding>
+guard_kernel_missing(const declaration* kb, const declaration* ka, std::string_view kernel) {
+  if (kb != nullptr && ka != nullptr) {
+    return std::nullopt;
+  }
+  return guard_finding{"kernel_missing", "kernel `" + std::string(kernel) + "` is not defined in " +
+                                             (kb == nullptr ? "the original" : "the patched") +
+                                             " source"};
+}
+
+/// The kernel's mangled name, return type, parameters and head, launch bounds aside.
+void guard_signature_changed(const guard_inputs& in, std::vector<guard_finding>& findings) {
+  const declaration* kb = &in.kernel_before;
+  const declaration* ka = &in.kernel_after;
+  std::string what;
+  if (kb->mangled_name != ka->mangled_name) {
+    what = "mangled name `" + kb->mangled_name + "` became `" + ka->mangled_name + "`";
+  } else if (kb->return_type != ka->return_type) {
+    what = "return type `" + kb->return_type + "` became `" + ka->return_type + "`";
+  } else if (kb->parameters.size() != ka->parameters.size()) {
+    what = std::to_string(kb->parameters.size()) + " parameters became " +
+           std::to_string(ka->parameters.size());
+  } else if (kb->template_parameters != ka->template_parameters) {
+    what = "template parameters changed";
+  } else {
+    for (std::size_t i = 0; i < kb->parameters.size() && what.empty(); ++i) {
+      if (kb->parameters[i] != ka->parameters[i]) {
+        what = "parameter " + std::to_string(i + 1) + " `" + kb->parameters[i].type + " " +
+               kb->parameters[i].name + "` became `" + ka->parameters[i].type + " " +
+               ka->parameters[i].name + "`";
+      }
+    }
+  }
+  if (what.empty()) {
+    const auto hb = head_without_launch_bounds(*kb);
+    const auto ha = head_without_launch_bounds(*ka);
+    if (hb != ha) {
+      what = "declaration `" + join(hb) + "` became `" + join(ha) + "`";
+    }
+  }
+  if (!what.empty()) {
+    findings.push_back({"signature_changed", "kernel `" + std::string(in.kernel) + "` (line " +
+                                                 std::to_string(ka->line) + "): " + what});
+  }
+}
+
+/// Everything outside the target regions: the same declarations, token for token, in the same
+/// order, with the same text between them.
+void guard_outside_target_changed(const guard_inputs& in, std::vector<guard_finding>& findings) {
+  std::vector<const declaration*> ob, oa;
+  for (const declaration& d : in.before.declarations) {
+    if (!in_region(d, in.region_before)) {
+      ob.push_back(&d);
+    }
+  }
+  for (const declaration& d : in.after.declarations) {
+    if (!in_region(d, in.region_after)) {
+      oa.push_back(&d);
+    }
+  }
+  const std::vector<std::string> kb_keys = keys_of(ob), ka_keys = keys_of(oa);
+  const std::set<std::string> sb(kb_keys.begin(), kb_keys.end()),
+      sa(ka_keys.begin(), ka_keys.end());
+  std::vector<std::string> problems;
+  for (std::size_t i = 0; i < oa.size(); ++i) {
+    if (sb.count(ka_keys[i]) == 0) {
+      problems.push_back(describe(*oa[i]) + " was added outside the target region");
+    }
+  }
+  for (std::size_t i = 0; i < ob.size(); ++i) {
+    if (sa.count(kb_keys[i]) == 0) {
+      problems.push_back(describe(*ob[i]) + " was removed or moved into the target region");
+    }
+  }
+  std::map<std::string, const declaration*> by_key;
+  for (std::size_t i = 0; i < ob.size(); ++i) {
+    by_key[kb_keys[i]] = ob[i];
+  }
+  for (std::size_t i = 0; i < oa.size(); ++i) {
+    const auto it = by_key.find(ka_keys[i]);
+    if (it != by_key.end() && it->second->tokens != oa[i]->tokens) {
+      problems.push_back(describe(*oa[i]) + " changed");
+    }
+  }
+  if (problems.empty()) {
+    std::vector<std::string> common_b, common_a;
+    for (const std::string& k : kb_keys) {
+      if (sa.count(k) != 0) {
+        common_b.push_back(k);
+      }
+    }
+    for (const std::string& k : ka_keys) {
+      if (sb.count(k) != 0) {
+        common_a.push_back(k);
+      }
+    }
+    if (common_b != common_a) {
+      problems.push_back("declarations outside the target region were reordered");
+    }
+  }
+  if (problems.empty() && gaps(in.before, in.before_text) != gaps(in.after, in.after_text)) {
+    problems.push_back("code between declarations changed (namespace braces or stray tokens)");
+  }
+  for (const std::string& p : problems) {
+    findings.push_back({"outside_target_changed", p});
+  }
+}
+
+/// File scope, and directives inside the region other than unroll pragmas and the lines of
+/// tunable macros' blocks.
+void guard_directive_changed(const guard_inputs& in, std::vector<guard_finding>& findings) {
+  std::vector<std::string> db, da;
+  for (const directive_info& d : in.before.directives) {
+    db.push_back(normalized(d.text));
+  }
+  for (const directive_info& d : in.after.directives) {
+    da.push_back(normalized(d.text));
+  }
+  if (db != da) {
+    std::multiset<std::string> mb(db.begin(), db.end());
+    std::string what;
+    for (const directive_info& d : in.after.directives) {
+      const auto it = mb.find(normalized(d.text));
+      if (it == mb.end()) {
+        what += (what.empty() ? "" : "; ") +
+                ("new `" + normalized(d.text) + "` at line " + std::to_string(d.line));
+      } else {
+        mb.erase(it);
+      }
+    }
+    for (const std::string& gone : mb) {
+      what += (what.empty() ? "" : "; ") + ("`" + gone + "` removed");
+    }
+    findings.push_back(
+        {"directive_changed", what.empty() ? "file-scope directives were reordered" : what});
+  }
+  const auto inside = [](const std::vector<const declaration*>& decls, std::string_view text) {
+    std::multiset<std::string> out;
+    for (const directive_info& d : scan_directives(text)) {
+      for (const declaration* decl : decls) {
+        if (decl->range.contains(d.range.begin) && !is_unroll_pragma(d.text) &&
+            !is_knob_directive(d.text)) {
+          out.insert(normalized(d.text));
+        }
+      }
+    }
+    return out;
+  };
+  std::multiset<std::string> rb = inside(in.reach_before, in.before_text);
+  for (const std::string& d : inside(in.region_decls_after, in.after_text)) {
+    const auto it = rb.find(d);
+    if (it == rb.end()) {
+      findings.push_back({"directive_changed", "new `" + d + "` inside the target region"});
+    } else {
+      rb.erase(it);
+    }
+  }
+}
+
+/// Namespace-scope variables, and static/__device__/__constant__ locals.
+void guard_new_global(const guard_inputs& in, std::vector<guard_finding>& findings) {
+  std::set<std::string> vars_before;
+  for (const declaration& d : in.before.declarations) {
+    if (is_variable(d.kind)) {
+      vars_before.insert(d.qualified_name);
+    }
+  }
+  for (const declaration& d : in.after.declarations) {
+    if (is_variable(d.kind) && vars_before.count(d.qualified_name) == 0) {
+      findings.push_back({"new_global", "new namespace-scope " + describe(d)});
+    }
+  }
+  compare_counts(in.counts_before.storage, in.counts_after.storage, in.region_decls_after,
+                 "new_global", "storage class", findings);
+}
+
+void guard_inline_asm(const guard_inputs& in, std::vector<guard_finding>& findings) {
+  compare_counts(in.counts_before.asm_uses, in.counts_after.asm_uses, in.region_decls_after,
+                 "inline_asm", "inline assembly", findings);
+}
+
+/// New host or host-device functions, new kernels.
+void guard_host_code(const guard_inputs& in, std::vector<guard_finding>& findings) {
+  std::set<std::string> functions_before;
+  for (const declaration& d : in.before.declarations) {
+    if (is_function(d.kind)) {
+      functions_before.insert(std::string(to_string(d.kind)) + ":" + d.qualified_name);
+    }
+  }
+  for (const declaration& d : in.after.declarations) {
+    const bool hostish = d.kind == decl_kind::host_function ||
+                         d.kind == decl_kind::host_device_function || d.kind == decl_kind::kernel;
+    if (hostish &&
+        functions_before.count(std::string(to_string(d.kind)) + ":" + d.qualified_name) == 0) {
+      findings.push_back({"host_code", "new " + describe(d)});
+    }
+  }
+}
+
+void guard_device_launch(const guard_inputs& in, std::vector<guard_finding>& findings) {
+  compare_counts(in.counts_before.launches, in.counts_after.launches, in.region_decls_after,
+                 "device_launch", "launch, allocation or printf", findings);
+}
+
 } // namespace
 
 std::set<std::string> reachable_functions(const source_model& model, std::string_view kernel) {
@@ -329,239 +553,86 @@ std::set<std::string> target_region(const source_model& model, std::string_view 
   return region_of(model, kernel, nullptr, nullptr);
 }
 
+namespace {
+
+/// The definitions of the functions the original kernel reaches.
+std::vector<const declaration*> reached_definitions(const source_model& model,
+                                                    std::string_view kernel) {
+  const std::set<std::string> reachable = reachable_functions(model, kernel);
+  std::vector<const declaration*> out;
+  for (const declaration& d : model.declarations) {
+    if (is_function(d.kind) && d.is_definition && reachable.count(d.qualified_name)) {
+      out.push_back(&d);
+    }
+  }
+  return out;
+}
+
+std::vector<const declaration*> definitions_in(const source_model& model,
+                                               const std::set<std::string>& region) {
+  std::vector<const declaration*> out;
+  for (const declaration& d : model.declarations) {
+    if (in_region(d, region)) {
+      out.push_back(&d);
+    }
+  }
+  return out;
+}
+
+body_counts counts_of(const std::vector<const declaration*>& decls) {
+  body_counts counts;
+  for (const declaration* d : decls) {
+    count_body(*d, counts);
+  }
+  return counts;
+}
+
+} // namespace
+
 std::vector<guard_finding> check_source(const source_model& before,
                                         std::string_view before_text,
                                         const source_model& after,
                                         std::string_view after_text,
                                         std::string_view kernel) {
-  std::vector<guard_finding> findings;
   const declaration* kb = find_kernel(before, kernel);
   const declaration* ka = find_kernel(after, kernel);
-  if (kb == nullptr || ka == nullptr) {
-    findings.push_back(
-        {"kernel_missing", "kernel `" + std::string(kernel) + "` is not defined in " +
-                               (kb == nullptr ? "the original" : "the patched") + " source"});
-    return findings;
+  if (auto missing = guard_kernel_missing(kb, ka, kernel)) {
+    return {std::move(*missing)};
   }
 
   std::set<std::string> existing_before;
   for (const declaration& d : before.declarations) {
     existing_before.insert(d.qualified_name);
   }
-  const std::set<std::string> region_before = target_region(before, kernel);
-  const std::set<std::string> region_after =
-      region_of(after, kernel, &existing_before, &region_before);
+  std::set<std::string> region_before = target_region(before, kernel);
+  std::set<std::string> region_after = region_of(after, kernel, &existing_before, &region_before);
+  std::vector<const declaration*> reach_before = reached_definitions(before, kernel);
+  std::vector<const declaration*> region_decls_after = definitions_in(after, region_after);
+  body_counts counts_before = counts_of(reach_before);
+  body_counts counts_after = counts_of(region_decls_after);
+  const guard_inputs in{before,
+                        before_text,
+                        after,
+                        after_text,
+                        kernel,
+                        *kb,
+                        *ka,
+                        std::move(region_before),
+                        std::move(region_after),
+                        std::move(reach_before),
+                        std::move(region_decls_after),
+                        std::move(counts_before),
+                        std::move(counts_after)};
 
-  // signature_changed
-  {
-    std::string what;
-    if (kb->mangled_name != ka->mangled_name) {
-      what = "mangled name `" + kb->mangled_name + "` became `" + ka->mangled_name + "`";
-    } else if (kb->return_type != ka->return_type) {
-      what = "return type `" + kb->return_type + "` became `" + ka->return_type + "`";
-    } else if (kb->parameters.size() != ka->parameters.size()) {
-      what = std::to_string(kb->parameters.size()) + " parameters became " +
-             std::to_string(ka->parameters.size());
-    } else if (kb->template_parameters != ka->template_parameters) {
-      what = "template parameters changed";
-    } else {
-      for (std::size_t i = 0; i < kb->parameters.size() && what.empty(); ++i) {
-        if (kb->parameters[i] != ka->parameters[i]) {
-          what = "parameter " + std::to_string(i + 1) + " `" + kb->parameters[i].type + " " +
-                 kb->parameters[i].name + "` became `" + ka->parameters[i].type + " " +
-                 ka->parameters[i].name + "`";
-        }
-      }
-    }
-    if (what.empty()) {
-      const auto hb = head_without_launch_bounds(*kb);
-      const auto ha = head_without_launch_bounds(*ka);
-      if (hb != ha) {
-        what = "declaration `" + join(hb) + "` became `" + join(ha) + "`";
-      }
-    }
-    if (!what.empty()) {
-      findings.push_back({"signature_changed", "kernel `" + std::string(kernel) + "` (line " +
-                                                   std::to_string(ka->line) + "): " + what});
-    }
-  }
-
-  // outside_target_changed
-  {
-    std::vector<const declaration*> ob, oa;
-    for (const declaration& d : before.declarations) {
-      if (!in_region(d, region_before)) {
-        ob.push_back(&d);
-      }
-    }
-    for (const declaration& d : after.declarations) {
-      if (!in_region(d, region_after)) {
-        oa.push_back(&d);
-      }
-    }
-    const std::vector<std::string> kb_keys = keys_of(ob), ka_keys = keys_of(oa);
-    const std::set<std::string> sb(kb_keys.begin(), kb_keys.end()),
-        sa(ka_keys.begin(), ka_keys.end());
-    std::vector<std::string> problems;
-    for (std::size_t i = 0; i < oa.size(); ++i) {
-      if (sb.count(ka_keys[i]) == 0) {
-        problems.push_back(describe(*oa[i]) + " was added outside the target region");
-      }
-    }
-    for (std::size_t i = 0; i < ob.size(); ++i) {
-      if (sa.count(kb_keys[i]) == 0) {
-        problems.push_back(describe(*ob[i]) + " was removed or moved into the target region");
-      }
-    }
-    std::map<std::string, const declaration*> by_key;
-    for (std::size_t i = 0; i < ob.size(); ++i) {
-      by_key[kb_keys[i]] = ob[i];
-    }
-    for (std::size_t i = 0; i < oa.size(); ++i) {
-      const auto it = by_key.find(ka_keys[i]);
-      if (it != by_key.end() && it->second->tokens != oa[i]->tokens) {
-        problems.push_back(describe(*oa[i]) + " changed");
-      }
-    }
-    if (problems.empty()) {
-      std::vector<std::string> common_b, common_a;
-      for (const std::string& k : kb_keys) {
-        if (sa.count(k) != 0) {
-          common_b.push_back(k);
-        }
-      }
-      for (const std::string& k : ka_keys) {
-        if (sb.count(k) != 0) {
-          common_a.push_back(k);
-        }
-      }
-      if (common_b != common_a) {
-        problems.push_back("declarations outside the target region were reordered");
-      }
-    }
-    if (problems.empty() && gaps(before, before_text) != gaps(after, after_text)) {
-      problems.push_back("code between declarations changed (namespace braces or stray tokens)");
-    }
-    for (const std::string& p : problems) {
-      findings.push_back({"outside_target_changed", p});
-    }
-  }
-
-  std::vector<const declaration*> region_decls_before, region_decls_after, reach_before;
-  const std::set<std::string> reachable_before = reachable_functions(before, kernel);
-  for (const declaration& d : before.declarations) {
-    if (in_region(d, region_before)) {
-      region_decls_before.push_back(&d);
-    }
-    if (is_function(d.kind) && d.is_definition && reachable_before.count(d.qualified_name)) {
-      reach_before.push_back(&d);
-    }
-  }
-  for (const declaration& d : after.declarations) {
-    if (in_region(d, region_after)) {
-      region_decls_after.push_back(&d);
-    }
-  }
-
-  // directive_changed: file scope, and directives inside the region other than unroll pragmas
-  // and the lines of tunable macros' blocks.
-  {
-    std::vector<std::string> db, da;
-    for (const directive_info& d : before.directives) {
-      db.push_back(normalized(d.text));
-    }
-    for (const directive_info& d : after.directives) {
-      da.push_back(normalized(d.text));
-    }
-    if (db != da) {
-      std::multiset<std::string> mb(db.begin(), db.end());
-      std::string what;
-      for (const directive_info& d : after.directives) {
-        const auto it = mb.find(normalized(d.text));
-        if (it == mb.end()) {
-          what += (what.empty() ? "" : "; ") +
-                  ("new `" + normalized(d.text) + "` at line " + std::to_string(d.line));
-        } else {
-          mb.erase(it);
-        }
-      }
-      for (const std::string& gone : mb) {
-        what += (what.empty() ? "" : "; ") + ("`" + gone + "` removed");
-      }
-      findings.push_back(
-          {"directive_changed", what.empty() ? "file-scope directives were reordered" : what});
-    }
-    const auto inside = [](const std::vector<const declaration*>& decls, std::string_view text) {
-      std::multiset<std::string> out;
-      for (const directive_info& d : scan_directives(text)) {
-        for (const declaration* decl : decls) {
-          if (decl->range.contains(d.range.begin) && !is_unroll_pragma(d.text) &&
-              !is_knob_directive(d.text)) {
-            out.insert(normalized(d.text));
-          }
-        }
-      }
-      return out;
-    };
-    std::multiset<std::string> rb = inside(reach_before, before_text);
-    for (const std::string& d : inside(region_decls_after, after_text)) {
-      const auto it = rb.find(d);
-      if (it == rb.end()) {
-        findings.push_back({"directive_changed", "new `" + d + "` inside the target region"});
-      } else {
-        rb.erase(it);
-      }
-    }
-  }
-
-  body_counts cb, ca;
-  for (const declaration* d : reach_before) {
-    count_body(*d, cb);
-  }
-  for (const declaration* d : region_decls_after) {
-    count_body(*d, ca);
-  }
-
-  // new_global: namespace-scope variables, and static/__device__/__constant__ locals.
-  {
-    std::set<std::string> vars_before;
-    for (const declaration& d : before.declarations) {
-      if (is_variable(d.kind)) {
-        vars_before.insert(d.qualified_name);
-      }
-    }
-    for (const declaration& d : after.declarations) {
-      if (is_variable(d.kind) && vars_before.count(d.qualified_name) == 0) {
-        findings.push_back({"new_global", "new namespace-scope " + describe(d)});
-      }
-    }
-    compare_counts(cb.storage, ca.storage, region_decls_after, "new_global", "storage class",
-                   findings);
-  }
-
-  compare_counts(cb.asm_uses, ca.asm_uses, region_decls_after, "inline_asm", "inline assembly",
-                 findings);
-
-  // host_code: new host or host-device functions, new kernels.
-  {
-    std::set<std::string> functions_before;
-    for (const declaration& d : before.declarations) {
-      if (is_function(d.kind)) {
-        functions_before.insert(std::string(to_string(d.kind)) + ":" + d.qualified_name);
-      }
-    }
-    for (const declaration& d : after.declarations) {
-      const bool hostish = d.kind == decl_kind::host_function ||
-                           d.kind == decl_kind::host_device_function || d.kind == decl_kind::kernel;
-      if (hostish &&
-          functions_before.count(std::string(to_string(d.kind)) + ":" + d.qualified_name) == 0) {
-        findings.push_back({"host_code", "new " + describe(d)});
-      }
-    }
-  }
-
-  compare_counts(cb.launches, ca.launches, region_decls_after, "device_launch",
-                 "launch, allocation or printf", findings);
+  // The guards in the order their findings are reported.
+  std::vector<guard_finding> findings;
+  guard_signature_changed(in, findings);
+  guard_outside_target_changed(in, findings);
+  guard_directive_changed(in, findings);
+  guard_new_global(in, findings);
+  guard_inline_asm(in, findings);
+  guard_host_code(in, findings);
+  guard_device_launch(in, findings);
   return findings;
 }
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace rpl::stages::optimize {
@@ -14,6 +16,8 @@ constexpr std::string_view no_newline_marker = "\\ No newline at end of file";
 constexpr std::ptrdiff_t max_minimal_cost = 1024;
 /// How far (in lines) a hunk may have moved from the line its header states.
 constexpr std::size_t max_offset_lines = 50;
+/// Larger line numbers and counts in a hunk header read as one more than this (no overflow).
+constexpr std::size_t max_line_number = 999'999'999'999;
 
 /// The lines of `text`, each with its '\n' (the last one without when the text lacks it), so that
 /// "x" and "x\n" are different lines, as diff(1) sees them.
@@ -248,18 +252,7 @@ void append_body_line(std::string& out, char prefix, std::string_view line) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Applying
-
-struct hunk {
-  std::size_t number = 0; ///< 1-based, for messages
-  std::string header;     ///< "@@ -40,7 +40,8 @@", for messages
-  std::size_t old_start = 0;
-  std::size_t old_count = 0;
-  std::size_t new_count = 0;
-  bool counts_given = true;
-  std::vector<std::string> old_lines; ///< context and removed lines, with their '\n'
-  std::vector<std::string> new_lines; ///< context and added lines, with their '\n'
-};
+// Reading hunks
 
 patch_result failure(std::string message) {
   patch_result r;
@@ -291,11 +284,17 @@ std::string shown(std::string_view line) {
   return "`" + out + "`";
 }
 
-/// A line of the diff without its '\n' or "\r\n".
-std::string_view bare(std::string_view line) {
+/// A line without its '\n' (a '\r' before it stays).
+std::string_view without_newline(std::string_view line) {
   if (!line.empty() && line.back() == '\n') {
     line.remove_suffix(1);
   }
+  return line;
+}
+
+/// A line of the diff without its '\n' or "\r\n".
+std::string_view bare(std::string_view line) {
+  line = without_newline(line);
   if (!line.empty() && line.back() == '\r') {
     line.remove_suffix(1);
   }
@@ -306,78 +305,101 @@ bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
 }
 
+std::string hunk_name(const diff_hunk& h) {
+  return "hunk " + std::to_string(h.number) + " (" + h.header + ")";
+}
+
+/// Parses a line number at `text`, advancing `text` past its digits; one past max_line_number
+/// stands for any larger one. False when there is none.
+bool parse_number(std::string_view& text, std::size_t& value) {
+  std::size_t digits = 0;
+  value = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
+    value =
+        std::min(value * 10 + static_cast<std::size_t>(text[digits] - '0'), max_line_number + 1);
+    ++digits;
+  }
+  text.remove_prefix(digits);
+  return digits > 0;
+}
+
 /// Parses "N" or "N,M" at `text`; advances `text`. Returns false when there is no number.
 bool parse_range(std::string_view& text, std::size_t& start, std::size_t& count, bool& has_count) {
-  auto number = [&](std::size_t& value) {
-    std::size_t digits = 0;
-    value = 0;
-    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9' && digits < 12) {
-      value = value * 10 + static_cast<std::size_t>(text[digits] - '0');
-      ++digits;
-    }
-    text.remove_prefix(digits);
-    return digits > 0;
-  };
-  if (!number(start)) {
+  if (!parse_number(text, start)) {
     return false;
   }
   has_count = !text.empty() && text.front() == ',';
   count = 1;
   if (has_count) {
     text.remove_prefix(1);
-    return number(count);
+    return parse_number(text, count);
   }
   return true;
 }
 
-/// Reads "@@ -a[,b] +c[,d] @@[ section]" into `h`; the error says what is wrong when it cannot.
-bool parse_hunk_header(std::string_view line, hunk& h, std::string& error) {
-  line = bare(line);
-  const std::size_t close = line.find("@@", 2);
-  h.header = std::string(close == std::string_view::npos ? line : line.substr(0, close + 2));
-  std::string_view rest = line.substr(2);
-  while (!rest.empty() && rest.front() == ' ') {
-    rest.remove_prefix(1);
+void skip_spaces(std::string_view& text) {
+  while (!text.empty() && text.front() == ' ') {
+    text.remove_prefix(1);
   }
+}
+
+/// Reads "@@ -a[,b] +c[,d] @@[ section]" into `h`; `counted` says whether a count was given. The
+/// error says what is wrong when it cannot.
+bool read_stated_header(std::string_view line, diff_hunk& h, bool& counted, std::string& error) {
+  line = bare(line);
+  std::string_view rest = line.substr(std::min<std::size_t>(2, line.size()));
+  skip_spaces(rest);
+  std::size_t old_start = 0;
   std::size_t new_start = 0;
   bool old_has_count = false;
   bool new_has_count = false;
-  bool ok = !rest.empty() && rest.front() == '-';
+  bool ok = starts_with(line, "@@") && !rest.empty() && rest.front() == '-';
   if (ok) {
     rest.remove_prefix(1);
-    ok = parse_range(rest, h.old_start, h.old_count, old_has_count);
+    ok = parse_range(rest, old_start, h.old_count, old_has_count);
   }
-  while (ok && !rest.empty() && rest.front() == ' ') {
-    rest.remove_prefix(1);
-  }
+  skip_spaces(rest);
   ok = ok && !rest.empty() && rest.front() == '+';
   if (ok) {
     rest.remove_prefix(1);
     ok = parse_range(rest, new_start, h.new_count, new_has_count);
   }
-  while (ok && !rest.empty() && rest.front() == ' ') {
-    rest.remove_prefix(1);
-  }
-  ok = ok && starts_with(rest, "@@");
+  skip_spaces(rest);
+  ok = ok && starts_with(rest, "@@") &&
+       std::max({old_start, h.old_count, new_start, h.new_count}) <= max_line_number;
   if (!ok) {
     error =
         "hunk " + std::to_string(h.number) + ": header " + shown(line) +
         " is not `@@ -START,COUNT +START,COUNT @@`; fix: write each hunk header as diff -u does";
     return false;
   }
+  h.old_start = old_start;
   // diff(1) omits a count of 1; a header without any count (as models often write it) gets its
   // counts from the lines that follow instead.
-  h.counts_given = old_has_count || new_has_count;
+  counted = old_has_count || new_has_count;
   return true;
+}
+
+/// A model's header: `@@`, then the old start when a `-START` follows; anything else is ignored.
+void read_recounted_header(std::string_view line, diff_hunk& h) {
+  std::string_view rest = line.substr(std::min<std::size_t>(2, line.size()));
+  skip_spaces(rest);
+  std::size_t start = 0;
+  if (!rest.empty() && rest.front() == '-') {
+    rest.remove_prefix(1);
+    if (parse_number(rest, start)) {
+      h.old_start = start;
+    }
+  }
 }
 
 bool ends_in_crlf(std::string_view line) {
   return line.size() >= 2 && line.substr(line.size() - 2) == "\r\n";
 }
 
-/// "\n" or "\r\n": a line of the diff with nothing on it.
+/// A line of the diff with nothing on it ("\n", "\r\n", or "" where lines come without '\n').
 bool is_blank(std::string_view line) {
-  return line == "\n" || line == "\r\n";
+  return bare(line).empty();
 }
 
 bool is_body_line(std::string_view line) {
@@ -385,105 +407,102 @@ bool is_body_line(std::string_view line) {
          line.front() == '\\';
 }
 
-/// Reads hunk `h`'s body from `lines` at `next` (advanced past it). With counts, reads exactly
-/// that many lines; without, reads until the next header or a line that cannot be in a hunk.
-bool parse_hunk_body(const std::vector<std::string_view>& lines,
-                     std::size_t& next,
-                     hunk& h,
-                     std::string& error) {
+/// Whether an uncounted hunk ends at `lines[at]` because the next file's header starts there: a
+/// file header, or (as_stated, where a lone `---`/`+++` line before a hunk is taken for a header
+/// cut short) "--- " or "+++ " followed by "+++ " or "@@".
+bool starts_next_file(const std::vector<std::string_view>& lines,
+                      std::size_t at,
+                      hunk_counts counts) {
+  if (is_file_header(lines, at)) {
+    return true;
+  }
+  return counts == hunk_counts::as_stated && at + 1 < lines.size() &&
+         (starts_with(lines[at], "--- ") || starts_with(lines[at], "+++ ")) &&
+         (starts_with(lines[at + 1], "+++ ") || starts_with(lines[at + 1], "@@"));
+}
+
+/// Context and removed lines, context and added lines.
+std::pair<std::size_t, std::size_t> count_sides(const std::vector<hunk_line>& lines) {
+  std::size_t old_count = 0;
+  std::size_t new_count = 0;
+  for (const auto& line : lines) {
+    old_count += line.kind != '+' ? 1 : 0;
+    new_count += line.kind != '-' ? 1 : 0;
+  }
+  return {old_count, new_count};
+}
+
+/// Drops the lines at the end of an uncounted hunk that are spacing rather than context: blank
+/// lines of the diff (as_stated, `trailing_blank` of them), or any empty context line (recounted).
+void drop_trailing_spacing(diff_hunk& h, hunk_counts counts, std::size_t trailing_blank) {
+  if (counts == hunk_counts::as_stated) {
+    h.lines.resize(h.lines.size() - trailing_blank);
+    return;
+  }
+  while (!h.lines.empty() && h.lines.back().kind == ' ' && bare(h.lines.back().text).empty()) {
+    h.lines.pop_back();
+  }
+}
+
+/// Reads hunk `h`'s body from `lines` at `next` (advanced past it). Counted, it reads exactly that
+/// many lines; otherwise until the next header or a line that cannot be in a hunk.
+bool read_hunk_body(const std::vector<std::string_view>& lines,
+                    std::size_t& next,
+                    hunk_counts counts,
+                    bool counted,
+                    diff_hunk& h,
+                    std::string& error) {
   std::size_t old_seen = 0;
   std::size_t new_seen = 0;
-  enum class side { none, both, old_only, new_only } last = side::none;
-  auto done = [&] { return h.counts_given && old_seen >= h.old_count && new_seen >= h.new_count; };
-  while (next < lines.size() && !done()) {
+  std::size_t trailing_blank = 0; // blank diff lines at the end so far
+  while (next < lines.size() && !(counted && old_seen >= h.old_count && new_seen >= h.new_count)) {
     const std::string_view line = lines[next];
-    if (starts_with(line, "@@") || !is_body_line(line)) {
+    if (starts_with(line, "@@") || !is_body_line(line) ||
+        (!counted && starts_next_file(lines, next, counts))) {
       break;
     }
-    if (!h.counts_given && (starts_with(line, "--- ") || starts_with(line, "+++ ")) &&
-        next + 1 < lines.size() &&
-        (starts_with(lines[next + 1], "+++ ") || starts_with(lines[next + 1], "@@"))) {
-      break; // the next file's header
-    }
     ++next;
-    // An empty line inside a hunk is an empty context line whose leading space was trimmed.
     const bool blank = is_blank(line);
-    const char kind = blank ? ' ' : line.front();
-    const std::string body = blank ? std::string(line) : std::string(line.substr(1));
-    if (kind == '\\') {
-      std::vector<std::string>* targets[2] = {nullptr, nullptr};
-      if (last == side::both || last == side::old_only) {
-        targets[0] = &h.old_lines;
+    if (!blank && line.front() == '\\') {
+      if (h.lines.empty() && counts == hunk_counts::recounted) {
+        continue; // a model's stray marker: it marks nothing
       }
-      if (last == side::both || last == side::new_only) {
-        targets[1] = &h.new_lines;
-      }
-      if (last == side::none) {
-        error = "hunk " + std::to_string(h.number) + " (" + h.header + "): `" +
-                std::string(bare(line)) +
+      if (h.lines.empty()) {
+        error = hunk_name(h) + ": `" + std::string(bare(line)) +
                 "` follows no line; fix: put it right after the last line of the file";
         return false;
       }
-      for (auto* target : targets) {
-        if (target != nullptr && !target->empty() && !target->back().empty() &&
-            target->back().back() == '\n') {
-          target->back().pop_back();
-        }
-      }
+      h.lines.back().no_newline = true;
+      trailing_blank = 0;
       continue;
     }
-    if (kind == ' ') {
-      h.old_lines.push_back(body);
-      h.new_lines.push_back(body);
-      ++old_seen;
-      ++new_seen;
-      last = side::both;
-    } else if (kind == '-') {
-      h.old_lines.push_back(body);
-      ++old_seen;
-      last = side::old_only;
-    } else {
-      h.new_lines.push_back(body);
-      ++new_seen;
-      last = side::new_only;
-    }
+    // An empty line inside a hunk is an empty context line whose leading space was trimmed.
+    const char kind = blank ? ' ' : line.front();
+    h.lines.push_back({kind, std::string(without_newline(blank ? line : line.substr(1))), false});
+    old_seen += kind != '+' ? 1 : 0;
+    new_seen += kind != '-' ? 1 : 0;
+    trailing_blank = blank ? trailing_blank + 1 : 0;
   }
   // A "\ No newline" marker may follow the last counted line.
-  if (next < lines.size() && starts_with(lines[next], "\\") && last != side::none) {
-    for (auto* target : {&h.old_lines, &h.new_lines}) {
-      const bool applies = last == side::both ||
-                           (last == side::old_only && target == &h.old_lines) ||
-                           (last == side::new_only && target == &h.new_lines);
-      if (applies && !target->empty() && !target->back().empty() && target->back().back() == '\n') {
-        target->back().pop_back();
-      }
-    }
+  if (next < lines.size() && starts_with(lines[next], "\\") && !h.lines.empty()) {
+    h.lines.back().no_newline = true;
     ++next;
   }
-  if (!h.counts_given) {
-    // Blank lines at the end of an uncounted hunk are spacing, not empty context lines.
-    while (last == side::both && !h.old_lines.empty() && next > 0 && is_blank(lines[next - 1])) {
-      h.old_lines.pop_back();
-      h.new_lines.pop_back();
-      --old_seen;
-      --new_seen;
-      --next;
-    }
-    h.old_count = old_seen;
-    h.new_count = new_seen;
+  if (!counted) {
+    drop_trailing_spacing(h, counts, trailing_blank);
+    std::tie(h.old_count, h.new_count) = count_sides(h.lines);
   }
+  std::tie(old_seen, new_seen) = count_sides(h.lines);
   if (old_seen != h.old_count || new_seen != h.new_count) {
     error =
-        "hunk " + std::to_string(h.number) + " (" + h.header + "): the header counts " +
-        std::to_string(h.old_count) + " old and " + std::to_string(h.new_count) +
-        " new lines but the hunk has " + std::to_string(old_seen) + " and " +
-        std::to_string(new_seen) +
+        hunk_name(h) + ": the header counts " + std::to_string(h.old_count) + " old and " +
+        std::to_string(h.new_count) + " new lines but the hunk has " + std::to_string(old_seen) +
+        " and " + std::to_string(new_seen) +
         "; fix: correct the counts (old = context + removed lines, new = context + added lines)";
     return false;
   }
-  if (h.old_count == 0 && h.new_count == 0) {
-    error = "hunk " + std::to_string(h.number) + " (" + h.header +
-            "): has no lines; fix: drop the empty hunk";
+  if (h.lines.empty()) {
+    error = hunk_name(h) + ": has no lines; fix: drop the empty hunk";
     return false;
   }
   return true;
@@ -512,22 +531,17 @@ std::vector<std::string_view> diff_lines_of(std::string_view diff) {
 
 /// Reads every hunk of `lines`; headers before the first hunk are skipped, a second file refused.
 bool parse_hunks(const std::vector<std::string_view>& lines,
-                 std::vector<hunk>& hunks,
+                 std::vector<diff_hunk>& hunks,
                  std::string& error) {
   std::size_t next = 0;
   while (next < lines.size()) {
     const std::string_view line = lines[next];
     if (starts_with(line, "@@")) {
-      hunk h;
-      h.number = hunks.size() + 1;
-      if (!parse_hunk_header(line, h, error)) {
+      auto h = read_hunk(lines, next, hunks.size() + 1, hunk_counts::as_stated, error);
+      if (!h) {
         return false;
       }
-      ++next;
-      if (!parse_hunk_body(lines, next, h, error)) {
-        return false;
-      }
-      hunks.push_back(std::move(h));
+      hunks.push_back(std::move(*h));
       continue;
     }
     if (!hunks.empty() && (starts_with(line, "--- ") || starts_with(line, "diff --git "))) {
@@ -538,11 +552,10 @@ bool parse_hunks(const std::vector<std::string_view>& lines,
     }
     if (!hunks.empty() && !is_blank(line)) {
       if (line.front() == '+' || line.front() == '-' || line.front() == ' ') {
-        const hunk& h = hunks.back();
-        error = "hunk " + std::to_string(h.number) + " (" + h.header + "): line " +
-                std::to_string(next + 1) + " of the diff " + shown(bare(line)) +
-                " is past the lines the header counts (" + std::to_string(h.old_count) + " old, " +
-                std::to_string(h.new_count) +
+        const diff_hunk& h = hunks.back();
+        error = hunk_name(h) + ": line " + std::to_string(next + 1) + " of the diff " +
+                shown(bare(line)) + " is past the lines the header counts (" +
+                std::to_string(h.old_count) + " old, " + std::to_string(h.new_count) +
                 " new); fix: correct the counts (old = context + removed lines, new = context + "
                 "added lines)";
         return false;
@@ -558,13 +571,39 @@ bool parse_hunks(const std::vector<std::string_view>& lines,
   return true;
 }
 
-/// Where the hunk's old lines start in `file` (0-based) when they sit exactly there.
-bool matches_at(const std::vector<std::string_view>& file, const hunk& h, std::size_t at) {
-  if (at + h.old_lines.size() > file.size()) {
+// ---------------------------------------------------------------------------------------------
+// Applying
+
+/// A hunk's old and new lines as they are in the files: with their '\n', but for a line marked
+/// "\ No newline at end of file".
+struct hunk_sides {
+  std::vector<std::string> old_lines; ///< context and removed lines
+  std::vector<std::string> new_lines; ///< context and added lines
+};
+
+hunk_sides sides_of(const diff_hunk& h) {
+  hunk_sides sides;
+  for (const auto& line : h.lines) {
+    std::string text = line.no_newline ? line.text : line.text + '\n';
+    if (line.kind != '+') {
+      sides.old_lines.push_back(text);
+    }
+    if (line.kind != '-') {
+      sides.new_lines.push_back(std::move(text));
+    }
+  }
+  return sides;
+}
+
+/// Whether the old lines sit exactly at line `at` (0-based) of `file`.
+bool matches_at(const std::vector<std::string_view>& file,
+                const std::vector<std::string>& old_lines,
+                std::size_t at) {
+  if (at + old_lines.size() > file.size()) {
     return false;
   }
-  for (std::size_t i = 0; i < h.old_lines.size(); ++i) {
-    if (file[at + i] != h.old_lines[i]) {
+  for (std::size_t i = 0; i < old_lines.size(); ++i) {
+    if (file[at + i] != old_lines[i]) {
       return false;
     }
   }
@@ -573,16 +612,17 @@ bool matches_at(const std::vector<std::string_view>& file, const hunk& h, std::s
 
 /// Why the hunk does not match at its stated line: the first line that differs.
 std::string mismatch_message(const std::vector<std::string_view>& file,
-                             const hunk& h,
+                             const diff_hunk& h,
+                             const std::vector<std::string>& old_lines,
                              std::size_t at,
                              std::size_t earliest) {
-  const std::string where = "hunk " + std::to_string(h.number) + " (" + h.header + "): ";
+  const std::string where = hunk_name(h) + ": ";
   const std::size_t low = at > max_offset_lines ? at - max_offset_lines : 0;
   const std::string searched =
       " (nor within " + std::to_string(max_offset_lines) + " lines of it" +
       (earliest > low ? ", after hunk " + std::to_string(h.number - 1) : std::string()) + "); ";
-  for (std::size_t i = 0; i < h.old_lines.size(); ++i) {
-    const std::string_view want = h.old_lines[i];
+  for (std::size_t i = 0; i < old_lines.size(); ++i) {
+    const std::string_view want = old_lines[i];
     const std::string line_number = std::to_string(at + i + 1);
     if (at + i >= file.size()) {
       return where + "line " + line_number + " expected " + shown(want) +
@@ -599,7 +639,7 @@ std::string mismatch_message(const std::vector<std::string_view>& file,
       hint = have_cr ? " (the file's lines end in CRLF, the diff's in LF)"
                      : " (the diff's lines end in CRLF, the file's in LF)";
     } else if (bare(have) == bare(want)) {
-      hint = want.back() == '\n'
+      hint = !want.empty() && want.back() == '\n'
                  ? " (the file has no newline at its end, the diff expects one)"
                  : " (the diff says the file has no newline at its end; it has one)";
     }
@@ -608,6 +648,43 @@ std::string mismatch_message(const std::vector<std::string_view>& file,
   }
   return where + "does not fit at line " + std::to_string(at + 1) + searched +
          std::string(fix_current);
+}
+
+/// Where hunk `h` goes in `file` (0-based): at its stated line or, nearest first, within
+/// max_offset_lines of it, not before `earliest`; else why not.
+std::optional<std::size_t> place_hunk(const std::vector<std::string_view>& file,
+                                      const diff_hunk& h,
+                                      const hunk_sides& sides,
+                                      std::size_t stated,
+                                      std::size_t earliest,
+                                      std::string& error) {
+  std::optional<std::size_t> found;
+  for (std::size_t offset = 0; offset <= max_offset_lines && !found; ++offset) {
+    // Nearest first; of two equally near places, the earlier.
+    if (offset <= stated && stated - offset >= earliest &&
+        matches_at(file, sides.old_lines, stated - offset)) {
+      found = stated - offset;
+    } else if (offset > 0 && stated + offset >= earliest &&
+               matches_at(file, sides.old_lines, stated + offset)) {
+      found = stated + offset;
+    }
+  }
+  if (!found) {
+    error = mismatch_message(file, h, sides.old_lines, stated, earliest);
+    return std::nullopt;
+  }
+  auto lacks_newline = [](const std::string& line) { return line.empty() || line.back() != '\n'; };
+  const auto& new_lines = sides.new_lines;
+  const bool inner_lacks_newline =
+      !new_lines.empty() && std::any_of(new_lines.begin(), new_lines.end() - 1, lacks_newline);
+  if (inner_lacks_newline || (!new_lines.empty() && lacks_newline(new_lines.back()) &&
+                              *found + h.old_count != file.size())) {
+    error = hunk_name(h) + ": marks a line `\\ No newline at end of file` but ends at line " +
+            std::to_string(*found + h.old_count) + " of " + std::to_string(file.size()) +
+            "; fix: mark only the file's last line";
+    return std::nullopt;
+  }
+  return found;
 }
 
 } // namespace
@@ -682,12 +759,46 @@ std::string make_unified_diff(std::string_view before,
   return out;
 }
 
+bool is_file_header(const std::vector<std::string_view>& lines, std::size_t at) {
+  return at + 1 < lines.size() && starts_with(lines[at], "--- ") &&
+         starts_with(lines[at + 1], "+++ ");
+}
+
+std::optional<diff_hunk> read_hunk(const std::vector<std::string_view>& lines,
+                                   std::size_t& next,
+                                   std::size_t number,
+                                   hunk_counts counts,
+                                   std::string& error) {
+  diff_hunk h;
+  h.number = number;
+  if (next >= lines.size()) {
+    error = "hunk " + std::to_string(number) +
+            ": missing; fix: give a unified diff as diff -u "
+            "writes it";
+    return std::nullopt;
+  }
+  const std::string_view line = bare(lines[next]);
+  const std::size_t close = line.size() >= 2 ? line.find("@@", 2) : std::string_view::npos;
+  h.header = std::string(close == std::string_view::npos ? line : line.substr(0, close + 2));
+  bool counted = false;
+  if (counts == hunk_counts::recounted) {
+    read_recounted_header(line, h);
+  } else if (!read_stated_header(line, h, counted, error)) {
+    return std::nullopt;
+  }
+  ++next;
+  if (!read_hunk_body(lines, next, counts, counted, h, error)) {
+    return std::nullopt;
+  }
+  return h;
+}
+
 patch_result apply_unified_diff(std::string_view text, std::string_view diff) {
   std::string diff_text(diff);
   if (!diff_text.empty() && diff_text.back() != '\n') {
     diff_text += '\n'; // the diff's own last newline, often trimmed; not the file's
   }
-  std::vector<hunk> hunks;
+  std::vector<diff_hunk> hunks;
   std::string error;
   if (!parse_hunks(diff_lines_of(diff_text), hunks, error)) {
     return failure(std::move(error));
@@ -695,43 +806,24 @@ patch_result apply_unified_diff(std::string_view text, std::string_view diff) {
 
   const std::vector<std::string_view> file = split_lines(text);
   std::vector<std::size_t> positions;
+  std::vector<hunk_sides> sides;
   std::size_t stated_end = 0; // where the previous hunk ends, as its header states it
   std::size_t earliest = 0;   // first line the next hunk may start at, as matched
-  for (const hunk& h : hunks) {
+  for (const diff_hunk& h : hunks) {
     // An empty old range names the line before it: "-5,0" inserts after line 5.
-    const std::size_t stated = h.old_count == 0 || h.old_start == 0 ? h.old_start : h.old_start - 1;
+    const std::size_t start = h.old_start.value_or(0);
+    const std::size_t stated = h.old_count == 0 || start == 0 ? start : start - 1;
     if (h.number > 1 && stated < stated_end) {
-      return failure("hunk " + std::to_string(h.number) + " (" + h.header + "): starts at line " +
-                     std::to_string(stated + 1) + ", before hunk " + std::to_string(h.number - 1) +
-                     " ends (line " + std::to_string(stated_end) +
+      return failure(hunk_name(h) + ": starts at line " + std::to_string(stated + 1) +
+                     ", before hunk " + std::to_string(h.number - 1) + " ends (line " +
+                     std::to_string(stated_end) +
                      "); fix: order the hunks by line and merge the ones that overlap");
     }
     stated_end = stated + h.old_count;
-    std::optional<std::size_t> found;
-    for (std::size_t offset = 0; offset <= max_offset_lines && !found; ++offset) {
-      // Nearest first; of two equally near places, the earlier.
-      if (offset <= stated && stated - offset >= earliest && matches_at(file, h, stated - offset)) {
-        found = stated - offset;
-      } else if (offset > 0 && stated + offset >= earliest &&
-                 matches_at(file, h, stated + offset)) {
-        found = stated + offset;
-      }
-    }
+    sides.push_back(sides_of(h));
+    const auto found = place_hunk(file, h, sides.back(), stated, earliest, error);
     if (!found) {
-      return failure(mismatch_message(file, h, stated, earliest));
-    }
-    auto lacks_newline = [](const std::string& line) {
-      return line.empty() || line.back() != '\n';
-    };
-    const bool inner_lacks_newline =
-        !h.new_lines.empty() &&
-        std::any_of(h.new_lines.begin(), h.new_lines.end() - 1, lacks_newline);
-    if (inner_lacks_newline || (!h.new_lines.empty() && lacks_newline(h.new_lines.back()) &&
-                                *found + h.old_count != file.size())) {
-      return failure("hunk " + std::to_string(h.number) + " (" + h.header +
-                     "): marks a line `\\ No newline at end of file` but ends at line " +
-                     std::to_string(*found + h.old_count) + " of " + std::to_string(file.size()) +
-                     "; fix: mark only the file's last line");
+      return failure(std::move(error));
     }
     positions.push_back(*found);
     earliest = *found + h.old_count;
@@ -745,7 +837,7 @@ patch_result apply_unified_diff(std::string_view text, std::string_view diff) {
     for (; cursor < positions[i]; ++cursor) {
       result.text += file[cursor];
     }
-    for (const auto& line : hunks[i].new_lines) {
+    for (const auto& line : sides[i].new_lines) {
       result.text += line;
     }
     cursor = positions[i] + hunks[i].old_count;

@@ -680,9 +680,9 @@ private:
     }
   }
 
-  /// A region of the process for an activity record of API call `correlation_id`, timed
-  /// [start, end].
-  rocpd::region_info record_region(std::uint64_t correlation_id,
+  /// A region of the process for an activity record of API call `correlation_id` (CUPTI's ids are
+  /// 32-bit, as the records hold them), timed [start, end].
+  rocpd::region_info record_region(std::uint32_t correlation_id,
                                    std::uint64_t start_ns,
                                    std::uint64_t end_ns,
                                    std::string name,

@@ -17,8 +17,9 @@ TEST(determinism_choice, follows_the_fraction_and_the_key) {
     EXPECT_TRUE(determinism_check_service::chosen(key, 1.0));
     EXPECT_FALSE(determinism_check_service::chosen(key, 0.0));
     // A larger fraction keeps every build a smaller one chose.
-    if (once)
+    if (once) {
       EXPECT_TRUE(determinism_check_service::chosen(key, 0.5)) << key;
+    }
     chosen += once ? 1 : 0;
   }
   EXPECT_NEAR(chosen, 1000, 120);

@@ -25,10 +25,13 @@
 #include <gtest/gtest.h>
 
 #include "engine/broker/broker.hpp"
+#include "engine/graph/lane_worker.hpp"
 #include "engine/optimize/kernel_optimizer.hpp"
 #include "engine/optimize/optimize_journal.hpp"
+#include "engine/store/artifact_store.hpp"
 #include "stages/optimize/unified_diff.hpp"
 #include "stages/sqlite/sqlite_statement.hpp"
+#include "support/fake_compile_service.hpp"
 #include "support/remote_llm_proposer.hpp"
 #include "workers/lanes/lane_backend.hpp"
 #include "workers/protocol/curve_keys.hpp"
@@ -151,6 +154,49 @@ private:
   std::string name_ = "fake0";
 };
 
+/// The graph's lane owns its backend; the tests keep theirs to read its counters.
+class borrowed_lane final : public workers::lane_backend {
+public:
+  explicit borrowed_lane(workers::lane_backend& inner) : inner_(inner) {}
+  messages::measure_result measure(const messages::measure_request& request) override {
+    return inner_.measure(request);
+  }
+  const std::string& name() const override { return inner_.name(); }
+
+private:
+  workers::lane_backend& inner_;
+};
+
+std::vector<std::unique_ptr<lane_worker>> lanes_over(workers::lane_backend& backend) {
+  std::vector<std::unique_ptr<lane_worker>> lanes;
+  lanes.push_back(std::make_unique<lane_worker>(std::make_unique<borrowed_lane>(backend), -1));
+  return lanes;
+}
+
+/// The fake compiler: the "code object" is the source text; COMPILE_ERROR fails the build, and
+/// RPL_FAKE_HUGE_SHARED reports 1 MiB of static shared memory for the kernel (the screen's).
+messages::compile_reply fake_build(const messages::compile_request& request) {
+  messages::compile_reply reply;
+  const std::string& text = request.sources.at(0).content;
+  if (text.find("COMPILE_ERROR") != std::string::npos) {
+    reply.status = messages::compile_status::failed;
+    reply.output = "k.cu(5): error: identifier \"COMPILE_ERROR\" is undefined";
+    return reply;
+  }
+  reply.status = messages::compile_status::ok;
+  reply.has_artifact = true;
+  reply.artifact.assign(text.begin(), text.end());
+  if (text.find("RPL_FAKE_HUGE_SHARED") != std::string::npos) {
+    messages::kernel_resource_usage usage;
+    usage.name = "scale";
+    usage.arch = "sm_90";
+    usage.registers = 32;
+    usage.shared_bytes = 1u << 20;
+    reply.resources.push_back(usage);
+  }
+  return reply;
+}
+
 class kernel_optimizer_test : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -178,25 +224,10 @@ protected:
     target_.sources = {{"k.cu", original_source}};
     target_.launch = stages::parse_launch_spec(launch_json, "t.launch.json", dir_);
     target_.block_threads = 256;
-    settings_.artifact_dir = dir_ / "artifacts";
     settings_.iterations = 2;
     settings_.rounds = 9;
     settings_.runs_per_round = 3;
-    services_.compile = [this](const std::vector<messages::source_file>& files,
-                               const std::vector<std::string>&) {
-      ++compiles_;
-      messages::compile_reply reply;
-      const std::string& text = files.at(0).content;
-      if (text.find("COMPILE_ERROR") != std::string::npos) {
-        reply.status = messages::compile_status::failed;
-        reply.output = "k.cu(5): error: identifier \"COMPILE_ERROR\" is undefined";
-        return reply;
-      }
-      reply.status = messages::compile_status::ok;
-      reply.has_artifact = true;
-      reply.artifact.assign(text.begin(), text.end());
-      return reply;
-    };
+    services_.compiler = &compiler_;
     services_.parse = [](const std::string& text,
                          std::string& error) -> std::optional<stages::optimize::source_model> {
       auto model = workers::parse_source(text, "k.cu", "cuda", {}, error);
@@ -205,9 +236,17 @@ protected:
       }
       return model;
     };
-    services_.check_artifact = [](const std::vector<std::byte>&, const std::vector<std::byte>&,
-                                  const std::string&) {
-      return std::vector<std::pair<std::string, std::string>>{};
+    // The "code objects" are source texts, which the real artifact guard cannot read: a text
+    // with RPL_FAKE_ABI_CHANGE stands for a changed parameter layout.
+    services_.check_artifact = [](const std::vector<std::byte>&,
+                                  const std::vector<std::byte>& candidate, const std::string&) {
+      const std::string text(reinterpret_cast<const char*>(candidate.data()), candidate.size());
+      std::vector<std::pair<std::string, std::string>> findings;
+      if (text.find("RPL_FAKE_ABI_CHANGE") != std::string::npos) {
+        findings.emplace_back("parameter_layout_changed",
+                              "parameter 1: offset 8 size 8 became offset 8 size 4");
+      }
+      return findings;
     };
   }
 
@@ -234,8 +273,14 @@ protected:
 
   target_result run(const fs::path& journal_dir) {
     optimize_journal journal(journal_dir);
+    artifact_store artifacts(journal_dir / "artifacts");
     stop_ = false;
-    return optimize_kernel(target_, settings_, services_, lane_, journal, stop_);
+    const auto lanes = lanes_over(lane_);
+    return optimize_kernel(target_, settings_, services_, lanes, journal, artifacts, stop_);
+  }
+
+  std::size_t compiles() const {
+    return compiler_.submitted();
   }
 
   const attempt_record* find(const target_result& r, const std::string& title) {
@@ -252,7 +297,7 @@ protected:
   optimizer_settings settings_;
   optimizer_services services_;
   marker_lane lane_;
-  int compiles_ = 0;
+  rpl::testing::fake_compile_service compiler_{fake_build};
   std::vector<messages::propose_request> requests_;
   std::atomic<bool> stop_{false};
 };
@@ -279,10 +324,13 @@ TEST_F(kernel_optimizer_test, accepts_a_change_faster_beyond_the_noise_and_no_sl
   const auto r = run(dir_ / "out");
   ASSERT_EQ(r.status, "improved") << r.error;
   ASSERT_NE(find(r, "faster"), nullptr);
-  EXPECT_EQ(find(r, "faster")->verdict, "accepted");
+  EXPECT_EQ(find(r, "faster")->verdict, attempt_verdict::accepted);
+  for (const auto& a : r.attempts) {
+    EXPECT_NE(a.verdict, attempt_verdict::none) << a.title;
+  }
   // Proposed against the accepted source now: still slower than the incumbent.
   ASSERT_NE(find(r, "slower"), nullptr);
-  EXPECT_EQ(find(r, "slower")->verdict, "slower");
+  EXPECT_EQ(find(r, "slower")->verdict, attempt_verdict::slower);
   EXPECT_NE(r.accepted_diff.find("RPL_FAKE_NS(800)"), std::string::npos);
   EXPECT_NEAR(r.original_ns / r.best_ns, 1.25, 0.01);
   EXPECT_EQ(r.final_comparison.outcome, stages::optimize::paired_outcome::faster);
@@ -361,7 +409,7 @@ TEST_F(kernel_optimizer_test, a_remote_llm_proposers_change_is_judged_and_names_
   ASSERT_NE(a.worker.rfind(':'), std::string::npos) << a.worker;
   EXPECT_EQ(std::stoi(a.worker.substr(a.worker.rfind(':') + 1)), proposer.pid()) << a.worker;
   // Guarded, validated and measured like any other.
-  EXPECT_EQ(a.verdict, "accepted") << a.stage << ": " << a.detail;
+  EXPECT_EQ(a.verdict, attempt_verdict::accepted) << to_string(a.stage) << ": " << a.detail;
   EXPECT_FALSE(a.measurement.empty());
   EXPECT_EQ(r.status, "improved") << r.error;
   EXPECT_NE(r.accepted_diff.find("RPL_FAKE_NS(800)"), std::string::npos);
@@ -394,7 +442,7 @@ TEST_F(kernel_optimizer_test, a_journal_from_before_the_worker_column_is_upgrade
   attempt_record a;
   a.kernel = "scale";
   a.diff_hash = "h2";
-  a.verdict = "slower";
+  a.verdict = attempt_verdict::slower;
   a.worker = "llm-host:77";
   journal.record(a);
   const auto earlier = journal.earlier_attempts("scale");
@@ -410,8 +458,10 @@ TEST_F(kernel_optimizer_test, nothing_faster_leaves_the_source_unchanged_with_th
   EXPECT_EQ(r.status, "unchanged");
   EXPECT_EQ(r.best_source, original_source);
   EXPECT_TRUE(r.accepted_diff.empty());
-  EXPECT_EQ(find(r, "same")->verdict, "within_noise");
-  EXPECT_EQ(find(r, "slower")->verdict, "slower");
+  ASSERT_NE(find(r, "same"), nullptr);
+  ASSERT_NE(find(r, "slower"), nullptr);
+  EXPECT_EQ(find(r, "same")->verdict, attempt_verdict::within_noise);
+  EXPECT_EQ(find(r, "slower")->verdict, attempt_verdict::slower);
   EXPECT_FALSE(find(r, "slower")->measurement.empty());
 }
 
@@ -423,10 +473,10 @@ TEST_F(kernel_optimizer_test, rejects_the_odd_size_and_caching_cheats_in_validat
   const auto r = run(dir_ / "out");
   EXPECT_EQ(r.status, "unchanged");
   ASSERT_NE(find(r, "benchmark size only"), nullptr);
-  EXPECT_EQ(find(r, "benchmark size only")->verdict, "rejected");
-  EXPECT_EQ(find(r, "benchmark size only")->guard, "validation:odd_size");
+  EXPECT_EQ(find(r, "benchmark size only")->verdict, attempt_verdict::rejected);
+  EXPECT_EQ(find(r, "benchmark size only")->guard, attempt_finding::validation_odd_size);
   ASSERT_NE(find(r, "cache across calls"), nullptr);
-  EXPECT_EQ(find(r, "cache across calls")->guard, "validation:launch_size");
+  EXPECT_EQ(find(r, "cache across calls")->guard, attempt_finding::validation_launch_size);
   EXPECT_NE(find(r, "cache across calls")->detail.find("seed"), std::string::npos);
 }
 
@@ -437,14 +487,17 @@ TEST_F(kernel_optimizer_test, source_guards_reject_before_any_compile) {
                 "__device__ float rpl_cache[4096];\nextern \"C\" __global__ void scale")},
        {"other kernel", replace(original_source, "out[i] = 0.0f;", "out[i] = 1.0f;")},
        {"new include", "#include <cstdio>\n" + original_source}});
-  const int before = compiles_;
+  const auto before = compiles();
   const auto r = run(dir_ / "out");
-  EXPECT_EQ(compiles_, before + 1) << "only the original may have been compiled";
-  EXPECT_EQ(find(r, "new global")->guard, "new_global");
-  EXPECT_EQ(find(r, "other kernel")->guard, "outside_target_changed");
-  EXPECT_EQ(find(r, "new include")->guard, "directive_changed");
+  EXPECT_EQ(compiles(), before + 1) << "only the original may have been compiled";
+  for (const char* title : {"new global", "other kernel", "new include"}) {
+    ASSERT_NE(find(r, title), nullptr) << title;
+  }
+  EXPECT_EQ(find(r, "new global")->guard, attempt_finding::new_global);
+  EXPECT_EQ(find(r, "other kernel")->guard, attempt_finding::outside_target_changed);
+  EXPECT_EQ(find(r, "new include")->guard, attempt_finding::directive_changed);
   for (const auto& a : r.attempts) {
-    EXPECT_EQ(a.stage, "source_guard") << a.title;
+    EXPECT_EQ(a.stage, attempt_stage::source_guard) << a.title;
   }
 }
 
@@ -475,9 +528,9 @@ TEST_F(kernel_optimizer_test, an_llm_compile_error_is_repaired_within_two_rounds
   EXPECT_NE(requests_[1].history.back().detail.find("COMPILE_ERROR"), std::string::npos)
       << "the compiler's error goes back to the proposer";
   ASSERT_GE(r.attempts.size(), 2u);
-  EXPECT_EQ(r.attempts[0].stage, "compile");
+  EXPECT_EQ(r.attempts[0].stage, attempt_stage::compile);
   EXPECT_EQ(r.attempts[1].repair_round, 1u);
-  EXPECT_EQ(r.attempts[1].verdict, "accepted");
+  EXPECT_EQ(r.attempts[1].verdict, attempt_verdict::accepted);
   EXPECT_EQ(r.status, "improved");
 }
 
@@ -505,7 +558,7 @@ TEST_F(kernel_optimizer_test, a_failing_proposer_ends_only_itself) {
   EXPECT_NE(r.proposer_errors.front().find("did not answer"), std::string::npos);
 }
 
-TEST_F(kernel_optimizer_test, resume_does_not_judge_a_diff_twice) {
+TEST_F(kernel_optimizer_test, resume_of_a_finished_kernel_builds_and_measures_nothing) {
   propose_variants(
       {{"faster", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(800)")},
        {"slower", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(1300)")}});
@@ -513,16 +566,40 @@ TEST_F(kernel_optimizer_test, resume_does_not_judge_a_diff_twice) {
   ASSERT_EQ(first.status, "improved");
   settings_.resume = true;
   const int calls_before = lane_.calls;
+  const auto compiles_before = compiles();
+  const auto asked_before = requests_.size();
   const auto second = run(dir_ / "out");
   EXPECT_EQ(second.status, "improved");
-  // The second run validates the original and the resumed chain and re-measures the final
-  // comparison, but no proposal is measured again.
+  EXPECT_EQ(second.accepted_diff, first.accepted_diff);
+  EXPECT_EQ(second.best_source, first.best_source);
+  EXPECT_DOUBLE_EQ(second.best_ns, first.best_ns);
+  EXPECT_EQ(second.attempts.size(), first.attempts.size());
   for (const auto& a : second.attempts) {
+    EXPECT_TRUE(a.resumed) << a.title;
+  }
+  EXPECT_EQ(lane_.calls, calls_before) << "nothing measured";
+  EXPECT_EQ(compiles(), compiles_before) << "nothing compiled";
+  EXPECT_EQ(requests_.size(), asked_before) << "no proposer asked";
+}
+
+TEST_F(kernel_optimizer_test, resume_of_an_interrupted_kernel_judges_no_diff_twice) {
+  propose_variants(
+      {{"faster", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(800)")},
+       {"slower", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(1300)")}});
+  const auto first = run(dir_ / "out");
+  ASSERT_EQ(first.status, "improved");
+  // As if the run had been stopped before its end: the journal holds the attempts only.
+  {
+    optimize_journal journal(dir_ / "out");
+    journal.record_target("scale", target_.source_path.string(), "interrupted", 0, 0, "", "");
+  }
+  settings_.resume = true;
+  const auto second = run(dir_ / "out");
+  EXPECT_EQ(second.status, "improved");
+  for (const auto& a : second.attempts) {
+    EXPECT_TRUE(a.resumed) << a.title << ": " << a.detail;
     EXPECT_NE(a.detail.find("resumed"), std::string::npos) << a.title << ": " << a.detail;
   }
-  // Validation of the original and of the resumed chain (4 cases each), and the final comparison
-  // (2 x rounds, both sides): nothing for the proposals themselves.
-  EXPECT_LE(lane_.calls - calls_before, static_cast<int>(8 + settings_.rounds * 4));
 }
 
 TEST_F(kernel_optimizer_test, a_captured_dispatch_validates_and_times_on_the_replay_lane) {
@@ -540,38 +617,102 @@ TEST_F(kernel_optimizer_test, a_captured_dispatch_validates_and_times_on_the_rep
 }
 
 TEST_F(kernel_optimizer_test, two_kernels_are_optimized_at_once_on_two_lanes) {
-  // --devices all: one thread and one lane per GPU, one journal, libclang parsing in both.
+  // --devices all: one thread and one lane per GPU, one journal, one compile service and
+  // artifact store, libclang parsing in both.
   propose_variants(
       {{"faster", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(800)")},
        {"slower", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(1300)")}});
   optimize_journal journal(dir_ / "out");
+  artifact_store artifacts(dir_ / "out" / "artifacts");
   std::atomic<bool> stop{false};
   kernel_target second = target_;
   second.source_path = dir_ / "k2.cu";
   second.sources = {{"k2.cu", original_source}};
-  optimizer_settings second_settings = settings_;
-  second_settings.artifact_dir = dir_ / "artifacts2"; // one folder per kernel name, as in a run
   marker_lane lane2;
   std::vector<target_result> results(2);
-  std::mutex services_mutex; // the fakes' counters are not thread-safe; the loop's parse is
+  std::mutex services_mutex; // the fake proposer's record is not thread-safe; the loop's parse is
   optimizer_services shared = services_;
-  const auto compile = services_.compile;
   const auto propose = services_.propose;
-  shared.compile = [&](const std::vector<messages::source_file>& f,
-                       const std::vector<std::string>& a) {
-    std::lock_guard lock(services_mutex);
-    return compile(f, a);
-  };
   shared.propose = [&](const std::string& k, const messages::propose_request& r) {
     std::lock_guard lock(services_mutex);
     return propose(k, r);
   };
-  std::thread other(
-      [&] { results[1] = optimize_kernel(second, second_settings, shared, lane2, journal, stop); });
-  results[0] = optimize_kernel(target_, settings_, shared, lane_, journal, stop);
+  const auto lanes1 = lanes_over(lane_);
+  const auto lanes2 = lanes_over(lane2);
+  std::thread other([&] {
+    results[1] = optimize_kernel(second, settings_, shared, lanes2, journal, artifacts, stop);
+  });
+  results[0] = optimize_kernel(target_, settings_, shared, lanes1, journal, artifacts, stop);
   other.join();
   EXPECT_EQ(results[0].status, "improved") << results[0].error;
   EXPECT_EQ(results[1].status, "improved") << results[1].error;
+}
+
+TEST_F(kernel_optimizer_test, the_artifact_guard_and_the_static_screen_reject_before_the_lane) {
+  settings_.device_arch = "sm_90";
+  propose_variants({{"abi change", replace(original_source, "RPL_FAKE_NS(1000)",
+                                           "RPL_FAKE_NS(500) RPL_FAKE_ABI_CHANGE")},
+                    {"huge shared", replace(original_source, "RPL_FAKE_NS(1000)",
+                                            "RPL_FAKE_NS(500) RPL_FAKE_HUGE_SHARED")}});
+  settings_.iterations = 1;
+  const auto r = run(dir_ / "out");
+  EXPECT_EQ(r.status, "unchanged") << r.error;
+  const auto* abi = find(r, "abi change");
+  ASSERT_NE(abi, nullptr);
+  EXPECT_EQ(abi->stage, attempt_stage::artifact_guard);
+  EXPECT_EQ(abi->verdict, attempt_verdict::rejected);
+  EXPECT_EQ(abi->guard, attempt_finding::parameter_layout_changed);
+  EXPECT_TRUE(abi->validation.empty()) << "no lane time before the artifact guard passed";
+  const auto* huge = find(r, "huge shared");
+  ASSERT_NE(huge, nullptr);
+  EXPECT_EQ(huge->stage, attempt_stage::screen);
+  EXPECT_EQ(huge->verdict, attempt_verdict::rejected);
+  EXPECT_EQ(huge->guard, attempt_finding::static_screen);
+  EXPECT_NE(huge->detail.find("shared"), std::string::npos) << huge->detail;
+  EXPECT_TRUE(huge->validation.empty()) << "no lane time for a launch the device would refuse";
+}
+
+TEST_F(kernel_optimizer_test, each_validation_case_rejects_on_its_own) {
+  // One proposal per case: wrong at the odd size only, and wrong for a second seed (caught at
+  // the launch size, by its second seed).
+  propose_variants({{"odd", replace(original_source, "RPL_FAKE_NS(1000)",
+                                    "RPL_FAKE_NS(500) RPL_FAKE_WRONG_ODD")},
+                    {"seed", replace(original_source, "RPL_FAKE_NS(1000)",
+                                     "RPL_FAKE_NS(500) RPL_FAKE_WRONG_SEED2")}});
+  settings_.iterations = 1;
+  const auto r = run(dir_ / "out");
+  const auto* odd = find(r, "odd");
+  const auto* seed = find(r, "seed");
+  ASSERT_NE(odd, nullptr);
+  ASSERT_NE(seed, nullptr);
+  EXPECT_EQ(odd->stage, attempt_stage::validation);
+  EXPECT_EQ(odd->guard, attempt_finding::validation_odd_size);
+  EXPECT_EQ(seed->stage, attempt_stage::validation);
+  EXPECT_EQ(seed->guard, attempt_finding::validation_launch_size);
+  EXPECT_TRUE(odd->measurement.empty()) << "a rejected candidate is never timed";
+}
+
+TEST_F(kernel_optimizer_test, a_batch_compiles_in_parallel_and_its_verdicts_keep_batch_order) {
+  // Three proposals in one batch: the first is accepted, so the two after it (made for the old
+  // source) are dropped from that batch and proposed again on the new one, as the proposers would
+  // have seen it; every attempt in the journal is numbered in the proposers' order.
+  propose_variants({{"a", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(700)")},
+                    {"b", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(1300)")},
+                    {"c", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(1400)")}});
+  settings_.max_in_flight = 3;
+  const auto r = run(dir_ / "out");
+  ASSERT_EQ(r.status, "improved") << r.error;
+  ASSERT_GE(r.attempts.size(), 1u);
+  EXPECT_EQ(r.attempts[0].title, "a");
+  EXPECT_EQ(r.attempts[0].verdict, attempt_verdict::accepted);
+  for (std::size_t i = 0; i < r.attempts.size(); ++i) {
+    EXPECT_EQ(r.attempts[i].sequence, i + 1);
+    EXPECT_NE(r.attempts[i].verdict, attempt_verdict::none) << r.attempts[i].title;
+  }
+  // b and c were judged on the accepted source (iteration 2), each once.
+  ASSERT_NE(find(r, "b"), nullptr);
+  EXPECT_EQ(find(r, "b")->iteration, 2u);
+  EXPECT_EQ(find(r, "b")->verdict, attempt_verdict::slower);
 }
 
 } // namespace
@@ -595,19 +736,19 @@ TEST_F(kernel_optimizer_test, tunable_macros_are_searched_and_the_fastest_goes_o
   // 8 configurations fit the budget (24): all timed alone, in the journal, not in the history.
   int measured = 0;
   for (const auto& a : r.attempts) {
-    measured += a.stage == "tuning" && a.verdict == "measured" ? 1 : 0;
+    measured += a.stage == attempt_stage::tuning && a.verdict == attempt_verdict::measured ? 1 : 0;
   }
   EXPECT_EQ(measured, 8);
   const attempt_record* summary = find(r, "two knobs");
   ASSERT_NE(summary, nullptr);
-  EXPECT_EQ(summary->verdict, "tuned");
+  EXPECT_EQ(summary->verdict, attempt_verdict::tuned);
   EXPECT_NE(summary->detail.find("searched 8 of 8 configurations (exhaustive"), std::string::npos)
       << summary->detail;
   EXPECT_NE(summary->detail.find("fastest RPL_FAKE_KNOB_A=3, RPL_FAKE_KNOB_B=0"), std::string::npos)
       << summary->detail;
   const attempt_record* chosen = find(r, "two knobs, tuned: RPL_FAKE_KNOB_A=3, RPL_FAKE_KNOB_B=0");
   ASSERT_NE(chosen, nullptr);
-  EXPECT_EQ(chosen->verdict, "accepted");
+  EXPECT_EQ(chosen->verdict, attempt_verdict::accepted);
   EXPECT_NE(r.best_source.find("#define RPL_FAKE_KNOB_A 3\n"), std::string::npos);
   EXPECT_NE(r.best_source.find("#ifndef RPL_FAKE_KNOB_A\n"), std::string::npos)
       << "the knob stays overridable with -D";
@@ -629,7 +770,7 @@ TEST_F(kernel_optimizer_test, defaults_that_win_end_the_tuning_without_a_candida
   EXPECT_EQ(r.status, "unchanged");
   const attempt_record* summary = find(r, "two knobs");
   ASSERT_NE(summary, nullptr);
-  EXPECT_EQ(summary->verdict, "unchanged") << summary->detail;
+  EXPECT_EQ(summary->verdict, attempt_verdict::unchanged) << summary->detail;
   EXPECT_NE(summary->detail.find("the defaults are the fastest"), std::string::npos);
   EXPECT_EQ(r.attempts.size(), 3U) << "two configurations and the summary";
 }
@@ -657,7 +798,7 @@ TEST_F(kernel_optimizer_test, a_budget_below_the_space_uses_the_model_strategy_a
   const auto second = run(dir_ / "out");
   int resumed = 0, measured = 0;
   for (const auto& a : second.attempts) {
-    if (a.stage == "tuning" && a.verdict == "measured") {
+    if (a.stage == attempt_stage::tuning && a.verdict == attempt_verdict::measured) {
       ++measured;
       resumed += a.detail.rfind("resumed: ", 0) == 0 ? 1 : 0;
     }

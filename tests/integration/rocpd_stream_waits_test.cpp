@@ -167,8 +167,9 @@ TEST(rocpd_stream_waits, a_stream_id_in_the_argument_extdata_is_taken_as_it_is) 
   const auto files = rocpd::reader::open({path});
   const rocpd::timeline t = rocpd::read_timeline(files);
   for (const auto& s : t.syncs) {
-    if (s.kind == rocpd::sync_kind::stream_wait_event)
+    if (s.kind == rocpd::sync_kind::stream_wait_event) {
       EXPECT_EQ(s.stream_id, 0x300);
+    }
   }
 }
 

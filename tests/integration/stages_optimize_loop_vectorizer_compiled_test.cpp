@@ -156,7 +156,7 @@ INSTANTIATE_TEST_SUITE_P(
                     "i += (size_t)gridDim.x * blockDim.x) {\n"
                     "    const int v = in[i];\n    out[i] = v * v + 1;\n  }\n",
                     "out, in, n"}),
-    [](const ::testing::TestParamInfo<kernel_case>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<kernel_case>& test) { return test.param.name; });
 
 } // namespace
 } // namespace rpl::stages::optimize

@@ -29,7 +29,8 @@ protected:
   child_outcome run(const std::string& script, const std::vector<fs::path>& hidden = {}) {
     child_options options;
     options.argv =
-        sandbox_argv(probe_.bwrap, {job_, dir_.path(), hidden}, {"/bin/sh", "-c", script});
+        sandbox_argv(probe_.bwrap, {.job_dir = job_, .work_root = dir_.path(), .hidden = hidden},
+                     {"/bin/sh", "-c", script});
     return run_child(options, 20s);
   }
 

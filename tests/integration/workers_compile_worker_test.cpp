@@ -428,8 +428,9 @@ TEST(workers_compile_worker, ready_names_slots_cores_memory_and_toolchains_and_s
     ASSERT_TRUE(reply);
     EXPECT_EQ(decode_reply(*reply).status, compile_status::ok);
     answered.insert(reply->env.job_id);
-    if (i == 1)
+    if (i == 1) {
       EXPECT_LT(reply->at - sent, 750ms);
+    }
   }
   EXPECT_EQ(answered, (std::set<std::uint64_t>{70, 71}));
 }

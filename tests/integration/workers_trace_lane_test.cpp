@@ -45,7 +45,8 @@ private:
 trace_lane_options fake_options(const std::filesystem::path& work, std::string regex) {
   trace_lane_options options;
   options.name = "gpu0";
-  options.make_recorder = rocprofv3_recorder_factory({RPL_FAKE_ROCPROFV3, 60s, false});
+  options.make_recorder =
+      rocprofv3_recorder_factory({.executable = RPL_FAKE_ROCPROFV3, .timeout = 60s});
   options.kernel_regex = std::move(regex);
   options.work_folder = work;
   options.keep_traces = true;
@@ -211,7 +212,8 @@ TEST(workers_trace_lane, a_hanging_application_times_out_in_its_warmup) {
 TEST(workers_trace_lane, a_missing_tracer_is_launch_failed) {
   temp_dir dir;
   auto options = fake_options(dir.path(), "gemm");
-  options.make_recorder = rocprofv3_recorder_factory({"/nonexistent/rocprofv3", 60s, false});
+  options.make_recorder =
+      rocprofv3_recorder_factory({.executable = "/nonexistent/rocprofv3", .timeout = 60s});
   trace_lane lane(std::move(options));
   const auto result = lane.measure(request({"/bin/true"}, 1));
   EXPECT_EQ(result.status, measure_status::launch_failed);

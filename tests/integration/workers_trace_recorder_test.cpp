@@ -39,7 +39,7 @@ private:
 };
 
 rocprofv3_recorder fake_rocprofv3() {
-  return rocprofv3_recorder({RPL_FAKE_ROCPROFV3, 60s, false});
+  return rocprofv3_recorder({.executable = RPL_FAKE_ROCPROFV3, .timeout = 60s});
 }
 
 TEST(workers_trace_recorder, rocprofv3_leaves_one_database_per_process_in_the_folder) {
@@ -67,7 +67,7 @@ TEST(workers_trace_recorder, a_failing_rocprofv3_is_named_with_its_output) {
 
 TEST(workers_trace_recorder, a_rocprofv3_that_cannot_start_quotes_the_launch_error) {
   temp_dir dir;
-  rocprofv3_recorder recorder({"/nonexistent/rocprofv3", 60s, false});
+  rocprofv3_recorder recorder({.executable = "/nonexistent/rocprofv3", .timeout = 60s});
   const recorded_run run = recorder.record({"/bin/true"}, dir / "run-1", 1);
   EXPECT_EQ(run.status, record_status::run_failed);
   EXPECT_EQ(run.reason, "rocprofv3 execvp /nonexistent/rocprofv3: No such file or directory; fix: "

@@ -44,8 +44,10 @@ public:
       messages::measure_result busy;
       busy.status = messages::measure_status::not_run;
       busy.reason = "busy with job " + std::to_string(job_->job_id);
-      return job_reply{envelope.job_id, envelope.run_id, message_kind::measure_result,
-                       messages::encode(busy)};
+      return job_reply{.job_id = envelope.job_id,
+                       .run_id = envelope.run_id,
+                       .kind = message_kind::measure_result,
+                       .body = messages::encode(busy)};
     }
     job_ = job{envelope.job_id, envelope.run_id,
                steady::now() + std::chrono::milliseconds(request.timeout_ms)};
@@ -68,8 +70,10 @@ public:
     done.status = messages::measure_status::ok;
     done.samples_ns = {1, 2};
     done.lane = "timer";
-    job_reply reply{job_->job_id, job_->run_id, message_kind::measure_result,
-                    messages::encode(done)};
+    job_reply reply{.job_id = job_->job_id,
+                    .run_id = job_->run_id,
+                    .kind = message_kind::measure_result,
+                    .body = messages::encode(done)};
     job_.reset();
     return reply;
   }

@@ -68,7 +68,7 @@ INSTANTIATE_TEST_SUITE_P(
         argument_case{"worker_compile_unknown_option",
                       {"worker", "compile", "--bogus"},
                       {"not understood: --bogus", "rocm-perf worker compile --help"}}),
-    [](const auto& info) { return info.param.name; });
+    [](const auto& test) { return test.param.name; });
 
 } // namespace
 } // namespace rpl

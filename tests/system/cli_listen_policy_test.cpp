@@ -110,7 +110,9 @@ public:
   const std::string& name() const { return name_; }
   const std::string& why() const { return why_; }
   uid_t uid() const {
-    const auto out = workers::run_child({{"id", "-u", name_}}, 10s);
+    workers::child_options options;
+    options.argv = {"id", "-u", name_};
+    const auto out = workers::run_child(options, 10s);
     return static_cast<uid_t>(std::stoul(out.output));
   }
 

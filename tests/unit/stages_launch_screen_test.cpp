@@ -142,7 +142,7 @@ TEST_P(launch_screen_table, refuses_what_the_device_would) {
 INSTANTIATE_TEST_SUITE_P(cases,
                          launch_screen_table,
                          ::testing::ValuesIn(cases),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& test) { return std::string(test.param.name); });
 
 TEST(stages_launch_screen, reports_the_theoretical_occupancy_of_a_launchable_launch) {
   // 256 threads x 32 registers, no shared memory: 8 blocks of 8 warps fill the SM's 64 warps.

@@ -130,15 +130,17 @@ std::vector<std::string> ids(const std::vector<messages::proposal>& proposals) {
   return out;
 }
 
+/// What rule_proposals gives for `target` at block 256: the kernel's loop and tile's first loop
+/// take knobs; tile's `while` is the body of an `if` (no declaration can go before it): fixed
+/// factors, in a copy.
+const std::vector<std::string> target_ids_at_256 = {
+    "rule:launch-bounds:256", "rule:unroll-knobs:target", "rule:unroll-knobs:tile",
+    "rule:unroll:L12:2",      "rule:unroll:L12:4",        "rule:unroll:L12:8"};
+
 TEST(rule_transforms, proposes_launch_bounds_then_knobs_then_unrolls_in_priority_order) {
   const source_model model = model_of(source);
   const auto proposals = rule_proposals(model, source, "k.cu", "target", 256, {});
-  // The kernel's loop and tile's first loop take knobs; tile's `while` is the body of an `if`
-  // (no declaration can go before it): fixed factors, in a copy.
-  EXPECT_EQ(ids(proposals),
-            (std::vector<std::string>{"rule:launch-bounds:256", "rule:unroll-knobs:target",
-                                      "rule:unroll-knobs:tile", "rule:unroll:L12:2",
-                                      "rule:unroll:L12:4", "rule:unroll:L12:8"}));
+  ASSERT_EQ(ids(proposals), target_ids_at_256);
   for (const messages::proposal& p : proposals) {
     EXPECT_FALSE(p.title.empty());
     EXPECT_FALSE(p.rationale.empty());
@@ -165,9 +167,11 @@ TEST(rule_transforms, an_unroll_knob_goes_in_place_and_compiles_to_the_code_as_i
                               "  for (int k = 0"),
             std::string::npos)
       << patched.text;
-  // A knobbed loop gets no knob and no fixed factor again.
-  for (const auto& p :
-       rule_proposals(model_of(patched.text), patched.text, "k.cu", "target", 0, {})) {
+  // A knobbed loop gets no knob and no fixed factor again; tile's loops still get theirs.
+  const auto again = rule_proposals(model_of(patched.text), patched.text, "k.cu", "target", 0, {});
+  EXPECT_EQ(ids(again), (std::vector<std::string>{"rule:unroll-knobs:tile", "rule:unroll:L12:2",
+                                                  "rule:unroll:L12:4", "rule:unroll:L12:8"}));
+  for (const auto& p : again) {
     EXPECT_NE(p.id, "rule:unroll-knobs:target");
     EXPECT_EQ(p.id.find(":L19:"), std::string::npos) << p.id;
   }
@@ -205,7 +209,9 @@ TEST(rule_transforms, loops_of_a_shared_function_change_in_a_copy_that_passes_th
 
 TEST(rule_transforms, every_proposal_passes_the_guard) {
   const source_model before = model_of(source);
-  for (const messages::proposal& p : rule_proposals(before, source, "k.cu", "target", 256, {})) {
+  const auto proposals = rule_proposals(before, source, "k.cu", "target", 256, {});
+  ASSERT_EQ(ids(proposals), target_ids_at_256); // all of them, not none
+  for (const messages::proposal& p : proposals) {
     const patch_result patched = apply_unified_diff(source, p.diff);
     ASSERT_TRUE(patched.ok) << p.id << ": " << patched.error;
     for (const guard_finding& f :
@@ -235,6 +241,10 @@ TEST(rule_transforms, skips_ids_already_tried_and_unknown_kernels) {
   const auto rest = rule_proposals(model, source, "k.cu", "target", 256,
                                    {"rule:unroll-knobs:target", "rule:launch-bounds:256"});
   EXPECT_EQ(rest.size() + 2, all.size());
+  for (const auto& id : ids(rest)) {
+    EXPECT_NE(id, "rule:unroll-knobs:target");
+    EXPECT_NE(id, "rule:launch-bounds:256");
+  }
   EXPECT_TRUE(rule_proposals(model, source, "k.cu", "missing", 256, {}).empty());
 }
 
@@ -242,6 +252,7 @@ TEST(rule_transforms, ids_are_stable_for_the_same_source) {
   const source_model model = model_of(source);
   const auto first = rule_proposals(model, source, "k.cu", "target", 256, {});
   const auto second = rule_proposals(model, source, "k.cu", "target", 256, {});
+  ASSERT_EQ(ids(first), target_ids_at_256);
   ASSERT_EQ(first.size(), second.size());
   for (std::size_t i = 0; i < first.size(); ++i) {
     EXPECT_EQ(first[i].id, second[i].id);

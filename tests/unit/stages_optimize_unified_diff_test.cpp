@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -350,6 +351,44 @@ TEST(unified_diff, reads_a_trimmed_empty_context_line) {
                                                     "+  return 2;\n");
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.text, "int f() {\n\n  return 2;\n}\n");
+}
+
+TEST(unified_diff, read_hunk_checks_stated_counts_and_recounts_a_models) {
+  const std::vector<std::string_view> lines = {"@@ -4,9 +41,2 @@ void k()\n",
+                                               " a\n",
+                                               "-b\n",
+                                               "\\ No newline at end of file\n",
+                                               "+c\n",
+                                               " \n",
+                                               "\n",
+                                               "Thanks!\n"};
+  std::size_t next = 0;
+  std::string error;
+  const auto recounted = read_hunk(lines, next, 1, hunk_counts::recounted, error);
+  ASSERT_TRUE(recounted.has_value()) << error;
+  EXPECT_EQ(next, 7u); // stopped at the prose
+  EXPECT_EQ(recounted->header, "@@ -4,9 +41,2 @@");
+  EXPECT_EQ(recounted->old_start, 4u);
+  EXPECT_EQ(recounted->old_count, 2u); // the empty context lines at the end are spacing
+  EXPECT_EQ(recounted->new_count, 2u);
+  ASSERT_EQ(recounted->lines.size(), 3u);
+  EXPECT_EQ(recounted->lines[1].kind, '-');
+  EXPECT_EQ(recounted->lines[1].text, "b");
+  EXPECT_TRUE(recounted->lines[1].no_newline);
+
+  next = 0;
+  EXPECT_FALSE(read_hunk(lines, next, 1, hunk_counts::as_stated, error).has_value());
+  EXPECT_NE(error.find("the header counts 9 old and 2 new lines"), std::string::npos) << error;
+
+  const std::vector<std::string_view> model = {"@@ ... @@", "-b", "+c"}; // no '\n' either
+  next = 0;
+  const auto unnumbered = read_hunk(model, next, 2, hunk_counts::recounted, error);
+  ASSERT_TRUE(unnumbered.has_value()) << error;
+  EXPECT_FALSE(unnumbered->old_start.has_value());
+  EXPECT_EQ(unnumbered->lines.size(), 2u);
+  next = 0;
+  EXPECT_FALSE(read_hunk(model, next, 2, hunk_counts::as_stated, error).has_value());
+  EXPECT_NE(error.find("hunk 2: header `@@ ... @@` is not"), std::string::npos) << error;
 }
 
 } // namespace

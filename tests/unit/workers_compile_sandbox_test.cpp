@@ -28,7 +28,8 @@ TEST(workers_compile_sandbox, binds_only_the_job_folder_writable_after_hiding_th
   std::filesystem::create_directories(job);
   std::filesystem::create_directories(keys);
   const auto argv =
-      sandbox_argv("/usr/bin/bwrap", {job, root.path(), {keys}}, {"/usr/bin/g++", "-c", "k.cpp"});
+      sandbox_argv("/usr/bin/bwrap", {.job_dir = job, .work_root = root.path(), .hidden = {keys}},
+                   {"/usr/bin/g++", "-c", "k.cpp"});
   ASSERT_GE(argv.size(), 4u);
   EXPECT_EQ(argv.front(), "/usr/bin/bwrap");
   for (const std::string flag :
@@ -45,8 +46,9 @@ TEST(workers_compile_sandbox, binds_only_the_job_folder_writable_after_hiding_th
   EXPECT_LT(find_words(argv, {"--chdir", job.string()}), argv.size());
   EXPECT_LT(find_words(argv, {"--setenv", "TMPDIR", "/tmp"}), argv.size());
   // Only paths that exist are hidden; /home and /root where this host has them.
-  if (std::filesystem::exists("/root"))
+  if (std::filesystem::exists("/root")) {
     EXPECT_LT(find_words(argv, {"--tmpfs", "/root"}), bind);
+  }
   EXPECT_EQ(find_words(argv, {"--tmpfs", "/nonexistent"}), argv.size());
   // The command comes last, after "--".
   const argv_t tail(argv.end() - 4, argv.end());
@@ -64,8 +66,9 @@ TEST(workers_compile_sandbox, hides_the_work_root_unless_the_program_lives_there
   const std::filesystem::path root(pattern);
   const auto job = root / "job";
   std::filesystem::create_directories(job);
-  const auto hidden = sandbox_argv("bwrap", {job, root, {}}, {"/usr/bin/g++"});
-  const auto kept = sandbox_argv("bwrap", {job, root, {}}, {(root / "g++").string()});
+  const auto hidden = sandbox_argv("bwrap", {.job_dir = job, .work_root = root}, {"/usr/bin/g++"});
+  const auto kept =
+      sandbox_argv("bwrap", {.job_dir = job, .work_root = root}, {(root / "g++").string()});
   std::filesystem::remove_all(root);
   const auto tmpfs = find_words(hidden, {"--tmpfs", root.string()});
   EXPECT_LT(tmpfs, find_words(hidden, {"--bind", job.string(), job.string()}));

@@ -110,7 +110,8 @@ sandbox_probe probe_sandbox(const fs::path& work_root, const std::vector<fs::pat
     return probe;
   }
   child_options options;
-  options.argv = sandbox_argv(*bwrap, {pattern, work_root, hidden}, {truth->string()});
+  options.argv = sandbox_argv(
+      *bwrap, {.job_dir = pattern, .work_root = work_root, .hidden = hidden}, {truth->string()});
   options.max_output_bytes = 4096;
   options.reap_descendants = false;
   const auto outcome = run_child(options, std::chrono::seconds(20));

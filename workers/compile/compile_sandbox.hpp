@@ -13,15 +13,16 @@
 
 namespace rpl::workers {
 
-/// What a sandbox shows, beyond a read-only system.
+/// What a sandbox shows, beyond a read-only system. The lists have `{}` so that a designated
+/// initializer may leave them out without -Wmissing-field-initializers.
 struct sandbox_layout {
   std::filesystem::path job_dir;   ///< bound writable; the compiler's working directory
   std::filesystem::path work_root; ///< where the job folders are: hidden, the job's bound back
   /// Further folders or files to hide (the worker's --curve-keys folder).
-  std::vector<std::filesystem::path> hidden;
+  std::vector<std::filesystem::path> hidden{};
   /// Shown read-only even where a folder above is hidden: the compiler's installation (a
   /// toolchain under /home or /tmp), the worker's --allow-path.
-  std::vector<std::filesystem::path> shown;
+  std::vector<std::filesystem::path> shown{};
 };
 
 /// The folder a program's installation lives in, as far as its path tells: the folder above

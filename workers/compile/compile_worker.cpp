@@ -498,7 +498,10 @@ job_reply compile_job_handler::reply(std::uint64_t job_id,
                            : spdlog::level::warn;
     log->log(level, "{}{}: {}", job_tag(job_id), messages::to_string(body.status), body.error);
   }
-  return job_reply{job_id, run_id, messages::message_kind::compile_reply, messages::encode(body)};
+  return job_reply{.job_id = job_id,
+                   .run_id = run_id,
+                   .kind = messages::message_kind::compile_reply,
+                   .body = messages::encode(body)};
 }
 
 fs::path compile_job_handler::take_dir(std::uint64_t job_id) {

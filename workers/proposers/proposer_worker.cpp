@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "messages/codec.hpp"
+#include "stages/optimize/proposer_kinds.hpp"
 #include "workers/protocol/job_handler.hpp"
 #include "workers/protocol/worker_session.hpp"
 
@@ -145,8 +146,10 @@ private:
 int run_proposer_worker(const proposer_worker_options& options,
                         proposer_ptr proposer,
                         std::atomic<bool>& stop_requested) {
-  if (options.kind != "rule" && options.kind != "llm") {
-    throw std::invalid_argument("--kind must be rule or llm, not '" + options.kind + "'");
+  if (stages::optimize::find_proposer_kind(options.kind) == nullptr) {
+    throw std::invalid_argument("--kind must be one of the proposer kinds "
+                                "(stages/optimize/proposer_kinds.hpp), not '" +
+                                options.kind + "'");
   }
   if (!proposer) {
     throw std::invalid_argument("no proposer for --kind " + options.kind);

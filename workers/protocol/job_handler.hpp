@@ -23,7 +23,8 @@ struct job_reply {
   messages::message_kind kind = messages::message_kind::compile_reply;
   std::string body; ///< msgpack, messages::encode() of the reply type
   /// Sent first, in order, with the same job_id (ARTIFACT_CHUNK bodies of a chunked artifact).
-  std::vector<std::pair<messages::message_kind, std::string>> before;
+  /// `{}`: a designated initializer may leave it out without -Wmissing-field-initializers.
+  std::vector<std::pair<messages::message_kind, std::string>> before{};
 };
 
 /// What the session waits on, besides its socket, before it polls a running job again.

@@ -127,7 +127,9 @@ int worker_session::run(const std::vector<job_handler*>& handlers) {
   // The worker's own cost (its compilers' CPU is theirs): what a host gives up to run one.
   struct rusage self {};
   ::getrusage(RUSAGE_SELF, &self);
-  const auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  const auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
   log->info("{} worker {} stopped after {} job(s); its own CPU {:.3f} s (user + system, its "
             "children not counted)",
             options_.service, identity_.worker_id, jobs_started_,

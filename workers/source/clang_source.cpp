@@ -10,6 +10,8 @@
 
 #ifndef RPL_NO_CLANG_C
 #include <clang-c/Index.h>
+
+#include "stages/optimize/compile_flags.hpp"
 #endif
 
 namespace rpl::workers {
@@ -394,26 +396,6 @@ std::vector<CXCursor> children_of(const libclang_api& api, CXCursor cursor) {
 
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
-}
-
-/// The -D, -U, -I, -isystem and -std flags of a build command's flags, in order.
-std::vector<std::string> parse_flags(const std::vector<std::string>& flags) {
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < flags.size(); ++i) {
-    const std::string& f = flags[i];
-    if (f == "-D" || f == "-U" || f == "-I" || f == "-isystem") {
-      if (i + 1 < flags.size()) {
-        out.push_back(f);
-        out.push_back(flags[++i]);
-      }
-    } else if (starts_with(f, "-D") || starts_with(f, "-U") || starts_with(f, "-I") ||
-               starts_with(f, "-isystem") || starts_with(f, "-std=")) {
-      out.push_back(f);
-    } else if (starts_with(f, "--std=")) {
-      out.push_back(f.substr(1));
-    }
-  }
-  return out;
 }
 
 std::string find_cuda_path() {
@@ -974,7 +956,7 @@ so::source_model parse_source(std::string_view text,
     return {};
   }
   const std::string name = file_name.empty() ? std::string("source.cu") : std::string(file_name);
-  const std::vector<std::string> flags = parse_flags(compile_flags);
+  const std::vector<std::string> flags = stages::optimize::parser_flags(compile_flags);
   CXIndex index = api->clang_createIndex(0, 0);
   so::source_model best;
   std::size_t best_score = 0;

@@ -13,6 +13,10 @@ compile_body::compile_body(tuning_policy& policy,
     : policy_(&policy), compiler_(&compiler), work_(std::move(work)), screen_(std::move(screen)) {}
 
 void compile_body::operator()(const candidate_ptr& c, gateway& gw) const {
+  if (!c->refused_before_compile.empty()) {
+    screen_body::skip_lanes(c, c->refused_before_compile, gw);
+    return;
+  }
   const auto id = work_->open(outstanding_work::stage::compile, c, gw);
   if (!id) {
     return;

@@ -27,6 +27,8 @@ struct graph_occupancy {
   bool finished = false;
   /// Candidates put into the graph that have not left it through the planner node.
   std::size_t in_graph = 0;
+  /// run()'s bound on in_graph (a refilling policy's planner tops up to it).
+  std::size_t max_in_flight = 1;
   /// The stop watcher has dropped or abandoned what it could: the graph's wait can end.
   bool stop_settled = false;
 };

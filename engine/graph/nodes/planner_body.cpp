@@ -14,7 +14,11 @@ planner_body::planner_body(tuning_policy& policy,
 void planner_body::operator()(const candidate_ptr& c,
                               planner_node::output_ports_type& ports) const {
   if (!c) {
-    start_or_leave(next_candidate(), ports);
+    const candidate_ptr next = next_candidate();
+    start_or_leave(next, ports);
+    if (next) {
+      top_up(ports);
+    }
     return;
   }
   // The strategy sees every result; one new candidate starts per finished one (now, or once a
@@ -37,6 +41,34 @@ void planner_body::operator()(const candidate_ptr& c,
   std::get<1>(ports).try_put(c);
   if (!owed) {
     start_or_leave(next, ports);
+    if (next) {
+      top_up(ports);
+    }
+  }
+}
+
+void planner_body::top_up(planner_node::output_ports_type& ports) const {
+  if (!policy_->refills()) {
+    return;
+  }
+  // Only while something is in flight (the replacement just started): a policy's nullptr with
+  // nothing in flight ends the run, and that decision stays start_or_leave's.
+  while (true) {
+    {
+      const std::lock_guard lock(occupancy_->mutex);
+      if (occupancy_->in_graph >= occupancy_->max_in_flight) {
+        return;
+      }
+    }
+    candidate_ptr more = next_candidate();
+    if (!more) {
+      return;
+    }
+    {
+      const std::lock_guard lock(occupancy_->mutex);
+      ++occupancy_->in_graph;
+    }
+    std::get<0>(ports).try_put(more);
   }
 }
 

@@ -23,6 +23,9 @@ private:
   candidate_ptr next_candidate() const;
   /// Starts `next` in the place of a finished candidate, or says that none took its place.
   void start_or_leave(const candidate_ptr& next, planner_node::output_ports_type& ports) const;
+  /// For a policy that refills (tuning_policy::refills): more candidates until the graph holds
+  /// graph_occupancy::max_in_flight or the policy has none now.
+  void top_up(planner_node::output_ports_type& ports) const;
 
   tuning_policy* policy_;
   store_backlog* backlog_;

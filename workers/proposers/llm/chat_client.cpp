@@ -156,6 +156,219 @@ struct attempt_result {
   std::string body;
 };
 
+std::string chat_request_json(const chat_client_options& options,
+                              const std::vector<stages::optimize::chat_message>& messages,
+                              std::uint32_t choices) {
+  nlohmann::json request = {{"model", options.model},
+                            {"temperature", options.temperature},
+                            {"max_tokens", options.max_tokens},
+                            {"stream", false}};
+  auto& list = request["messages"] = nlohmann::json::array();
+  for (const auto& message : messages)
+    list.push_back({{"role", message.role}, {"content", message.content}});
+  if (choices > 1)
+    request["n"] = choices;
+  return request.dump();
+}
+
+std::unique_ptr<curl_slist, slist_deleter> request_headers(const api_key& key) {
+  std::unique_ptr<curl_slist, slist_deleter> headers;
+  auto add_header = [&](const std::string& line) {
+    headers.reset(curl_slist_append(headers.release(), line.c_str()));
+  };
+  add_header("Content-Type: application/json");
+  add_header("Accept: application/json");
+  add_header("Expect:"); // no 100-continue round trip for a large prompt
+  if (!key.value().empty()) {
+    std::string line = "Authorization: Bearer " + key.value();
+    add_header(line);
+    std::fill(line.begin(), line.end(), '\0');
+  }
+  return headers;
+}
+
+/// Runs the transfer in a multi loop instead of curl_easy_perform, so that the cancel flag is
+/// seen within 50 ms (libcurl calls a progress callback only about once a second while a server
+/// is silent).
+CURLcode perform_until_cancelled(CURL* h, const std::atomic<bool>& cancel) {
+  std::unique_ptr<CURLM, multi_deleter> multi(curl_multi_init());
+  CURLcode code = CURLE_FAILED_INIT;
+  if (multi && curl_multi_add_handle(multi.get(), h) == CURLM_OK) {
+    int running = 1;
+    while (running > 0) {
+      if (cancel.load()) {
+        code = CURLE_ABORTED_BY_CALLBACK;
+        break;
+      }
+      if (curl_multi_perform(multi.get(), &running) != CURLM_OK)
+        break;
+      if (running > 0)
+        curl_multi_poll(multi.get(), nullptr, 0, 50, nullptr);
+    }
+    int queued = 0;
+    while (CURLMsg* message = curl_multi_info_read(multi.get(), &queued))
+      if (message->msg == CURLMSG_DONE && message->easy_handle == h)
+        code = message->data.result;
+    curl_multi_remove_handle(multi.get(), h);
+  }
+  return code;
+}
+
+/// What a finished transfer came to: the answer, or a failure saying whether another attempt
+/// may get one.
+attempt_result classify_transfer(CURLcode code,
+                                 const char* curl_error,
+                                 long http_status,
+                                 transfer& state,
+                                 const chat_client_options& options,
+                                 steady::time_point deadline) {
+  attempt_result out;
+  out.http_status = http_status;
+  const std::string detail = curl_error[0] != '\0' ? curl_error : curl_easy_strerror(code);
+  switch (code) {
+  case CURLE_OK: break;
+  case CURLE_ABORTED_BY_CALLBACK: out.kind = attempt_kind::cancelled; return out;
+  case CURLE_OPERATION_TIMEDOUT:
+    if (steady::now() + milliseconds(5) >= deadline) {
+      out.kind = attempt_kind::timed_out;
+      return out;
+    }
+    out.kind = attempt_kind::retryable; // the connect timeout, with time left
+    out.what = "could not connect within " + std::to_string(options.connect_timeout.count()) +
+               " ms (" + detail + ")";
+    out.fix = "start the server at that address or correct --llm-endpoint";
+    return out;
+  case CURLE_COULDNT_CONNECT:
+  case CURLE_COULDNT_RESOLVE_HOST:
+  case CURLE_COULDNT_RESOLVE_PROXY:
+  case CURLE_GOT_NOTHING:
+  case CURLE_SEND_ERROR:
+  case CURLE_RECV_ERROR:
+  case CURLE_PARTIAL_FILE:
+    out.kind = attempt_kind::retryable;
+    out.what = "could not get an answer (" + detail + ")";
+    out.fix = "start the server at that address or correct --llm-endpoint";
+    return out;
+  case CURLE_WRITE_ERROR:
+    if (state.too_large) {
+      out.what = "the answer is larger than " + std::to_string(options.max_answer_bytes) + " bytes";
+      out.fix = "lower --llm-max-tokens";
+      return out;
+    }
+    [[fallthrough]];
+  default:
+    out.what = "request failed (" + detail + ")";
+    out.fix = "check --llm-endpoint (http:// or https://, host, port)";
+    return out;
+  }
+
+  if (out.http_status == 429 || out.http_status >= 500) {
+    out.kind = attempt_kind::retryable;
+    out.what = "HTTP " + std::to_string(out.http_status) + ": " + endpoint_message(state.body);
+    out.fix = fix_for_status(out.http_status);
+    out.retry_after = retry_after_of(state.retry_after);
+    return out;
+  }
+  if (out.http_status != 200) {
+    out.what = "HTTP " + std::to_string(out.http_status) + ": " + endpoint_message(state.body);
+    out.fix = fix_for_status(out.http_status);
+    return out;
+  }
+  out.kind = attempt_kind::answered;
+  out.body = std::move(state.body);
+  return out;
+}
+
+/// One POST of `payload` to `url`, given the time left until `deadline`.
+attempt_result attempt_once(const std::string& url,
+                            const std::string& payload,
+                            const api_key& key,
+                            const chat_client_options& options,
+                            steady::time_point deadline,
+                            const std::atomic<bool>& cancel) {
+  const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady::now());
+  if (left.count() <= 0) {
+    attempt_result out;
+    out.kind = attempt_kind::timed_out;
+    return out;
+  }
+  std::unique_ptr<CURL, curl_deleter> handle(curl_easy_init());
+  if (!handle) {
+    attempt_result out;
+    out.what = "libcurl could not start a transfer";
+    out.fix = "check the process's memory limits";
+    return out;
+  }
+  const auto headers = request_headers(key);
+  transfer state;
+  state.max_bytes = options.max_answer_bytes;
+  char curl_error[CURL_ERROR_SIZE] = {};
+  CURL* h = handle.get();
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+#if LIBCURL_VERSION_NUM >= 0x075500
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); // worker threads: no SIGALRM for DNS timeouts
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload.c_str());
+  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(payload.size()));
+  curl_easy_setopt(h, CURLOPT_USERAGENT, "rocm-perf-lab");
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(std::min(left, options.connect_timeout).count()));
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(left.count()));
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &state);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, &state);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_error);
+  const CURLcode code = perform_until_cancelled(h, cancel);
+  long http_status = 0;
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http_status);
+  return classify_transfer(code, curl_error, http_status, state, options, deadline);
+}
+
+/// Sleeps until `until` in slices that watch the cancel flag; false when it was raised.
+bool sleep_unless_cancelled(steady::time_point until, const std::atomic<bool>& cancel) {
+  while (steady::now() < until) {
+    if (cancel.load())
+      return false;
+    std::this_thread::sleep_for(
+        std::min<steady::duration>(milliseconds(20), until - steady::now()));
+  }
+  return true;
+}
+
+/// The answer's choices into `result` (contents redacted of `secret`); the failure when the
+/// answer is not a chat completion.
+std::optional<std::string>
+read_choices(const std::string& body, const std::string& secret, chat_result& result) {
+  const auto json = nlohmann::json::parse(body, nullptr, false);
+  if (json.is_discarded() || !json.is_object())
+    return "the answer is not JSON: " + endpoint_message(body);
+  const auto found = json.find("choices");
+  if (found == json.end() || !found->is_array() || found->empty())
+    return "the answer has no choices: " + endpoint_message(body);
+  for (const auto& choice : *found) {
+    std::string content;
+    std::string reason;
+    if (choice.is_object()) {
+      if (const auto message = choice.find("message");
+          message != choice.end() && message->is_object()) {
+        if (const auto text = message->find("content"); text != message->end() && text->is_string())
+          content = text->get<std::string>();
+      }
+      if (const auto finish_reason = choice.find("finish_reason");
+          finish_reason != choice.end() && finish_reason->is_string())
+        reason = finish_reason->get<std::string>();
+    }
+    result.contents.push_back(redacted(std::move(content), secret));
+    result.finish_reasons.push_back(std::move(reason));
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 const char* to_string(chat_status status) {
@@ -207,145 +420,7 @@ chat_result chat_client::complete(const std::vector<stages::optimize::chat_messa
                                   const std::atomic<bool>& cancel) const {
   const api_key key;
   const auto shown = displayed_url(url_);
-
-  nlohmann::json request = {{"model", options_.model},
-                            {"temperature", options_.temperature},
-                            {"max_tokens", options_.max_tokens},
-                            {"stream", false}};
-  auto& list = request["messages"] = nlohmann::json::array();
-  for (const auto& message : messages)
-    list.push_back({{"role", message.role}, {"content", message.content}});
-  if (choices > 1)
-    request["n"] = choices;
-  const auto payload = request.dump();
-
-  auto attempt_once = [&]() -> attempt_result {
-    attempt_result out;
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - steady::now());
-    if (left.count() <= 0) {
-      out.kind = attempt_kind::timed_out;
-      return out;
-    }
-    std::unique_ptr<CURL, curl_deleter> handle(curl_easy_init());
-    if (!handle) {
-      out.what = "libcurl could not start a transfer";
-      out.fix = "check the process's memory limits";
-      return out;
-    }
-    std::unique_ptr<curl_slist, slist_deleter> headers;
-    auto add_header = [&](const std::string& line) {
-      headers.reset(curl_slist_append(headers.release(), line.c_str()));
-    };
-    add_header("Content-Type: application/json");
-    add_header("Accept: application/json");
-    add_header("Expect:"); // no 100-continue round trip for a large prompt
-    if (!key.value().empty()) {
-      std::string line = "Authorization: Bearer " + key.value();
-      add_header(line);
-      std::fill(line.begin(), line.end(), '\0');
-    }
-    transfer state;
-    state.max_bytes = options_.max_answer_bytes;
-    char curl_error[CURL_ERROR_SIZE] = {};
-    CURL* h = handle.get();
-    curl_easy_setopt(h, CURLOPT_URL, url_.c_str());
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); // worker threads: no SIGALRM for DNS timeouts
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload.c_str());
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(payload.size()));
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "rocm-perf-lab");
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                     static_cast<long>(std::min(left, options_.connect_timeout).count()));
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(left.count()));
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &state);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &state);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_error);
-    // A multi loop instead of curl_easy_perform, so that the cancel flag is seen within 50 ms
-    // (libcurl calls a progress callback only about once a second while a server is silent).
-    std::unique_ptr<CURLM, multi_deleter> multi(curl_multi_init());
-    CURLcode code = CURLE_FAILED_INIT;
-    if (multi && curl_multi_add_handle(multi.get(), h) == CURLM_OK) {
-      int running = 1;
-      while (running > 0) {
-        if (cancel.load()) {
-          code = CURLE_ABORTED_BY_CALLBACK;
-          break;
-        }
-        if (curl_multi_perform(multi.get(), &running) != CURLM_OK)
-          break;
-        if (running > 0)
-          curl_multi_poll(multi.get(), nullptr, 0, 50, nullptr);
-      }
-      int queued = 0;
-      while (CURLMsg* message = curl_multi_info_read(multi.get(), &queued))
-        if (message->msg == CURLMSG_DONE && message->easy_handle == h)
-          code = message->data.result;
-      curl_multi_remove_handle(multi.get(), h);
-    }
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out.http_status);
-
-    const std::string detail = curl_error[0] != '\0' ? curl_error : curl_easy_strerror(code);
-    switch (code) {
-    case CURLE_OK: break;
-    case CURLE_ABORTED_BY_CALLBACK: out.kind = attempt_kind::cancelled; return out;
-    case CURLE_OPERATION_TIMEDOUT:
-      if (steady::now() + milliseconds(5) >= deadline) {
-        out.kind = attempt_kind::timed_out;
-        return out;
-      }
-      out.kind = attempt_kind::retryable; // the connect timeout, with time left
-      out.what = "could not connect within " + std::to_string(options_.connect_timeout.count()) +
-                 " ms (" + detail + ")";
-      out.fix = "start the server at that address or correct --llm-endpoint";
-      return out;
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_GOT_NOTHING:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_PARTIAL_FILE:
-      out.kind = attempt_kind::retryable;
-      out.what = "could not get an answer (" + detail + ")";
-      out.fix = "start the server at that address or correct --llm-endpoint";
-      return out;
-    case CURLE_WRITE_ERROR:
-      if (state.too_large) {
-        out.what =
-            "the answer is larger than " + std::to_string(options_.max_answer_bytes) + " bytes";
-        out.fix = "lower --llm-max-tokens";
-        return out;
-      }
-      [[fallthrough]];
-    default:
-      out.what = "request failed (" + detail + ")";
-      out.fix = "check --llm-endpoint (http:// or https://, host, port)";
-      return out;
-    }
-
-    if (out.http_status == 429 || out.http_status >= 500) {
-      out.kind = attempt_kind::retryable;
-      out.what = "HTTP " + std::to_string(out.http_status) + ": " + endpoint_message(state.body);
-      out.fix = fix_for_status(out.http_status);
-      out.retry_after = retry_after_of(state.retry_after);
-      return out;
-    }
-    if (out.http_status != 200) {
-      out.what = "HTTP " + std::to_string(out.http_status) + ": " + endpoint_message(state.body);
-      out.fix = fix_for_status(out.http_status);
-      return out;
-    }
-    out.kind = attempt_kind::answered;
-    out.body = std::move(state.body);
-    return out;
-  };
+  const auto payload = chat_request_json(options_, messages, choices);
 
   chat_result result;
   auto backoff = options_.backoff_initial;
@@ -365,7 +440,7 @@ chat_result chat_client::complete(const std::vector<stages::optimize::chat_messa
     if (cancel.load())
       return finish(chat_status::cancelled, "cancelled", {});
     ++result.attempts;
-    last = attempt_once();
+    last = attempt_once(url_, payload, key, options_, deadline, cancel);
     result.http_status = last.http_status;
     if (last.kind == attempt_kind::cancelled)
       return finish(chat_status::cancelled, "cancelled", {});
@@ -384,39 +459,13 @@ chat_result chat_client::complete(const std::vector<stages::optimize::chat_messa
     if (steady::now() + wait >= deadline)
       return finish(chat_status::failed, last.what + " (no time left for another attempt)",
                     last.fix);
-    const auto until = steady::now() + wait;
-    while (steady::now() < until) {
-      if (cancel.load())
-        return finish(chat_status::cancelled, "cancelled", {});
-      std::this_thread::sleep_for(
-          std::min<steady::duration>(milliseconds(20), until - steady::now()));
-    }
+    if (!sleep_unless_cancelled(steady::now() + wait, cancel))
+      return finish(chat_status::cancelled, "cancelled", {});
   }
 
-  const auto json = nlohmann::json::parse(last.body, nullptr, false);
-  if (json.is_discarded() || !json.is_object())
-    return finish(chat_status::failed, "the answer is not JSON: " + endpoint_message(last.body),
+  if (auto failure = read_choices(last.body, key.value(), result))
+    return finish(chat_status::failed, *failure,
                   "check that --llm-endpoint is an OpenAI-compatible chat-completions server");
-  const auto found = json.find("choices");
-  if (found == json.end() || !found->is_array() || found->empty())
-    return finish(chat_status::failed, "the answer has no choices: " + endpoint_message(last.body),
-                  "check that --llm-endpoint is an OpenAI-compatible chat-completions server");
-  for (const auto& choice : *found) {
-    std::string content;
-    std::string reason;
-    if (choice.is_object()) {
-      if (const auto message = choice.find("message");
-          message != choice.end() && message->is_object()) {
-        if (const auto text = message->find("content"); text != message->end() && text->is_string())
-          content = text->get<std::string>();
-      }
-      if (const auto finish_reason = choice.find("finish_reason");
-          finish_reason != choice.end() && finish_reason->is_string())
-        reason = finish_reason->get<std::string>();
-    }
-    result.contents.push_back(redacted(std::move(content), key.value()));
-    result.finish_reasons.push_back(std::move(reason));
-  }
   result.status = chat_status::ok;
   return result;
 }

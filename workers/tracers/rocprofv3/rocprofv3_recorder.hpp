@@ -14,8 +14,9 @@ struct rocprofv3_options {
   std::filesystem::path executable;                          ///< rocprofv3 (find_rocprofv3)
   std::chrono::milliseconds timeout{std::chrono::hours(24)}; ///< per run, rocprofv3 included
   bool echo_output = false; ///< copy rocprofv3's output to stderr (profile's --debug)
-  /// More changes to the application's environment (a lane's CUDA_VISIBLE_DEVICES).
-  std::vector<std::pair<std::string, std::optional<std::string>>> environment;
+  /// More changes to the application's environment (a lane's CUDA_VISIBLE_DEVICES). `{}`: a
+  /// designated initializer may leave it out without -Wmissing-field-initializers.
+  std::vector<std::pair<std::string, std::optional<std::string>>> environment{};
 };
 
 /// `explicit_path` when given, else $ROCPROFV3, else the first executable rocprofv3 on PATH;

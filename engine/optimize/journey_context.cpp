@@ -1,0 +1,178 @@
+#include "engine/optimize/journey_context.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "engine/campaign/interleaved_rounds.hpp"
+#include "stages/optimize/validation_plan.hpp"
+#include "workers/lanes/lane_backend.hpp"
+
+namespace rpl::engine {
+
+namespace {
+
+namespace opt = stages::optimize;
+
+/// The finding for a failed validation case, by the case's label (validation_plan's labels).
+attempt_finding finding_of_case(const std::string& label) {
+  if (label.rfind("odd size", 0) == 0) {
+    return attempt_finding::validation_odd_size;
+  }
+  if (label.rfind("smaller size", 0) == 0) {
+    return attempt_finding::validation_smaller_size;
+  }
+  return attempt_finding::validation_launch_size;
+}
+
+} // namespace
+
+std::string clip_detail(std::string text, std::size_t limit) {
+  if (text.size() > limit) {
+    text.resize(limit);
+    text += "\n[... cut]";
+  }
+  return text;
+}
+
+journey_context::journey_context(const kernel_target& target,
+                                 const optimizer_settings& settings,
+                                 const optimizer_services& services,
+                                 const std::atomic<bool>& stop)
+    : target_(target), settings_(settings), services_(services), stop_(stop) {}
+
+bool journey_context::out_of_time() const {
+  return stop_ || (settings_.deadline && std::chrono::steady_clock::now() >= *settings_.deadline);
+}
+
+std::optional<opt::source_model> journey_context::parse(const std::string& text,
+                                                        std::string& error) const {
+  return services_.parse(text, error);
+}
+
+std::optional<messages::kernel_launch> journey_context::resolve(const stages::launch_spec& spec,
+                                                                std::string& error) const {
+  auto resolved = stages::resolve_launch(spec, target_.config);
+  if (!resolved.ok()) {
+    error = resolved.error;
+    return std::nullopt;
+  }
+  auto launch = std::move(*resolved.launch);
+  // The original kernel defines "right", at the same geometry (its ABI is the candidate's).
+  messages::kernel_reference ref;
+  ref.code_object_path = original_.artifact.string();
+  ref.symbol = launch.symbol;
+  ref.grid = launch.grid;
+  ref.block = launch.block;
+  ref.shared_bytes = launch.shared_bytes;
+  launch.reference = ref;
+  return launch;
+}
+
+messages::measure_request
+journey_context::lane_request(const std::filesystem::path& artifact,
+                              const std::optional<messages::kernel_launch>& launch,
+                              std::uint32_t runs,
+                              std::uint32_t warmup) const {
+  messages::measure_request request;
+  request.candidate_key = target_.kernel + "#" + std::to_string(++lane_sequence_);
+  request.argv = {artifact.string()};
+  if (replay() && !target_.symbol.empty()) {
+    request.argv.push_back(target_.symbol);
+  }
+  request.runs = runs;
+  request.warmup = warmup;
+  request.timeout_ms = settings_.lane_timeout_ms;
+  request.launch = launch;
+  request.fixed_count = true;
+  return request;
+}
+
+std::optional<validation_failure> journey_context::validate(workers::lane_backend& lane,
+                                                            const std::filesystem::path& artifact,
+                                                            nlohmann::json& record) const {
+  record = nlohmann::json::array();
+  const auto outcome = [&](const std::string& label, const messages::measure_result& result) {
+    const bool ok = result.status == messages::measure_status::ok;
+    record.push_back({{"case", label},
+                      {"status", ok ? "matched" : messages::to_string(result.status)},
+                      {"reason", result.reason}});
+    return ok;
+  };
+  if (replay()) {
+    // The replay restores the captured memory and compares the candidate's outputs with what the
+    // original kernel wrote in the application.
+    const std::string label = "captured dispatch " + target_.replay_dir.filename().string();
+    const auto result = lane.measure(lane_request(artifact, std::nullopt, 1, 0));
+    if (outcome(label, result)) {
+      return std::nullopt;
+    }
+    return validation_failure{attempt_finding::validation_captured,
+                              label + ": " + messages::to_string(result.status) + ": " +
+                                  result.reason,
+                              result.status == messages::measure_status::nonzero_exit};
+  }
+  for (const auto& c : opt::validation_cases(target_.launch, settings_.seed)) {
+    std::string error;
+    const auto launch = resolve(c.spec, error);
+    if (!launch) {
+      record.push_back({{"case", c.label}, {"status", "not_run"}, {"reason", error}});
+      continue; // a size the launch file cannot express is not the candidate's fault
+    }
+    const auto result = lane.measure(lane_request(artifact, *launch, 1, 0));
+    if (outcome(c.label, result)) {
+      continue;
+    }
+    // The kernel lane exits non-zero when the outputs differ from the reference's.
+    const bool differ = result.status == messages::measure_status::nonzero_exit;
+    return validation_failure{finding_of_case(c.label),
+                              c.label + ": " +
+                                  (differ
+                                       ? "outputs differ from the original kernel's: "
+                                       : std::string(messages::to_string(result.status)) + ": ") +
+                                  result.reason,
+                              differ};
+  }
+  return std::nullopt;
+}
+
+opt::paired_verdict journey_context::compare(workers::lane_backend& lane,
+                                             const std::filesystem::path& incumbent,
+                                             const std::filesystem::path& challenger,
+                                             std::uint32_t rounds,
+                                             nlohmann::json& record) const {
+  std::string error;
+  const auto launch = replay() ? std::nullopt : resolve(target_.launch, error);
+  std::vector<std::vector<double>> values(
+      2, std::vector<double>(rounds, std::numeric_limits<double>::quiet_NaN()));
+  if (launch || replay()) {
+    round_plan plan;
+    plan.rounds = rounds;
+    plan.runs_per_round = settings_.runs_per_round;
+    plan.warmup_every_round = true;
+    run_interleaved_rounds(
+        {lane_request(incumbent, launch, settings_.runs_per_round, 1),
+         lane_request(challenger, launch, settings_.runs_per_round, 1)},
+        plan, [&lane](const messages::measure_request& r) { return lane.measure(r); }, stop_,
+        values);
+  }
+  stages::finalist_config config;
+  config.target_noise = settings_.noise_target;
+  auto verdict = opt::judge_pair(values[0], values[1], config);
+  record = {{"incumbent_ns", values[0]},
+            {"candidate_ns", values[1]},
+            {"incumbent_median_ns", verdict.incumbent_median_ns},
+            {"candidate_median_ns", verdict.candidate_median_ns},
+            {"relative_change", verdict.relative_change.median},
+            {"interval", {verdict.relative_change.low, verdict.relative_change.high}},
+            {"confidence", verdict.relative_change.confidence},
+            {"separating_noise", verdict.separating_noise},
+            {"rounds", verdict.rounds},
+            {"outcome", opt::to_string(verdict.outcome)},
+            {"summary", verdict.summary}};
+  if (!error.empty()) {
+    record["error"] = error;
+  }
+  return verdict;
+}
+
+} // namespace rpl::engine

@@ -1,0 +1,100 @@
+#pragma once
+/// What every room of a proposal's journey reads about the kernel being optimized (set once,
+/// before the graph runs): the target, the settings, the services, and the original kernel as
+/// built and parsed. Also the lane-side steps the guards and the comparison share: the lane
+/// requests for a code object, validation against the original, the paired rounds.
+
+#include <atomic>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/optimize/attempt_outcome.hpp"
+#include "engine/optimize/kernel_optimizer.hpp"
+#include "stages/optimize/paired_verdict.hpp"
+#include "stages/optimize/source_model.hpp"
+
+namespace rpl::workers {
+class lane_backend;
+}
+
+namespace rpl::engine {
+
+/// The user's kernel as built and parsed at the start: what "right" and "the same ABI" mean.
+struct original_kernel {
+  stages::optimize::source_model model;
+  std::filesystem::path artifact;
+  std::vector<std::byte> bytes;
+  messages::compile_reply reply;
+};
+
+/// A validation case that did not match: which one and why (the finding names the case).
+struct validation_failure {
+  attempt_finding finding = attempt_finding::none;
+  std::string detail; ///< "odd size N=3071, seed 7: outputs differ from the original's: ..."
+  bool outputs_differ = false; ///< the lane ran it and the outputs differed (not a lane failure)
+};
+
+class journey_context {
+public:
+  journey_context(const kernel_target& target,
+                  const optimizer_settings& settings,
+                  const optimizer_services& services,
+                  const std::atomic<bool>& stop);
+
+  const kernel_target& target() const { return target_; }
+  const optimizer_settings& settings() const { return settings_; }
+  const optimizer_services& services() const { return services_; }
+  const original_kernel& original() const { return original_; }
+  void set_original(original_kernel original) { original_ = std::move(original); }
+  /// Without a profile (--launch): the original's resources and occupancy from the static
+  /// screen, for the proposers.
+  const std::string& static_analysis() const { return static_analysis_; }
+  void set_static_analysis(std::string text) { static_analysis_ = std::move(text); }
+  bool replay() const { return !target_.replay_dir.empty(); }
+  /// A signal, or --time-budget spent.
+  bool out_of_time() const;
+  const std::atomic<bool>& stop() const { return stop_; }
+
+  /// Parses `text` as the target's source (libclang); nullopt with `error` set when it cannot.
+  std::optional<stages::optimize::source_model> parse(const std::string& text,
+                                                      std::string& error) const;
+  /// The launch file resolved at `spec`'s sizes, with the original kernel as the reference its
+  /// outputs are compared with; nullopt with `error` when the sizes cannot be expressed.
+  std::optional<messages::kernel_launch> resolve(const stages::launch_spec& spec,
+                                                 std::string& error) const;
+  /// The lane request that runs `artifact` (its launch: the kernel lane's; none: the replay's).
+  messages::measure_request lane_request(const std::filesystem::path& artifact,
+                                         const std::optional<messages::kernel_launch>& launch,
+                                         std::uint32_t runs,
+                                         std::uint32_t warmup) const;
+  /// Runs every validation case of `artifact` on `lane` (the launch file's three, or the captured
+  /// dispatch) and writes their outcomes into `record`; nullopt when every case matched.
+  std::optional<validation_failure> validate(workers::lane_backend& lane,
+                                             const std::filesystem::path& artifact,
+                                             nlohmann::json& record) const;
+  /// Interleaved paired rounds of `incumbent` and `challenger` on `lane`, judged
+  /// (stages/optimize/paired_verdict); the figures go into `record`.
+  stages::optimize::paired_verdict compare(workers::lane_backend& lane,
+                                           const std::filesystem::path& incumbent,
+                                           const std::filesystem::path& challenger,
+                                           std::uint32_t rounds,
+                                           nlohmann::json& record) const;
+
+private:
+  const kernel_target& target_;
+  const optimizer_settings& settings_;
+  const optimizer_services& services_;
+  const std::atomic<bool>& stop_;
+  original_kernel original_;
+  std::string static_analysis_;
+  mutable std::atomic<std::uint64_t> lane_sequence_{0};
+};
+
+/// `text` cut to `limit` bytes, marked as cut.
+std::string clip_detail(std::string text, std::size_t limit = 4000);
+
+} // namespace rpl::engine
