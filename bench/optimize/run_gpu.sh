@@ -31,10 +31,11 @@ nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm --format=csv,noheader
 summary=()
 run() { # name, then the command
   local name=$1; shift
-  local started=$SECONDS
+  local started
+  started=$(date +%s.%N)
   "$@" > "$out/$name.log" 2>&1
   local rc=$?
-  summary+=("$name: exit $rc in $((SECONDS - started)) s")
+  summary+=("$name: exit $rc in $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s")
   tail -25 "$out/$name.log"
 }
 gemm_args=(--source "$root/examples/cuda/gemm.cu" --kernel rpl_sgemm_tiled

@@ -71,7 +71,7 @@ public:
     cmd_->add_option("--arch", options_.device_arch,
                      "The GPU's architecture for the static screen (sm_90, gfx90a)");
     cmd_->add_option("--compile-workers", options_.compile_workers,
-                     "Local compile workers (default: half the cores, 2 to 8)");
+                     "Local compile workers (default: all cores but two, 2 to 16)");
     cmd_->add_option("--top", options_.top,
                      "With -- APP: optimize the application's top K kernels (default 3)")
         ->check(CLI::Range(1, 1000));

@@ -50,6 +50,10 @@ struct candidate_state : candidate_record {
   /// cases, then the paired rounds against the incumbent), run on the lane's thread in place of
   /// measuring `measure_request` once; its result becomes `measure`. Empty for autotune.
   std::function<messages::measure_result(workers::lane_backend&)> lane_job;
+  /// Whether the lane may take this candidate now (optimize: only once every candidate proposed
+  /// before it has its verdict, so that each is compared with the incumbent as those left it);
+  /// empty: whenever the lane is free. Called under the lane's lock: must be cheap.
+  std::function<bool()> lane_turn;
 };
 
 using candidate_ptr = std::shared_ptr<candidate_state>;

@@ -157,11 +157,20 @@ void lane_worker::loop(const std::shared_ptr<state>& s) {
         lock.unlock();
         return;
       }
-      // The earliest proposed first (candidate_state::sequence), whatever order they came in.
-      const auto earliest =
-          std::min_element(s->queue.begin(), s->queue.end(), [](const item& a, const item& b) {
-            return a.candidate->sequence < b.candidate->sequence;
-          });
+      // The earliest proposed first (candidate_state::sequence), whatever order they came in,
+      // of those whose turn it is (candidate_state::lane_turn); none: look again shortly.
+      auto earliest = s->queue.end();
+      for (auto it = s->queue.begin(); it != s->queue.end(); ++it) {
+        const bool turn = s->stopping || !it->candidate->lane_turn || it->candidate->lane_turn();
+        if (turn && (earliest == s->queue.end() ||
+                     it->candidate->sequence < earliest->candidate->sequence)) {
+          earliest = it;
+        }
+      }
+      if (earliest == s->queue.end()) {
+        s->ready.wait_for(lock, std::chrono::milliseconds(2));
+        continue;
+      }
       next = std::move(*earliest);
       s->queue.erase(earliest);
       s->running = true;

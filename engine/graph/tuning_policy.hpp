@@ -19,6 +19,15 @@ public:
   /// built), or nullptr when the search is done (or stopping). Called before the graph starts (the
   /// seeds) and then only from the planner node, one call at a time.
   virtual candidate_ptr next_candidate() = 0;
+  /// The checks a candidate must pass before it is built (optimize's source guards), in the
+  /// compile room before the compile is submitted, on a TBB thread: several candidates' checks
+  /// run at once. A refusal skips the compile and the lanes (`not_run`, the reason) like
+  /// candidate_state::refused_before_compile; nullopt lets it through. May fill in the
+  /// candidate's compile request. Must not throw.
+  virtual std::optional<std::string> before_compile(candidate_state& c) {
+    (void)c;
+    return std::nullopt;
+  }
   /// Takes the compile reply into the candidate: stores the artifact unless the compile service
   /// did (`c.stored_by_service`), and points the measure request's `{BIN}` at it. Called on the
   /// compile service's thread (screen room), once per candidate; must not throw.

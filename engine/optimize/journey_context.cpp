@@ -13,13 +13,12 @@ namespace {
 
 namespace opt = stages::optimize;
 
-/// The finding for a failed validation case, by the case's label (validation_plan's labels).
-attempt_finding finding_of_case(const std::string& label) {
-  if (label.rfind("odd size", 0) == 0) {
-    return attempt_finding::validation_odd_size;
-  }
-  if (label.rfind("smaller size", 0) == 0) {
-    return attempt_finding::validation_smaller_size;
+/// The finding for a failed validation case: the size it ran at.
+attempt_finding finding_of_case(opt::validation_size size) {
+  switch (size) {
+  case opt::validation_size::odd: return attempt_finding::validation_odd_size;
+  case opt::validation_size::smaller: return attempt_finding::validation_smaller_size;
+  case opt::validation_size::launch: break;
   }
   return attempt_finding::validation_launch_size;
 }
@@ -124,7 +123,7 @@ std::optional<validation_failure> journey_context::validate(workers::lane_backen
     }
     // The kernel lane exits non-zero when the outputs differ from the reference's.
     const bool differ = result.status == messages::measure_status::nonzero_exit;
-    return validation_failure{finding_of_case(c.label),
+    return validation_failure{finding_of_case(c.size),
                               c.label + ": " +
                                   (differ
                                        ? "outputs differ from the original kernel's: "

@@ -33,9 +33,11 @@ struct built_source {
   std::vector<std::byte> bytes;
 };
 
-built_source build_now(const journey_context& journey,
-                       const artifact_store& artifacts,
-                       const std::string& text) {
+/// A build submitted outside the graph, waited for by built_source_of.
+using pending_build =
+    std::future<std::pair<messages::compile_reply, std::optional<artifact_store::stored>>>;
+
+pending_build submit_build(const journey_context& journey, const std::string& text) {
   const auto& target = journey.target();
   messages::compile_request request;
   request.sources = target.sources;
@@ -46,14 +48,19 @@ built_source build_now(const journey_context& journey,
   }
   request.argv = target.build_argv;
   request.deadline_ms = 600000;
-  std::promise<std::pair<messages::compile_reply, std::optional<artifact_store::stored>>> promise;
-  auto future = promise.get_future();
+  auto promise = std::make_shared<
+      std::promise<std::pair<messages::compile_reply, std::optional<artifact_store::stored>>>>();
+  auto future = promise->get_future();
   journey.services().compiler->submit_storing(
       std::move(request),
-      [&promise](const messages::compile_reply& reply, const artifact_store::stored* stored) {
-        promise.set_value({reply, stored ? std::optional(*stored) : std::nullopt});
+      [promise](const messages::compile_reply& reply, const artifact_store::stored* stored) {
+        promise->set_value({reply, stored ? std::optional(*stored) : std::nullopt});
       });
-  auto [reply, stored] = future.get();
+  return future;
+}
+
+built_source built_source_of(pending_build pending, const artifact_store& artifacts) {
+  auto [reply, stored] = pending.get();
   built_source b;
   if (reply.status != messages::compile_status::ok || !reply.has_artifact) {
     b.error = std::string(messages::to_string(reply.status)) +
@@ -62,8 +69,8 @@ built_source build_now(const journey_context& journey,
     return b;
   }
   if (!stored) {
-    stored =
-        artifacts.put(std::string_view(reply.artifact.data(), reply.artifact.size()), "original");
+    stored = artifacts.put(std::string_view(reply.artifact.data(), reply.artifact.size()),
+                           "original");
   }
   if (!stored->error.empty()) {
     b.error = stored->error;
@@ -76,6 +83,12 @@ built_source build_now(const journey_context& journey,
   b.reply = std::move(reply);
   b.ok = true;
   return b;
+}
+
+built_source build_now(const journey_context& journey,
+                       const artifact_store& artifacts,
+                       const std::string& text) {
+  return built_source_of(submit_build(journey, text), artifacts);
 }
 
 /// The original's validation against itself, on the lane: nullopt when it reproduces its outputs.
@@ -124,14 +137,16 @@ bool prepare_original(journey_context& journey,
                       lane_worker& lane,
                       target_result& result) {
   const auto& target = journey.target();
+  // The original builds while libclang parses it.
+  auto building = submit_build(journey, target.source_text);
   std::string error;
   auto model = journey.parse(target.source_text, error);
+  auto built = built_source_of(std::move(building), artifacts);
   if (!model) {
     result.error =
         target.source_path.string() + ": cannot parse the source for the guards: " + error;
     return false;
   }
-  auto built = build_now(journey, artifacts, target.source_text);
   if (!built.ok) {
     result.error = "the original " + target.source_path.string() +
                    " does not build with --build-template: " + clip_detail(built.error, 2000);

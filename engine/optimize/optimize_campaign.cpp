@@ -22,10 +22,10 @@ std::size_t default_compile_workers(const optimize_options& options) {
   if (options.compile_workers > 0) {
     return options.compile_workers;
   }
-  // Half the cores, 2 to 8: a batch of proposals (a knob search's configurations) builds in
-  // parallel while the lane measures, and nvcc is single-threaded.
+  // All cores but two (the lane's thread and the engine's), 2 to 16: a batch of proposals (a knob
+  // search's configurations) builds at once while the lane measures; nvcc is single-threaded.
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::clamp<std::size_t>(cores / 2, std::min<std::size_t>(2, cores), 8);
+  return std::clamp<std::size_t>(cores > 2 ? cores - 2 : 1, std::min<std::size_t>(2, cores), 16);
 }
 
 optimize_campaign::optimize_campaign(const optimize_options& options,

@@ -32,7 +32,7 @@ struct campaign_setup {
   std::vector<std::string> read_paths; ///< files the build templates read
 };
 
-/// --compile-workers, or half the cores (2 to 8).
+/// --compile-workers, or all cores but two (2 to 16).
 std::size_t default_compile_workers(const optimize_options& options);
 
 class optimize_campaign {

@@ -39,13 +39,12 @@ struct proposal_candidate : candidate_state {
   proposal_ticket ticket;
   attempt_record attempt;
   std::uint64_t made_for = 0;   ///< the incumbent's generation the proposal was applied to
+  std::string incumbent_text;   ///< the source the proposal was made for (planner room)
   std::string patched;          ///< the incumbent with the diff applied
   std::vector<std::byte> bytes; ///< the code object (the artifact guard reads it)
   std::chrono::steady_clock::time_point compile_started;
   /// The paired comparison with the incumbent, when it ran.
   std::optional<stages::optimize::paired_verdict> paired;
-  /// Compared on the lane: its verdict is awaited before the lane compares the next one.
-  bool awaits_verdict = false;
   /// Made for an incumbent that was replaced before its turn: dropped, not journaled.
   bool superseded = false;
 };

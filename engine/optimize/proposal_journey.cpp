@@ -110,7 +110,7 @@ messages::compile_request proposal_journey::compile_request_for(const std::strin
   return request;
 }
 
-// 1. The planner room: the proposers' next proposal, and the guards that read its source.
+// 1. The planner room: the proposers' next proposal, made for the incumbent of the moment.
 candidate_ptr proposal_journey::next_candidate() {
   auto ticket = feed_.next(in_flight_);
   if (!ticket) {
@@ -127,24 +127,31 @@ candidate_ptr proposal_journey::next_candidate() {
   c->attempt = attempt_of(*ticket, now.text);
   c->key = c->attempt.proposal_id;
   c->ticket = std::move(*ticket);
+  c->incumbent_text = now.text;
+  c->lane_turn = [this, sequence = c->sequence] { return lane_turn(sequence); };
   if (c->ticket.decided) {
     c->refused_before_compile = "decided by the proposer side";
-    return c;
   }
-  guard_subject subject{journey_, now.text, c->ticket.proposal.diff};
+  return c;
+}
+
+// 1b. Before the compile gateway (a TBB thread, candidates in parallel): the guards that read the
+// patched source, then the build request.
+std::optional<std::string> proposal_journey::before_compile(candidate_state& c) {
+  auto& p = as_proposal(c);
+  guard_subject subject{journey_, p.incumbent_text, p.ticket.proposal.diff};
   if (auto refusal = run_guards(guard_input::patched_source, subject)) {
-    take_refusal(c->attempt, *refusal);
-    c->refused_before_compile = std::string(to_string(refusal->finding));
-    return c;
+    take_refusal(p.attempt, *refusal);
+    return std::string(to_string(refusal->finding));
   }
-  c->patched = std::move(subject.patched_text);
-  c->compile_request = compile_request_for(c->patched);
-  c->compile_started = journey_clock::now();
+  p.patched = std::move(subject.patched_text);
+  c.compile_request = compile_request_for(p.patched);
+  p.compile_started = journey_clock::now();
   ++building_;
   // The candidate owns its lane job; the job must not own the candidate (a cycle).
-  proposal_candidate* self = c.get();
-  c->lane_job = [this, self](workers::lane_backend& lane) { return lane_room(*self, lane); };
-  return c;
+  proposal_candidate* self = &p;
+  c.lane_job = [this, self](workers::lane_backend& lane) { return lane_room(*self, lane); };
+  return std::nullopt;
 }
 
 // 2. The compile room's reply (on the compile service's thread): the artifact on disk.
@@ -203,24 +210,24 @@ std::optional<std::string> proposal_journey::screen(candidate_state& c) {
   return std::nullopt;
 }
 
-bool proposal_journey::wait_for_verdicts() {
-  std::unique_lock lock(gate_mutex_);
-  if (journey_.out_of_time()) {
-    return false; // what has not started when the run stops is dropped
+bool proposal_journey::lane_turn(std::uint64_t sequence) const {
+  return next_turn_.load() >= sequence || journey_.out_of_time();
+}
+
+void proposal_journey::pass_turn(std::uint64_t sequence) {
+  const std::lock_guard lock(turn_mutex_);
+  judged_.insert(sequence);
+  std::uint64_t next = next_turn_.load();
+  while (judged_.erase(next) > 0) {
+    ++next;
   }
-  while (awaiting_verdict_ > 0) {
-    if (journey_.out_of_time()) {
-      return false;
-    }
-    gate_.wait_for(lock, std::chrono::milliseconds(50));
-  }
-  return true;
+  next_turn_ = next;
 }
 
 // 4. The lane room (the lane's thread): the guards that run the candidate, then its time.
 messages::measure_result proposal_journey::lane_room(proposal_candidate& p,
                                                      workers::lane_backend& lane) {
-  if (!wait_for_verdicts()) {
+  if (journey_.out_of_time()) {
     p.superseded = true; // stopping: dropped, as the graph drops what waits for a lane
     return lane_outcome(messages::measure_status::not_run, "the run is stopping");
   }
@@ -250,11 +257,6 @@ messages::measure_result proposal_journey::lane_room(proposal_candidate& p,
   p.paired = journey_.compare(lane, now.artifact, p.artifact_path, journey_.settings().rounds,
                               measurement);
   p.attempt.measurement = measurement.dump();
-  {
-    const std::lock_guard lock(gate_mutex_);
-    ++awaiting_verdict_;
-    p.awaits_verdict = true;
-  }
   return lane_outcome(messages::measure_status::ok, {});
 }
 
@@ -281,13 +283,14 @@ void proposal_journey::time_alone(proposal_candidate& p, workers::lane_backend& 
 // 5. The verdict room (serial): the paired comparison decides; faster takes the incumbent's place.
 void proposal_journey::judge(candidate_state& c) {
   auto& p = as_proposal(c);
-  if (p.awaits_verdict) {
+  judge_one(p);
+  // Its verdict is in: the lane may take the next proposal (proposal order, lane_turn).
+  pass_turn(p.sequence);
+}
+
+void proposal_journey::judge_one(proposal_candidate& p) {
+  if (p.paired) {
     decide_pair(p);
-    {
-      const std::lock_guard lock(gate_mutex_);
-      --awaiting_verdict_;
-    }
-    gate_.notify_all();
     return;
   }
   if (p.ticket.decided || p.superseded || p.attempt.verdict != attempt_verdict::none) {

@@ -3,8 +3,10 @@
 /// runs too: optimize is a tuning_policy whose strategy is the proposers. In the order a proposal
 /// meets them, one room each:
 ///
-///   1. planner    the proposers (proposal_feed) hand out a proposal; the guards that read the
-///                 patched source run (proposal_guard.hpp: the diff applies, only the target
+///   1. planner    the proposers (proposal_feed) hand out a proposal, made for the incumbent of
+///                 the moment.
+///   1b. checks    before the compile gateway, several candidates at once: the guards that read
+///                 the patched source (proposal_guard.hpp: the diff applies, only the target
 ///                 function changed). A refusal skips the compile and the lane.
 ///   2. compile    the user's build template on the compile workers, through the artifact cache
 ///                 (a batch's builds in parallel; a build done before is not done again).
@@ -12,9 +14,10 @@
 ///                 new globals; the static screen).
 ///   4. lane       the guards that run it (validation against the original kernel's outputs),
 ///                 then the paired rounds against the incumbent (or, for a configuration of a
-///                 tunable proposal, its time alone). The lane compares a candidate only once the
-///                 verdicts of those compared before it are in, so each is compared with the
-///                 incumbent as it then is.
+///                 tunable proposal, its time alone). The lane takes the candidates in the
+///                 order they were proposed, each once every one before it has its verdict
+///                 (candidate_state::lane_turn), so each is compared with the incumbent as those
+///                 left it.
 ///   5. verdict    faster beyond the noise: it becomes the incumbent; else within the noise,
 ///                 slower, or failed.
 ///   6. planner    the proposers learn the verdict, in the order the proposals were handed out (an
@@ -61,6 +64,7 @@ public:
                    std::set<std::string> seen);
 
   candidate_ptr next_candidate() override;                                             // 1. planner
+  std::optional<std::string> before_compile(candidate_state& c) override;              // 1b. checks
   void on_compiled(candidate_state& c, const messages::compile_reply& reply) override; // 2.
   std::string build_failure(const candidate_state& c) const override;
   std::optional<std::string> screen(candidate_state& c) override; // 3. screen
@@ -77,9 +81,12 @@ public:
 
 private:
   messages::measure_result lane_room(proposal_candidate& p, workers::lane_backend& lane); // 4.
-  /// Waits until no compared candidate awaits its verdict (or the run stops).
-  bool wait_for_verdicts();
+  /// Every candidate handed out before `sequence` has its verdict (or the run stops).
+  bool lane_turn(std::uint64_t sequence) const;
+  /// `sequence` has its verdict: the next candidate's turn may come.
+  void pass_turn(std::uint64_t sequence);
   void time_alone(proposal_candidate& p, workers::lane_backend& lane);
+  void judge_one(proposal_candidate& p);
   void decide_pair(proposal_candidate& p);
   attempt_record attempt_of(const proposal_ticket& t, const std::string& incumbent_text) const;
   messages::compile_request compile_request_for(const std::string& patched) const;
@@ -103,9 +110,9 @@ private:
   incumbent incumbent_;          // guarded by incumbent_mutex_
   std::uint64_t generation_ = 0; // guarded by incumbent_mutex_: +1 per accepted change
 
-  std::mutex gate_mutex_;
-  std::condition_variable gate_;
-  std::size_t awaiting_verdict_ = 0; // guarded by gate_mutex_
+  std::mutex turn_mutex_;
+  std::set<std::uint64_t> judged_;          // guarded by turn_mutex_: verdicts after a gap
+  std::atomic<std::uint64_t> next_turn_{1}; // the earliest candidate without a verdict
 
   // The planner room's (serial).
   std::size_t in_flight_ = 0;

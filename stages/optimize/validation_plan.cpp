@@ -72,20 +72,21 @@ launch_spec resize(const launch_spec& base, size_rule rule, std::string& sizes) 
 
 std::vector<validation_case> validation_cases(const launch_spec& spec, std::uint64_t seed) {
   std::vector<validation_case> cases;
-  const auto add = [&](const std::string& what, size_rule rule, std::uint64_t case_seed) {
+  const auto add = [&](const std::string& what, size_rule rule, std::uint64_t case_seed,
+                       validation_size size) {
     std::string sizes;
     launch_spec sized = resize(
         spec, rule != nullptr ? rule : [](std::int64_t v) { return v; }, sizes);
     cases.push_back({what +
                          (sizes.empty() ? " (the launch file has no problem sizes)" : " " + sizes) +
                          ", seed " + std::to_string(case_seed),
-                     reseed(sized, mix(seed ^ case_seed))});
+                     reseed(sized, mix(seed ^ case_seed)), size});
   };
-  add("launch size", nullptr, 1);
-  add("launch size", nullptr, 2);
+  add("launch size", nullptr, 1, validation_size::launch);
+  add("launch size", nullptr, 2, validation_size::launch);
   if (!spec.problem.empty()) {
-    add("smaller size", smaller_size, 3);
-    add("odd size", odd_size, 4);
+    add("smaller size", smaller_size, 3, validation_size::smaller);
+    add("odd size", odd_size, 4, validation_size::odd);
   }
   return cases;
 }

@@ -17,9 +17,13 @@
 
 namespace rpl::stages::optimize {
 
+/// Which size a case runs at: what a failure of it is named by (validation:launch_size, ...).
+enum class validation_size { launch, smaller, odd };
+
 struct validation_case {
   std::string label; ///< "launch size M=2048 N=2048 K=2048, seed 1"
   launch_spec spec;  ///< the launch file with this case's problem sizes and seeds
+  validation_size size = validation_size::launch;
 };
 
 /// The cases for `spec`, seeds derived from `seed` (a run's own, so a rerun uses new inputs only

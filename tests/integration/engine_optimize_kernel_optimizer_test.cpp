@@ -197,6 +197,30 @@ messages::compile_reply fake_build(const messages::compile_request& request) {
   return reply;
 }
 
+/// A compile service whose builds run at once, each on its own thread, a source with
+/// RPL_FAKE_SLOW_BUILD taking 300 ms: replies come back in another order than the requests.
+class threaded_compile_service final : public compile_service {
+public:
+  ~threaded_compile_service() override {
+    for (auto& t : threads_) {
+      t.join();
+    }
+  }
+  void submit(messages::compile_request request, reply_fn on_reply) override {
+    const std::lock_guard lock(mutex_);
+    threads_.emplace_back([request = std::move(request), on_reply = std::move(on_reply)] {
+      if (request.sources.at(0).content.find("RPL_FAKE_SLOW_BUILD") != std::string::npos) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      }
+      on_reply(fake_build(request));
+    });
+  }
+
+private:
+  std::mutex mutex_;
+  std::vector<std::thread> threads_;
+};
+
 class kernel_optimizer_test : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -690,6 +714,24 @@ TEST_F(kernel_optimizer_test, each_validation_case_rejects_on_its_own) {
   EXPECT_EQ(seed->stage, attempt_stage::validation);
   EXPECT_EQ(seed->guard, attempt_finding::validation_launch_size);
   EXPECT_TRUE(odd->measurement.empty()) << "a rejected candidate is never timed";
+}
+
+TEST_F(kernel_optimizer_test, the_lane_takes_proposals_in_their_order_whichever_builds_first) {
+  // The first proposal builds last; it is still judged first, so it is the one accepted, and the
+  // second, made for the old source, is judged again on the new one (as the proposers ordered).
+  threaded_compile_service compiler;
+  services_.compiler = &compiler;
+  propose_variants({{"first", replace(original_source, "RPL_FAKE_NS(1000)",
+                                      "RPL_FAKE_NS(700) RPL_FAKE_SLOW_BUILD")},
+                    {"second", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(800)")}});
+  const auto r = run(dir_ / "out");
+  ASSERT_EQ(r.status, "improved") << r.error;
+  ASSERT_GE(r.attempts.size(), 2u);
+  EXPECT_EQ(r.attempts[0].title, "first");
+  EXPECT_EQ(r.attempts[0].verdict, attempt_verdict::accepted);
+  ASSERT_NE(find(r, "second"), nullptr);
+  EXPECT_EQ(find(r, "second")->verdict, attempt_verdict::slower);
+  EXPECT_EQ(find(r, "second")->iteration, 2u);
 }
 
 TEST_F(kernel_optimizer_test, a_batch_compiles_in_parallel_and_its_verdicts_keep_batch_order) {

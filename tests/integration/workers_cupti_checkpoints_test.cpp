@@ -108,7 +108,10 @@ TEST_F(workers_cupti_checkpoints, a_segfault_on_another_thread_gets_a_last_write
         start_logging(log_, 0ms);
         std::thread crasher([] {
           // An unmapped page, not nullptr: UBSan would stop a null store before it faults.
-          volatile int* nowhere = reinterpret_cast<volatile int*>(std::uintptr_t{64});
+          // The address goes through a volatile, so that -O2 cannot see the store (and -Werror's
+          // -Warray-bounds cannot refuse it).
+          volatile std::uintptr_t address = 64;
+          auto* nowhere = reinterpret_cast<volatile int*>(address);
           *nowhere = 1;
         });
         crasher.join();

@@ -3,6 +3,7 @@
 // docs/optimize.md names every one of them, so the docs' tables follow the code. And the guard list
 // (engine/optimize/guards/guard_list.cpp): ordered by the room each guard runs in, names unique.
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -17,7 +18,7 @@ namespace rpl::engine {
 namespace {
 
 std::string optimize_doc() {
-  std::ifstream in(std::string(RPL_SOURCE_DIR) + "/docs/optimize.md");
+  std::ifstream in(std::filesystem::path(RPL_SOURCE_DIR) / "docs" / "optimize.md");
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();

@@ -13,6 +13,16 @@ compile_body::compile_body(tuning_policy& policy,
     : policy_(&policy), compiler_(&compiler), work_(std::move(work)), screen_(std::move(screen)) {}
 
 void compile_body::operator()(const candidate_ptr& c, gateway& gw) const {
+  if (c->refused_before_compile.empty()) {
+    try {
+      if (auto refusal = policy_->before_compile(*c)) {
+        c->refused_before_compile = std::move(*refusal);
+      }
+    } catch (const std::exception& error) {
+      c->refused_before_compile =
+          std::string("the checks before the build failed: ") + error.what();
+    }
+  }
   if (!c->refused_before_compile.empty()) {
     screen_body::skip_lanes(c, c->refused_before_compile, gw);
     return;
