@@ -69,8 +69,8 @@ built_source built_source_of(pending_build pending, const artifact_store& artifa
     return b;
   }
   if (!stored) {
-    stored = artifacts.put(std::string_view(reply.artifact.data(), reply.artifact.size()),
-                           "original");
+    stored =
+        artifacts.put(std::string_view(reply.artifact.data(), reply.artifact.size()), "original");
   }
   if (!stored->error.empty()) {
     b.error = stored->error;
