@@ -945,11 +945,12 @@ so::source_model parse_source(std::string_view text,
   if (api == nullptr) {
     return {};
   }
-  // One index made or disposed of at a time in a process: libLLVM's crash-recovery setup
-  // (clang_createIndex) races with itself when two threads do it at once (--devices all,
-  // ThreadSanitizer saw it). The parses themselves, each on its own index, run in parallel: a
-  // batch of proposals is checked at once before its builds (engine/optimize/proposal_journey).
-  static std::mutex index_mutex;
+  // One parse at a time in a process: libLLVM keeps global state (its crash-recovery setup in
+  // clang_createIndex, a StringMap the parser reads and writes) that races when two threads parse
+  // at once, each on its own index (ThreadSanitizer saw both: --devices all, and optimize's source
+  // guards checking a batch at once). A parse takes a fraction of a second.
+  static std::mutex parse_mutex;
+  const std::lock_guard lock(parse_mutex);
   if (language != "cuda" && language != "hip") {
     error = "parse_source: language '" + std::string(language) + "' of " + std::string(file_name) +
             " is not supported; fix: use \"cuda\" or \"hip\"";
@@ -957,10 +958,7 @@ so::source_model parse_source(std::string_view text,
   }
   const std::string name = file_name.empty() ? std::string("source.cu") : std::string(file_name);
   const std::vector<std::string> flags = stages::optimize::parser_flags(compile_flags);
-  CXIndex index = [&] {
-    const std::lock_guard lock(index_mutex);
-    return api->clang_createIndex(0, 0);
-  }();
+  CXIndex index = api->clang_createIndex(0, 0);
   so::source_model best;
   std::size_t best_score = 0;
   bool have = false;
@@ -985,10 +983,7 @@ so::source_model parse_source(std::string_view text,
       break; // the real headers parse the device code: no need for the stand-in
     }
   }
-  {
-    const std::lock_guard lock(index_mutex);
-    api->clang_disposeIndex(index);
-  }
+  api->clang_disposeIndex(index);
   if (!have) {
     error = "parse_source: libclang (" + api->path + ") could not parse " + name + ": " + failures +
             "; fix: check the -D/-I/-std flags of the build template";
