@@ -48,6 +48,20 @@ std::optional<opt::source_model> journey_context::parse(const std::string& text,
   return services_.parse(text, error);
 }
 
+messages::compile_request journey_context::compile_request(const std::string& text) const {
+  messages::compile_request request;
+  request.sources = target_.sources;
+  const std::string name = target_.source_path.filename().string();
+  for (auto& s : request.sources) {
+    if (s.name == name) {
+      s.content = text;
+    }
+  }
+  request.argv = target_.build_argv;
+  request.deadline_ms = 600000;
+  return request;
+}
+
 std::optional<messages::kernel_launch> journey_context::resolve(const stages::launch_spec& spec,
                                                                 std::string& error) const {
   auto resolved = stages::resolve_launch(spec, target_.config);

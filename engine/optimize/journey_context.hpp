@@ -62,6 +62,9 @@ public:
   /// Parses `text` as the target's source (libclang); nullopt with `error` set when it cannot.
   std::optional<stages::optimize::source_model> parse(const std::string& text,
                                                       std::string& error) const;
+  /// The build of the target's sources with `text` in place of the target's file (the user's
+  /// build template, {OUT} left for the worker).
+  messages::compile_request compile_request(const std::string& text) const;
   /// The launch file resolved at `spec`'s sizes, with the original kernel as the reference its
   /// outputs are compared with; nullopt with `error` when the sizes cannot be expressed.
   std::optional<messages::kernel_launch> resolve(const stages::launch_spec& spec,

@@ -38,16 +38,7 @@ using pending_build =
     std::future<std::pair<messages::compile_reply, std::optional<artifact_store::stored>>>;
 
 pending_build submit_build(const journey_context& journey, const std::string& text) {
-  const auto& target = journey.target();
-  messages::compile_request request;
-  request.sources = target.sources;
-  for (auto& s : request.sources) {
-    if (s.name == target.source_path.filename().string()) {
-      s.content = text;
-    }
-  }
-  request.argv = target.build_argv;
-  request.deadline_ms = 600000;
+  auto request = journey.compile_request(text);
   auto promise = std::make_shared<
       std::promise<std::pair<messages::compile_reply, std::optional<artifact_store::stored>>>>();
   auto future = promise->get_future();

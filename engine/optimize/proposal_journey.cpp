@@ -95,21 +95,6 @@ attempt_record proposal_journey::attempt_of(const proposal_ticket& t,
   return a;
 }
 
-messages::compile_request proposal_journey::compile_request_for(const std::string& patched) const {
-  const auto& target = journey_.target();
-  messages::compile_request request;
-  request.sources = target.sources;
-  const std::string name = target.source_path.filename().string();
-  for (auto& s : request.sources) {
-    if (s.name == name) {
-      s.content = patched;
-    }
-  }
-  request.argv = target.build_argv;
-  request.deadline_ms = 600000;
-  return request;
-}
-
 // 1. The planner room: the proposers' next proposal, made for the incumbent of the moment.
 candidate_ptr proposal_journey::next_candidate() {
   auto ticket = feed_.next(in_flight_);
@@ -145,7 +130,7 @@ std::optional<std::string> proposal_journey::before_compile(candidate_state& c) 
     return std::string(to_string(refusal->finding));
   }
   p.patched = std::move(subject.patched_text);
-  c.compile_request = compile_request_for(p.patched);
+  c.compile_request = journey_.compile_request(p.patched);
   p.compile_started = journey_clock::now();
   ++building_;
   // The candidate owns its lane job; the job must not own the candidate (a cycle).

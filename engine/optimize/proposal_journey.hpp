@@ -89,7 +89,6 @@ private:
   void judge_one(proposal_candidate& p);
   void decide_pair(proposal_candidate& p);
   attempt_record attempt_of(const proposal_ticket& t, const std::string& incumbent_text) const;
-  messages::compile_request compile_request_for(const std::string& patched) const;
   /// Releases finished candidates in the order they were handed out (the proposers' order).
   struct finished_attempt {
     proposal_ticket ticket;
