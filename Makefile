@@ -126,41 +126,17 @@ format-check: deps
 	  echo "$$unformatted" >&2; exit 1; \
 	fi; echo "format-check: every source is clang-format clean"
 
-# No function over 150 lines outside tests (style §24; .ci/run runs it): clang-tidy's
-# readability-function-size, and only it, over every C++ unit of messages/, stages/, workers/,
-# engine/ and bench/ (examples/ has none; tests/ are exempt) and the headers they include from
-# there. It fails, naming each function over and its length, when one is longer. The count is
-# clang-tidy's: the lines from the body's `{` to its `}`, comments, blank lines and the bodies of
-# lambdas and local classes inside included. The compile commands come from a configure-only folder
-# (TIDY_DIR, no build: no header is generated) in unity batches, as the build compiles them: each
-# batch's shared headers are parsed once, half the time of one unit per .cpp file; .cpp files a
-# batch includes count as headers, hence the header filter. Compiler warnings are left to the build
-# (-Wno-error: clang's differ from GCC's). Time: bench/README.md, "Build and CI times".
-TIDY_DIR ?= build-tidy
+# No function over 150 lines outside tests (docs/style.md §24; .ci/run runs it): scripts/function-size
+# lists every function definition of messages/, stages/, workers/, engine/, bench/ and examples/
+# with Universal Ctags (tests/ are exempt) and fails naming each one over, with its length: the
+# lines from its name to its closing `}`, signature, comments, blank lines and the lambdas inside
+# it included. No compile: under a second, where clang-tidy's readability-function-size (the check
+# before, over a configure-only build folder) took 160 s of CI's two cores and reported the same
+# twelve functions at commit 2c71fe0 (bench/README.md, "Build and CI times").
 FUNCTION_SIZE_LINES ?= 150
-FUNCTION_SIZE_ROOTS := messages|stages|workers|engine|bench|examples
-FUNCTION_SIZE_CONFIG := {Checks: '-*,readability-function-size', \
-  WarningsAsErrors: 'readability-function-size', \
-  HeaderFilterRegex: '^$(CURDIR)/($(FUNCTION_SIZE_ROOTS))/', \
-  CheckOptions: [{key: readability-function-size.LineThreshold, value: $(FUNCTION_SIZE_LINES)}]}
 
-function-size: deps
-	@command -v clang-tidy >/dev/null || { echo "function-size: clang-tidy is not installed;" \
-	  "fix: apt-get install clang-tidy" >&2; exit 1; }
-	$(CMAKE) -S . -B $(TIDY_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DRPL_BUILD_TESTS=OFF \
-	  >/dev/null
-	@python3 -c 'import json, re, sys; units = re.compile(sys.argv[2]); \
-	  print("\0".join(sorted({e["file"] for e in json.load(open(sys.argv[1])) \
-	                          if units.search(e["file"])})), end="")' \
-	  $(TIDY_DIR)/compile_commands.json \
-	  '^$(CURDIR)/(($(FUNCTION_SIZE_ROOTS))/.*\.cpp|$(TIDY_DIR)/.*/Unity/unity_[0-9]+_cxx\.cxx)$$' \
-	  | if ! xargs -0 -r -n1 -P$(JOBS) clang-tidy -p $(TIDY_DIR) --quiet \
-	      --config="$(FUNCTION_SIZE_CONFIG)" \
-	      --extra-arg=-Wno-error --extra-arg=-Wno-unknown-warning-option 2>&1 \
-	      | { grep -Ev '^[0-9]+ warnings? (generated|treated as errors?)\.$$' || true; }; then \
-	    echo "function-size: a function above is over $(FUNCTION_SIZE_LINES) lines; fix: split" \
-	      "it into named steps (style §24)" >&2; exit 1; \
-	  fi; echo "function-size: no function over $(FUNCTION_SIZE_LINES) lines"
+function-size:
+	scripts/function-size --limit $(FUNCTION_SIZE_LINES)
 
 clean:
 	rm -rf $(BUILD_DIR)

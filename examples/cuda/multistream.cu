@@ -293,11 +293,14 @@ void usage() {
                "usage: multistream [--json] [--rounds N] [--device D] [--all-devices] [--child]\n");
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
+struct options {
   bool json = false, all_devices = false, spawn_child = false, as_child = false;
   int rounds = 2, device = 0;
+};
+
+/// Reads the command line into `opt`; false (after a message) when it is not valid. A bad number
+/// exits with 2 right away, like any other bad argument.
+bool parse_args(int argc, char** argv, options& opt) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&](int& out) {
@@ -314,223 +317,261 @@ int main(int argc, char** argv) {
       out = static_cast<int>(v);
     };
     if (a == "--json")
-      json = true;
+      opt.json = true;
     else if (a == "--all-devices")
-      all_devices = true;
+      opt.all_devices = true;
     else if (a == "--child")
-      spawn_child = true;
+      opt.spawn_child = true;
     else if (a == "--as-child")
-      as_child = true;
+      opt.as_child = true;
     else if (a == "--rounds")
-      value(rounds);
+      value(opt.rounds);
     else if (a == "--device")
-      value(device);
+      value(opt.device);
     else {
       usage();
-      return 2;
+      return false;
     }
   }
-  if (rounds < 1) {
+  if (opt.rounds < 1) {
     std::fprintf(stderr, "multistream: --rounds must be at least 1\n");
-    return 2;
+    return false;
   }
+  return true;
+}
 
-  int device_count = 0;
-  CHECK(cudaGetDeviceCount(&device_count));
-  if (device >= device_count) {
-    std::fprintf(stderr, "multistream: --device %d but only %d devices are visible\n", device,
-                 device_count);
-    return 2;
-  }
+/// The child of --child: one verified spin kernel, a line on stdout (the parent's stderr).
+int run_as_child(int device) {
+  const bool ok = single_spin(device, true, 0.5);
+  collect_times();
+  std::printf("multistream child pid %d: %s, ms_child_spin %.3f ms\n", static_cast<int>(getpid()),
+              ok ? "ok" : "WRONG RESULT", g_launches.empty() ? 0.0 : g_launches.back().ms);
+  return ok ? 0 : 1;
+}
 
-  if (as_child) {
-    // The child of --child: one verified spin kernel, a line on stdout (the parent's stderr).
-    const bool ok = single_spin(device, true, 0.5);
-    collect_times();
-    std::printf("multistream child pid %d: %s, ms_child_spin %.3f ms\n", static_cast<int>(getpid()),
-                ok ? "ok" : "WRONG RESULT", g_launches.empty() ? 0.0 : g_launches.back().ms);
-    return ok ? 0 : 1;
-  }
+/// Elements of each stream's ms_tiny output (short: well under 50 us).
+constexpr int tiny_n = 4096;
 
-  CHECK(cudaSetDevice(device));
-  preload_kernels();
+/// Everything the multi-stream phase uses on the main device: sizes, calibrated iteration counts,
+/// buffers, streams and events. setup_phase fills it in, free_phase releases it.
+struct phase {
+  int device = 0;
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, device));
-  const int blocks = std::max(1, sm_count(device) / 4);
-  const int n = blocks * 1024;
-  const std::size_t bytes = sizeof(std::uint32_t) * static_cast<std::size_t>(n);
-  const int tiny_n = 4096;
-
+  int blocks = 0;
+  int n = 0;
+  std::size_t bytes = 0;
+  std::vector<std::uint32_t> input;
   // Pinned host buffers, so the copies are truly asynchronous.
   std::uint32_t *h_in = nullptr, *h_c = nullptr, *h_out = nullptr, *h_tiny = nullptr;
-  CHECK(cudaMallocHost(&h_in, bytes));
-  CHECK(cudaMallocHost(&h_c, bytes));
-  CHECK(cudaMallocHost(&h_out, bytes));
-  CHECK(cudaMallocHost(&h_tiny, sizeof(std::uint32_t) * tiny_n));
-  const std::vector<std::uint32_t> input = make_input(n, 12345u);
-  std::memcpy(h_in, input.data(), bytes);
+  std::uint32_t *d_in = nullptr, *d_a = nullptr, *d_b = nullptr, *d_c = nullptr, *d_d = nullptr,
+                *d_e = nullptr, *d_out = nullptr, *d_tiny = nullptr;
+  double per_iter = 0;
+  int it_a = 0, it_b = 0, it_c = 0, it_d = 0;
+  cudaStream_t s[4] = {};
+  cudaEvent_t copied = nullptr, scaled = nullptr, b_done = nullptr, c_done = nullptr,
+              s3_done = nullptr, released = nullptr;
+};
 
-  std::uint32_t *d_in, *d_a, *d_b, *d_c, *d_d, *d_e, *d_out, *d_tiny;
-  for (std::uint32_t** p : {&d_in, &d_a, &d_b, &d_c, &d_d, &d_e, &d_out}) {
-    CHECK(cudaMalloc(p, bytes));
+/// Selects `device`, allocates and fills the buffers, calibrates the spins and creates the streams
+/// and events.
+void setup_phase(int device, phase& p) {
+  p.device = device;
+  CHECK(cudaSetDevice(device));
+  preload_kernels();
+  CHECK(cudaGetDeviceProperties(&p.prop, device));
+  p.blocks = std::max(1, sm_count(device) / 4);
+  p.n = p.blocks * 1024;
+  p.bytes = sizeof(std::uint32_t) * static_cast<std::size_t>(p.n);
+
+  CHECK(cudaMallocHost(&p.h_in, p.bytes));
+  CHECK(cudaMallocHost(&p.h_c, p.bytes));
+  CHECK(cudaMallocHost(&p.h_out, p.bytes));
+  CHECK(cudaMallocHost(&p.h_tiny, sizeof(std::uint32_t) * tiny_n));
+  p.input = make_input(p.n, 12345u);
+  std::memcpy(p.h_in, p.input.data(), p.bytes);
+
+  for (std::uint32_t** d : {&p.d_in, &p.d_a, &p.d_b, &p.d_c, &p.d_d, &p.d_e, &p.d_out}) {
+    CHECK(cudaMalloc(d, p.bytes));
   }
-  CHECK(cudaMalloc(&d_tiny, sizeof(std::uint32_t) * 4 * tiny_n));
-  CHECK(cudaMemcpy(d_in, h_in, bytes, cudaMemcpyHostToDevice)); // for the calibration
+  CHECK(cudaMalloc(&p.d_tiny, sizeof(std::uint32_t) * 4 * tiny_n));
+  CHECK(cudaMemcpy(p.d_in, p.h_in, p.bytes, cudaMemcpyHostToDevice)); // for the calibration
 
-  const double per_iter = calibrate(device, blocks, d_a, d_in, n);
-  const int it_a = iters_for(0.5, per_iter), it_b = iters_for(1.0, per_iter);
-  const int it_c = iters_for(2.0, per_iter), it_d = iters_for(0.7, per_iter);
+  p.per_iter = calibrate(device, p.blocks, p.d_a, p.d_in, p.n);
+  p.it_a = iters_for(0.5, p.per_iter);
+  p.it_b = iters_for(1.0, p.per_iter);
+  p.it_c = iters_for(2.0, p.per_iter);
+  p.it_d = iters_for(0.7, p.per_iter);
 
-  cudaStream_t s[4];
-  for (cudaStream_t& st : s) {
+  for (cudaStream_t& st : p.s) {
     CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   }
-  cudaEvent_t copied, scaled, b_done, c_done, s3_done, released;
-  for (cudaEvent_t* e : {&copied, &scaled, &b_done, &c_done, &s3_done, &released}) {
+  for (cudaEvent_t* e : {&p.copied, &p.scaled, &p.b_done, &p.c_done, &p.s3_done, &p.released}) {
     CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
   }
+}
 
+/// Enqueues one round on the four streams, waits for it, and copies the short kernels' output
+/// back into h_tiny.
+void run_round(const phase& p, std::uint32_t salt) {
+  const cudaStream_t* s = p.s;
+  const int blocks = p.blocks, n = p.n, device = p.device;
+  // Hold all four streams until the whole round is enqueued (see gate_close).
+  gate_close(s[0]);
+  CHECK(cudaEventRecord(p.released, s[0]));
+  for (int k = 1; k < 4; ++k) {
+    CHECK(cudaStreamWaitEvent(s[k], p.released, 0));
+  }
+  // A short kernel on every stream first.
+  for (int k = 0; k < 4; ++k) {
+    timed("ms_tiny", k, device, s[k], [&] {
+      ms_tiny<<<(tiny_n + 255) / 256, 256, 0, s[k]>>>(p.d_tiny + k * tiny_n, tiny_n,
+                                                      salt + static_cast<std::uint32_t>(k));
+    });
+  }
+  // Stream 0: H2D copy, then a short scale kernel.
+  CHECK(cudaMemcpyAsync(p.d_in, p.h_in, p.bytes, cudaMemcpyHostToDevice, s[0]));
+  CHECK(cudaEventRecord(p.copied, s[0]));
+  timed("ms_scale", 0, device, s[0],
+        [&] { ms_scale<<<blocks, 1024, 0, s[0]>>>(p.d_a, p.d_in, n); });
+  CHECK(cudaEventRecord(p.scaled, s[0]));
+  // Stream 1: waits for the scale, then ~1 ms.
+  CHECK(cudaStreamWaitEvent(s[1], p.scaled, 0));
+  timed("ms_spin_b", 1, device, s[1],
+        [&] { ms_spin_b<<<blocks, 1024, 0, s[1]>>>(p.d_b, p.d_a, n, p.it_b); });
+  CHECK(cudaEventRecord(p.b_done, s[1]));
+  // Stream 2: waits for the copy, then ~2 ms.
+  CHECK(cudaStreamWaitEvent(s[2], p.copied, 0));
+  timed("ms_spin_c", 2, device, s[2],
+        [&] { ms_spin_c<<<blocks, 1024, 0, s[2]>>>(p.d_c, p.d_in, n, p.it_c); });
+  CHECK(cudaEventRecord(p.c_done, s[2]));
+  // Stream 3: waits for the copy, ~0.5 ms, then for stream 1, combines, ~0.7 ms.
+  CHECK(cudaStreamWaitEvent(s[3], p.copied, 0));
+  timed("ms_spin_a", 3, device, s[3],
+        [&] { ms_spin_a<<<blocks, 1024, 0, s[3]>>>(p.d_d, p.d_in, n, p.it_a); });
+  CHECK(cudaStreamWaitEvent(s[3], p.b_done, 0));
+  timed("ms_combine", 3, device, s[3],
+        [&] { ms_combine<<<blocks, 1024, 0, s[3]>>>(p.d_e, p.d_b, p.d_d, n); });
+  timed("ms_spin_d", 3, device, s[3],
+        [&] { ms_spin_d<<<blocks, 1024, 0, s[3]>>>(p.d_out, p.d_e, n, p.it_d); });
+  CHECK(cudaEventRecord(p.s3_done, s[3]));
+  // Stream 0: waits for streams 2 and 3, copies the results back.
+  CHECK(cudaStreamWaitEvent(s[0], p.c_done, 0));
+  CHECK(cudaStreamWaitEvent(s[0], p.s3_done, 0));
+  CHECK(cudaMemcpyAsync(p.h_c, p.d_c, p.bytes, cudaMemcpyDeviceToHost, s[0]));
+  CHECK(cudaMemcpyAsync(p.h_out, p.d_out, p.bytes, cudaMemcpyDeviceToHost, s[0]));
+  gate_open();
+  CHECK(cudaEventSynchronize(p.s3_done));
+  CHECK(cudaStreamSynchronize(s[0]));
+  CHECK(cudaDeviceSynchronize());
+  // A synchronous D2H copy of the short kernels' output.
+  CHECK(cudaMemcpy(p.h_tiny, p.d_tiny + 3 * tiny_n, sizeof(std::uint32_t) * tiny_n,
+                   cudaMemcpyDeviceToHost));
+}
+
+/// Checks one round's results (after a message on the first mismatch, false).
+bool verify_round(const phase& p, std::uint32_t salt) {
+  const int n = p.n;
+  const std::vector<std::uint32_t>& input = p.input;
+  // Verify: c = spin(in ^ i, it_c); out = spin((spin((in*3+1) ^ i, it_b) ^ spin(in ^ i, it_a)) ^
+  // i, it_d).
+  std::vector<std::uint32_t> c(p.h_c, p.h_c + n), out(p.h_out, p.h_out + n);
+  if (!check_spin("ms_spin_c", c, input, p.it_c, n)) {
+    return false;
+  }
+  for (int sample = 0; sample < 200; ++sample) {
+    const int i = static_cast<int>((static_cast<long long>(sample) * 104729 + 7) % n);
+    const std::uint32_t ui = static_cast<std::uint32_t>(i);
+    const std::uint32_t in_i = input[static_cast<std::size_t>(i)];
+    const std::uint32_t b = spin((in_i * 3u + 1u) ^ ui, p.it_b);
+    const std::uint32_t d = spin(in_i ^ ui, p.it_a);
+    const std::uint32_t want = spin((b ^ d) ^ ui, p.it_d);
+    if (out[static_cast<std::size_t>(i)] != want) {
+      std::fprintf(stderr, "multistream: ms_spin_d mismatch at %d: got %u, want %u\n", i,
+                   out[static_cast<std::size_t>(i)], want);
+      return false;
+    }
+  }
+  for (int i = 0; i < tiny_n; ++i) {
+    if (p.h_tiny[i] != static_cast<std::uint32_t>(i) * 2u + salt + 3u) {
+      std::fprintf(stderr, "multistream: ms_tiny mismatch at %d\n", i);
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Runs `rounds` rounds on the four streams; after the first wrong result the rounds still run
+/// (the tracer sees the same kernels) but are no longer verified.
+bool run_rounds(const phase& p, int rounds) {
   bool ok = true;
   for (int round = 0; round < rounds; ++round) {
     const std::uint32_t salt = static_cast<std::uint32_t>(round);
-    // Hold all four streams until the whole round is enqueued (see gate_close).
-    gate_close(s[0]);
-    CHECK(cudaEventRecord(released, s[0]));
-    for (int k = 1; k < 4; ++k) {
-      CHECK(cudaStreamWaitEvent(s[k], released, 0));
-    }
-    // A short kernel on every stream first.
-    for (int k = 0; k < 4; ++k) {
-      timed("ms_tiny", k, device, s[k], [&] {
-        ms_tiny<<<(tiny_n + 255) / 256, 256, 0, s[k]>>>(d_tiny + k * tiny_n, tiny_n,
-                                                        salt + static_cast<std::uint32_t>(k));
-      });
-    }
-    // Stream 0: H2D copy, then a short scale kernel.
-    CHECK(cudaMemcpyAsync(d_in, h_in, bytes, cudaMemcpyHostToDevice, s[0]));
-    CHECK(cudaEventRecord(copied, s[0]));
-    timed("ms_scale", 0, device, s[0], [&] { ms_scale<<<blocks, 1024, 0, s[0]>>>(d_a, d_in, n); });
-    CHECK(cudaEventRecord(scaled, s[0]));
-    // Stream 1: waits for the scale, then ~1 ms.
-    CHECK(cudaStreamWaitEvent(s[1], scaled, 0));
-    timed("ms_spin_b", 1, device, s[1],
-          [&] { ms_spin_b<<<blocks, 1024, 0, s[1]>>>(d_b, d_a, n, it_b); });
-    CHECK(cudaEventRecord(b_done, s[1]));
-    // Stream 2: waits for the copy, then ~2 ms.
-    CHECK(cudaStreamWaitEvent(s[2], copied, 0));
-    timed("ms_spin_c", 2, device, s[2],
-          [&] { ms_spin_c<<<blocks, 1024, 0, s[2]>>>(d_c, d_in, n, it_c); });
-    CHECK(cudaEventRecord(c_done, s[2]));
-    // Stream 3: waits for the copy, ~0.5 ms, then for stream 1, combines, ~0.7 ms.
-    CHECK(cudaStreamWaitEvent(s[3], copied, 0));
-    timed("ms_spin_a", 3, device, s[3],
-          [&] { ms_spin_a<<<blocks, 1024, 0, s[3]>>>(d_d, d_in, n, it_a); });
-    CHECK(cudaStreamWaitEvent(s[3], b_done, 0));
-    timed("ms_combine", 3, device, s[3],
-          [&] { ms_combine<<<blocks, 1024, 0, s[3]>>>(d_e, d_b, d_d, n); });
-    timed("ms_spin_d", 3, device, s[3],
-          [&] { ms_spin_d<<<blocks, 1024, 0, s[3]>>>(d_out, d_e, n, it_d); });
-    CHECK(cudaEventRecord(s3_done, s[3]));
-    // Stream 0: waits for streams 2 and 3, copies the results back.
-    CHECK(cudaStreamWaitEvent(s[0], c_done, 0));
-    CHECK(cudaStreamWaitEvent(s[0], s3_done, 0));
-    CHECK(cudaMemcpyAsync(h_c, d_c, bytes, cudaMemcpyDeviceToHost, s[0]));
-    CHECK(cudaMemcpyAsync(h_out, d_out, bytes, cudaMemcpyDeviceToHost, s[0]));
-    gate_open();
-    CHECK(cudaEventSynchronize(s3_done));
-    CHECK(cudaStreamSynchronize(s[0]));
-    CHECK(cudaDeviceSynchronize());
-    // A synchronous D2H copy of the short kernels' output.
-    CHECK(cudaMemcpy(h_tiny, d_tiny + 3 * tiny_n, sizeof(std::uint32_t) * tiny_n,
-                     cudaMemcpyDeviceToHost));
-
-    // Verify: c = spin(in ^ i, it_c); out = spin((spin((in*3+1) ^ i, it_b) ^ spin(in ^ i, it_a)) ^
-    // i, it_d).
-    std::vector<std::uint32_t> c(h_c, h_c + n), out(h_out, h_out + n);
-    ok = ok && check_spin("ms_spin_c", c, input, it_c, n);
-    for (int sample = 0; sample < 200 && ok; ++sample) {
-      const int i = static_cast<int>((static_cast<long long>(sample) * 104729 + 7) % n);
-      const std::uint32_t ui = static_cast<std::uint32_t>(i);
-      const std::uint32_t in_i = input[static_cast<std::size_t>(i)];
-      const std::uint32_t b = spin((in_i * 3u + 1u) ^ ui, it_b);
-      const std::uint32_t d = spin(in_i ^ ui, it_a);
-      const std::uint32_t want = spin((b ^ d) ^ ui, it_d);
-      if (out[static_cast<std::size_t>(i)] != want) {
-        std::fprintf(stderr, "multistream: ms_spin_d mismatch at %d: got %u, want %u\n", i,
-                     out[static_cast<std::size_t>(i)], want);
-        ok = false;
-      }
-    }
-    for (int i = 0; i < tiny_n && ok; ++i) {
-      if (h_tiny[i] != static_cast<std::uint32_t>(i) * 2u + salt + 3u) {
-        std::fprintf(stderr, "multistream: ms_tiny mismatch at %d\n", i);
-        ok = false;
-      }
-    }
+    run_round(p, salt);
+    ok = ok && verify_round(p, salt);
   }
-  collect_times();
+  return ok;
+}
 
-  if (all_devices) {
-    for (int d = 0; d < device_count; ++d) {
-      if (d != device) {
-        ok = single_spin(d, false, 0.5) && ok;
-      }
-    }
-    CHECK(cudaSetDevice(device));
+struct child_result {
+  int pid = -1;
+  int status = -1; // exit code, or 128 + signal
+};
+
+/// --child: fork + exec this program with --as-child and wait for it. False when fork or waitpid
+/// failed (after a message); a child that failed is reported in `child.status`.
+bool run_child(const char* argv0, int device, child_result& child) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("multistream: fork");
+    return false;
   }
-
-  int child_pid = -1, child_status = -1;
-  if (spawn_child) {
-    std::fflush(stdout);
-    std::fflush(stderr);
-    const pid_t pid = fork();
-    if (pid < 0) {
-      std::perror("multistream: fork");
-      return 1;
-    }
-    if (pid == 0) {
-      // The child's stdout goes to stderr, so the parent's stdout stays one JSON document.
-      dup2(STDERR_FILENO, STDOUT_FILENO);
-      const std::string dev = std::to_string(device);
-      char self[PATH_MAX] = {0};
-      const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-      const char* path = len > 0 ? self : "/proc/self/exe";
-      execl(path, argv[0], "--as-child", "--device", dev.c_str(), static_cast<char*>(nullptr));
-      std::perror("multistream: exec /proc/self/exe");
-      _exit(127);
-    }
-    int status = 0;
-    if (waitpid(pid, &status, 0) < 0) {
-      std::perror("multistream: waitpid");
-      return 1;
-    }
-    child_pid = static_cast<int>(pid);
-    child_status = WIFEXITED(status) ? WEXITSTATUS(status)
-                                     : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-    if (child_status != 0) {
-      std::fprintf(stderr, "multistream: the child process %d failed (status %d)\n", child_pid,
-                   child_status);
-      ok = false;
-    }
+  if (pid == 0) {
+    // The child's stdout goes to stderr, so the parent's stdout stays one JSON document.
+    dup2(STDERR_FILENO, STDOUT_FILENO);
+    const std::string dev = std::to_string(device);
+    char self[PATH_MAX] = {0};
+    const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    const char* path = len > 0 ? self : "/proc/self/exe";
+    execl(path, argv0, "--as-child", "--device", dev.c_str(), static_cast<char*>(nullptr));
+    std::perror("multistream: exec /proc/self/exe");
+    _exit(127);
   }
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) {
+    std::perror("multistream: waitpid");
+    return false;
+  }
+  child.pid = static_cast<int>(pid);
+  child.status =
+      WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  if (child.status != 0) {
+    std::fprintf(stderr, "multistream: the child process %d failed (status %d)\n", child.pid,
+                 child.status);
+  }
+  return true;
+}
 
+/// Prints every timed launch, as one JSON document (--json) or as text.
+void print_report(const options& opt, const phase& p, bool ok, const child_result& child) {
   double total = 0;
   for (const timed_launch& t : g_launches)
     total += t.ms;
-  if (json) {
+  if (opt.json) {
     std::printf(
         "{\"device\": %d, \"device_name\": \"%s\", \"pid\": %d, \"sm_count\": %d, "
         "\"blocks\": %d, \"ms_per_iter\": %.9g, \"rounds\": %d, \"ok\": %s,\n \"kernels\": [",
-        device, prop.name, static_cast<int>(getpid()), sm_count(device), blocks, per_iter, rounds,
-        ok ? "true" : "false");
+        opt.device, p.prop.name, static_cast<int>(getpid()), sm_count(opt.device), p.blocks,
+        p.per_iter, opt.rounds, ok ? "true" : "false");
     for (std::size_t i = 0; i < g_launches.size(); ++i) {
       const timed_launch& t = g_launches[i];
       std::printf("%s\n  {\"name\": \"%s\", \"stream\": %d, \"device\": %d, \"event_ms\": %.6f}",
                   i == 0 ? "" : ",", t.name.c_str(), t.stream, t.device, t.ms);
     }
     std::printf("],\n \"total_kernel_event_ms\": %.6f", total);
-    if (spawn_child) {
-      std::printf(",\n \"child\": {\"pid\": %d, \"exit_code\": %d}", child_pid, child_status);
+    if (opt.spawn_child) {
+      std::printf(",\n \"child\": {\"pid\": %d, \"exit_code\": %d}", child.pid, child.status);
     }
     std::printf("}\n");
   } else {
@@ -541,14 +582,62 @@ int main(int argc, char** argv) {
     std::printf("%s: %zu kernels, kernel time: %.4f ms (sum of event times)\n",
                 ok ? "ok" : "WRONG RESULT", g_launches.size(), total);
   }
+}
 
-  for (cudaStream_t st : s)
+void free_phase(const phase& p) {
+  for (cudaStream_t st : p.s)
     CHECK(cudaStreamDestroy(st));
-  for (cudaEvent_t e : {copied, scaled, b_done, c_done, s3_done, released})
+  for (cudaEvent_t e : {p.copied, p.scaled, p.b_done, p.c_done, p.s3_done, p.released})
     CHECK(cudaEventDestroy(e));
-  for (std::uint32_t* p : {d_in, d_a, d_b, d_c, d_d, d_e, d_out, d_tiny})
-    CHECK(cudaFree(p));
-  for (std::uint32_t* p : {h_in, h_c, h_out, h_tiny})
-    CHECK(cudaFreeHost(p));
+  for (std::uint32_t* d : {p.d_in, p.d_a, p.d_b, p.d_c, p.d_d, p.d_e, p.d_out, p.d_tiny})
+    CHECK(cudaFree(d));
+  for (std::uint32_t* h : {p.h_in, p.h_c, p.h_out, p.h_tiny})
+    CHECK(cudaFreeHost(h));
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  options opt;
+  if (!parse_args(argc, argv, opt)) {
+    return 2;
+  }
+
+  int device_count = 0;
+  CHECK(cudaGetDeviceCount(&device_count));
+  if (opt.device >= device_count) {
+    std::fprintf(stderr, "multistream: --device %d but only %d devices are visible\n", opt.device,
+                 device_count);
+    return 2;
+  }
+
+  if (opt.as_child) {
+    return run_as_child(opt.device);
+  }
+
+  phase p;
+  setup_phase(opt.device, p);
+  bool ok = run_rounds(p, opt.rounds);
+  collect_times();
+
+  if (opt.all_devices) {
+    for (int d = 0; d < device_count; ++d) {
+      if (d != opt.device) {
+        ok = single_spin(d, false, 0.5) && ok;
+      }
+    }
+    CHECK(cudaSetDevice(opt.device));
+  }
+
+  child_result child;
+  if (opt.spawn_child) {
+    if (!run_child(argv[0], opt.device, child)) {
+      return 1;
+    }
+    ok = ok && child.status == 0;
+  }
+
+  print_report(opt, p, ok, child);
+  free_phase(p);
   return ok ? 0 : 1;
 }

@@ -481,7 +481,7 @@ private:
   };
   std::vector<shared_array> shared_arrays(std::string_view f) const {
     std::vector<shared_array> out;
-    const std::regex decl(
+    static const std::regex decl(
         R"(__shared__\s+[A-Za-z_][\w:<>\s]*?\s([A-Za-z_]\w*)\s*\[[^\[\]]+\]\s*\[([^\[\]]+)\]\s*;)");
     const std::string body(f);
     for (auto it = std::sregex_iterator(body.begin(), body.end(), decl);

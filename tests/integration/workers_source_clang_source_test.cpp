@@ -223,6 +223,71 @@ TEST(clang_source, a_vector_load_proposal_for_pipeline_passes_the_source_guard) 
   EXPECT_NE(proposals.front().id.find(":float4"), std::string::npos);
 }
 
+/// Everything of a model the guards and rules read, as text, so two parses compare whole.
+std::string summary(const so::source_model& model) {
+  std::string out;
+  for (const so::declaration& d : model.declarations) {
+    out += d.qualified_name + " " + d.mangled_name + " k" + std::to_string(static_cast<int>(d.kind)) +
+           " [" + std::to_string(d.range.begin) + "," + std::to_string(d.range.end) + ") l" +
+           std::to_string(d.line) + " def" + std::to_string(d.is_definition) + " t" +
+           std::to_string(d.tokens.size()) + " body" + std::to_string(d.body_offset) + " lb" +
+           std::to_string(d.has_launch_bounds) + " ret " + d.return_type + " (";
+    for (const so::parameter_info& p : d.parameters) {
+      out += p.type + " " + p.name + ",";
+    }
+    out += ") calls";
+    for (const std::string& c : d.calls) {
+      out += " " + c;
+    }
+    for (const so::loop_info& l : d.loops) {
+      out += " loop@" + std::to_string(l.keyword_offset) + "/" + std::to_string(l.depth) +
+             (l.has_unroll_pragma ? "u" : "");
+    }
+    out += "\n";
+  }
+  out += std::to_string(model.directives.size()) + " directives, " +
+         std::to_string(model.tokens.size()) + " tokens\n";
+  for (const so::diagnostic_info& d : model.diagnostics) {
+    out += d.file + ":" + std::to_string(d.line) + ":" + std::to_string(d.column) + " " +
+           (d.is_error ? "error " : "") + d.message + "\n";
+  }
+  return out;
+}
+
+TEST(clang_source, a_kept_unit_reparsed_gives_the_model_of_a_cold_parse) {
+  RPL_REQUIRE_LIBCLANG();
+  // Each rule proposal for gemm.cu parsed right after the original (the kept unit is reparsed,
+  // its preamble reused), and again cold: the same model. So is a text whose start (the preamble:
+  // its #include and #define lines) changed, and a text of another name between two of gemm.cu.
+  const std::string text = read_example("gemm.cu");
+  forget_parsed_units();
+  const so::source_model original = parse_ok(text, "gemm.cu");
+  std::vector<std::pair<std::string, std::string>> texts;
+  for (const auto& p : so::rule_proposals(original, text, "gemm.cu", "rpl_sgemm_tiled", 256, {})) {
+    if (p.diff.empty()) {
+      continue;
+    }
+    const auto patched = so::apply_unified_diff(text, p.diff);
+    ASSERT_TRUE(patched.ok) << p.id << ": " << patched.error;
+    texts.emplace_back(p.id, patched.text);
+  }
+  ASSERT_GE(texts.size(), 3U);
+  texts.emplace_back("a new #define at the start",
+                     "#define RPL_EXTRA_TILE 8\n" + text +
+                         "\n__global__ void rpl_extra(float* x) { x[0] = RPL_EXTRA_TILE; }\n");
+  texts.emplace_back("the original again", text);
+  for (const auto& [id, after] : texts) {
+    const std::string warm = summary(parse_ok(after, "gemm.cu"));
+    parse_ok(read_example("stream_copy.cu"), "stream_copy.cu"); // another kept unit between
+    forget_parsed_units();
+    const std::string cold = summary(parse_ok(after, "gemm.cu"));
+    EXPECT_EQ(warm, cold) << id;
+    EXPECT_NE(warm.find("rpl_sgemm_tiled"), std::string::npos) << id;
+  }
+  EXPECT_NE(summary(parse_ok(texts[texts.size() - 2].second, "gemm.cu")).find("rpl_extra"),
+            std::string::npos);
+}
+
 TEST(clang_source, cheats_on_a_parsed_gemm_are_rejected_by_name) {
   RPL_REQUIRE_LIBCLANG();
   const std::string text = read_example("gemm.cu");

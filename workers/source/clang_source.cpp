@@ -1,6 +1,7 @@
 #include "workers/source/clang_source.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <filesystem>
@@ -43,6 +44,8 @@ so::source_model parse_source(std::string_view,
   return {};
 }
 
+void forget_parsed_units() {}
+
 #else
 
 // The C-API functions used here, resolved with dlsym: rocm-perf never links libclang.
@@ -50,6 +53,8 @@ so::source_model parse_source(std::string_view,
   X(clang_createIndex)                                                                             \
   X(clang_disposeIndex)                                                                            \
   X(clang_parseTranslationUnit2)                                                                   \
+  X(clang_reparseTranslationUnit)                                                                  \
+  X(clang_defaultReparseOptions)                                                                   \
   X(clang_disposeTranslationUnit)                                                                  \
   X(clang_getTranslationUnitCursor)                                                                \
   X(clang_visitChildren)                                                                           \
@@ -447,7 +452,6 @@ std::string find_resource_dir() {
 struct parse_attempt {
   CXTranslationUnit tu = nullptr;
   std::vector<std::string> args;
-  bool shim = false;
   CXErrorCode code = CXError_Success;
 };
 
@@ -838,16 +842,22 @@ device_errors(const so::source_model& model, std::string_view text, std::string_
   return count;
 }
 
-parse_attempt parse_once(const libclang_api& api,
-                         CXIndex index,
-                         std::string_view text,
-                         const std::string& file_name,
-                         std::string_view language,
-                         const std::vector<std::string>& user_flags,
-                         bool shim) {
-  parse_attempt attempt;
-  attempt.shim = shim;
-  std::vector<std::string>& args = attempt.args;
+/// What one parse hands libclang: the arguments, and the unsaved files (the text, the stand-in
+/// headers) with the strings they point into.
+struct parse_inputs {
+  std::vector<std::string> args;
+  std::vector<const char*> argv;
+  std::vector<std::string> paths;
+  std::vector<CXUnsavedFile> unsaved;
+};
+
+parse_inputs inputs_for(std::string_view text,
+                        const std::string& file_name,
+                        std::string_view language,
+                        const std::vector<std::string>& user_flags,
+                        bool shim) {
+  parse_inputs in;
+  std::vector<std::string>& args = in.args;
   const bool hip = language == "hip";
   args = {"-x",
           hip ? "hip" : "cuda",
@@ -891,36 +901,129 @@ parse_attempt parse_once(const libclang_api& api,
   if (!has_std) {
     args.push_back("-std=c++17");
   }
-  std::vector<const char*> argv;
   for (const std::string& a : args) {
-    argv.push_back(a.c_str());
+    in.argv.push_back(a.c_str());
   }
-  std::vector<std::string> shim_paths;
-  std::vector<CXUnsavedFile> unsaved;
+  std::vector<std::string>& paths = in.paths;
+  std::vector<CXUnsavedFile>& unsaved = in.unsaved;
   unsaved.push_back({file_name.c_str(), text.data(), static_cast<unsigned long>(text.size())});
-  const std::string compat_path = std::string(shim_dir) + "/compat/texture_fetch_functions.h";
   if (!shim && !hip) {
-    unsaved.push_back({compat_path.c_str(), texture_compat,
-                       static_cast<unsigned long>(std::char_traits<char>::length(texture_compat))});
+    paths.push_back(std::string(shim_dir) + "/compat/texture_fetch_functions.h");
   }
   if (shim) {
-    shim_paths.push_back(std::string(shim_dir) + "/rpl_cuda_shim.h");
+    paths.push_back(std::string(shim_dir) + "/rpl_cuda_shim.h");
     for (const char* name : shim_names) {
-      shim_paths.push_back(std::string(shim_dir) + "/" + name);
-    }
-    static const std::string include_line = "#include \"/rpl-clang-shim/rpl_cuda_shim.h\"\n";
-    for (std::size_t i = 0; i < shim_paths.size(); ++i) {
-      const char* contents = i == 0 ? shim_header : include_line.c_str();
-      unsaved.push_back({shim_paths[i].c_str(), contents,
-                         static_cast<unsigned long>(std::char_traits<char>::length(contents))});
+      paths.push_back(std::string(shim_dir) + "/" + name);
     }
   }
-  const unsigned options = CXTranslationUnit_KeepGoing;
-  attempt.code = api.clang_parseTranslationUnit2(
-      index, file_name.c_str(), argv.data(), static_cast<int>(argv.size()), unsaved.data(),
-      static_cast<unsigned>(unsaved.size()), options, &attempt.tu);
-  return attempt;
+  static const std::string include_line = "#include \"/rpl-clang-shim/rpl_cuda_shim.h\"\n";
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const char* contents = !shim ? texture_compat : i == 0 ? shim_header : include_line.c_str();
+    unsaved.push_back({paths[i].c_str(), contents,
+                       static_cast<unsigned long>(std::char_traits<char>::length(contents))});
+  }
+  return in;
 }
+
+/// Translation units kept from one parse to the next, one per file name and arguments (the flags,
+/// the headers or their stand-in), at most `capacity` of them, the least recently used dropped
+/// first. A proposal differs from the text last parsed under the same key in a function body, not
+/// in the #includes and #defines it starts with, so clang_reparseTranslationUnit reuses the
+/// precompiled preamble, the headers parsed once (CUDA's runtime wrapper is most of a parse), and
+/// reads only the text after it; where the start did change, libclang rebuilds the preamble
+/// itself. The cache lives under parse_source's lock: libclang units are not used by two threads.
+class unit_cache {
+public:
+  ~unit_cache();
+
+  /// A unit for `in` (its first unsaved file is the text): the kept one reparsed, else a new one
+  /// parsed and kept. A unit that fails to reparse is dropped and parsed anew.
+  parse_attempt parse(const libclang_api& api, const std::string& file_name, parse_inputs& in) {
+    api_ = &api;
+    parse_attempt attempt;
+    attempt.args = in.args;
+    std::string key = file_name;
+    for (const std::string& a : in.args) {
+      key += '\0' + a;
+    }
+    const auto unsaved_count = static_cast<unsigned>(in.unsaved.size());
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->key != key) {
+        continue;
+      }
+      it->used = ++clock_;
+      if (api.clang_reparseTranslationUnit(it->tu, unsaved_count, in.unsaved.data(),
+                                           api.clang_defaultReparseOptions(it->tu)) == 0) {
+        attempt.tu = it->tu;
+        return attempt;
+      }
+      api.clang_disposeTranslationUnit(it->tu); // unusable after a failed reparse
+      entries_.erase(it);
+      break;
+    }
+    if (index_ == nullptr) {
+      index_ = api.clang_createIndex(0, 0);
+    }
+    const unsigned options = CXTranslationUnit_KeepGoing | CXTranslationUnit_PrecompiledPreamble |
+                             CXTranslationUnit_CreatePreambleOnFirstParse;
+    attempt.code = api.clang_parseTranslationUnit2(
+        index_, file_name.c_str(), in.argv.data(), static_cast<int>(in.argv.size()),
+        in.unsaved.data(), unsaved_count, options, &attempt.tu);
+    if (attempt.tu == nullptr) {
+      return attempt;
+    }
+    if (entries_.size() >= capacity) {
+      const auto oldest = std::min_element(
+          entries_.begin(), entries_.end(),
+          [](const entry& a, const entry& b) { return a.used < b.used; });
+      api.clang_disposeTranslationUnit(oldest->tu);
+      entries_.erase(oldest);
+    }
+    entries_.push_back({std::move(key), attempt.tu, ++clock_});
+    return attempt;
+  }
+
+  /// Disposes of every kept unit (and so of its preamble's temporary file) and the index.
+  void clear() {
+    if (api_ == nullptr) {
+      return;
+    }
+    for (const entry& e : entries_) {
+      api_->clang_disposeTranslationUnit(e.tu);
+    }
+    entries_.clear();
+    if (index_ != nullptr) {
+      api_->clang_disposeIndex(index_);
+      index_ = nullptr;
+    }
+  }
+
+  static constexpr std::size_t capacity = 4;
+
+private:
+  struct entry {
+    std::string key;
+    CXTranslationUnit tu = nullptr;
+    std::uint64_t used = 0;
+  };
+  const libclang_api* api_ = nullptr;
+  CXIndex index_ = nullptr;
+  std::vector<entry> entries_;
+  std::uint64_t clock_ = 0;
+};
+
+std::mutex parse_mutex;
+
+unit_cache::~unit_cache() {
+  const std::lock_guard lock(parse_mutex);
+  clear();
+}
+
+unit_cache& kept_units() {
+  static unit_cache cache;
+  return cache;
+}
+
 
 std::string join(const std::vector<std::string>& args) {
   std::string out;
@@ -936,6 +1039,11 @@ bool libclang_available(std::string& why) {
   return load_libclang(why) != nullptr;
 }
 
+void forget_parsed_units() {
+  const std::lock_guard lock(parse_mutex);
+  kept_units().clear();
+}
+
 so::source_model parse_source(std::string_view text,
                               std::string_view file_name,
                               std::string_view language,
@@ -948,8 +1056,8 @@ so::source_model parse_source(std::string_view text,
   // One parse at a time in a process: libLLVM keeps global state (its crash-recovery setup in
   // clang_createIndex, a StringMap the parser reads and writes) that races when two threads parse
   // at once, each on its own index (ThreadSanitizer saw both: --devices all, and optimize's source
-  // guards checking a batch at once). A parse takes a fraction of a second.
-  static std::mutex parse_mutex;
+  // guards checking a batch at once). With the kept units a parse after the first reads only the
+  // text after the headers.
   const std::lock_guard lock(parse_mutex);
   if (language != "cuda" && language != "hip") {
     error = "parse_source: language '" + std::string(language) + "' of " + std::string(file_name) +
@@ -958,20 +1066,19 @@ so::source_model parse_source(std::string_view text,
   }
   const std::string name = file_name.empty() ? std::string("source.cu") : std::string(file_name);
   const std::vector<std::string> flags = stages::optimize::parser_flags(compile_flags);
-  CXIndex index = api->clang_createIndex(0, 0);
   so::source_model best;
   std::size_t best_score = 0;
   bool have = false;
   std::string failures;
   for (const bool shim : {false, true}) {
-    parse_attempt attempt = parse_once(*api, index, text, name, language, flags, shim);
+    parse_inputs inputs = inputs_for(text, name, language, flags, shim);
+    parse_attempt attempt = kept_units().parse(*api, name, inputs);
     if (attempt.tu == nullptr) {
       failures += (failures.empty() ? "" : "; ") + std::string("clang ") + join(attempt.args) +
                   " failed with CXErrorCode " + std::to_string(static_cast<int>(attempt.code));
       continue;
     }
     so::source_model model = model_builder(*api, attempt.tu, text, name).build();
-    api->clang_disposeTranslationUnit(attempt.tu);
     const std::size_t score = device_errors(model, text, name);
     if (!have || score < best_score ||
         (score == best_score && model.error_count() < best.error_count())) {
@@ -983,7 +1090,6 @@ so::source_model parse_source(std::string_view text,
       break; // the real headers parse the device code: no need for the stand-in
     }
   }
-  api->clang_disposeIndex(index);
   if (!have) {
     error = "parse_source: libclang (" + api->path + ") could not parse " + name + ": " + failures +
             "; fix: check the -D/-I/-std flags of the build template";

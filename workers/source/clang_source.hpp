@@ -23,11 +23,17 @@ bool libclang_available(std::string& why);
 /// built-in stand-in for them, and the parse with fewer errors inside device code wins: kernels
 /// are complete even where host code does not parse. On failure (no libclang, no translation
 /// unit) the model is empty and `error` says why and how to fix it; parse errors are not failures
-/// (they are in the model's diagnostics).
+/// (they are in the model's diagnostics). Parses are serialised in a process (libLLVM's global
+/// state); the last few translation units are kept, so that a later text under the same file name
+/// and flags reuses their precompiled headers (the preamble) and parses only what follows them.
 stages::optimize::source_model parse_source(std::string_view text,
                                             std::string_view file_name,
                                             std::string_view language,
                                             const std::vector<std::string>& compile_flags,
                                             std::string& error);
+
+/// Disposes of the translation units parse_source keeps (and their preambles' temporary files):
+/// the next parse of any text starts cold. They are also disposed of at exit.
+void forget_parsed_units();
 
 } // namespace rpl::workers
