@@ -11,6 +11,8 @@
 #   copy    examples/cuda/stream_copy.cu, a memory-bound kernel where no rule should help
 #   scale   examples/cuda/pipeline.cu's pl_scale (pl_scale.launch.json): the vector-load rule
 #   app     -- pipeline (examples/cuda/pipeline.cu): --top 3 --devices all --app-build
+#   parse   bench/optimize/parse_reuse on gemm.cu with this host's CUDA headers: a cold libclang
+#           parse against a kept unit reparsed (the source guard's parses)
 # Each step's report goes to OUT/STEP/ (report.md, report.json, attempts.jsonl); a table last.
 set -u
 carry=$(cd "$1" && pwd); out=$2; shift 2
@@ -68,6 +70,7 @@ for step in "$@"; do
         --app-build "nvcc -O3 -arch=$arch pipeline.cu -o pipeline" \
         --iterations 1 --rounds 7 --runs-per-round 3 --time-budget 200 \
         --out "$out/app" -- pipeline ;;
+    parse) run parse parse_reuse "$root/examples/cuda/gemm.cu" rpl_sgemm_tiled 3 ;;
     *) echo "unknown step $step" ;;
   esac
 done

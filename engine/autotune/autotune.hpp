@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/broker/broker_stats.hpp"
+#include "engine/campaign/campaign_inputs.hpp"
 #include "engine/graph/candidate_state.hpp"
 #include "engine/graph/lane_worker.hpp"
 #include "engine/store/results_store.hpp"
@@ -24,9 +25,9 @@
 namespace rpl::engine {
 
 /// Bad input found before anything runs: the message names the input, the problem and the fix.
-class config_error : public std::runtime_error {
+class config_error : public campaign_input_error {
 public:
-  using std::runtime_error::runtime_error;
+  using campaign_input_error::campaign_input_error;
 };
 
 struct autotune_options {

@@ -29,17 +29,6 @@ namespace rpl::engine {
 
 namespace {
 
-std::string read_file(const std::filesystem::path& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw config_error(what + " " + path.string() + ": cannot read the file (" +
-                       std::strerror(errno) + "); fix: check the path");
-  }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 /// Identifies the compiler (toolchain_identity.hpp: version banner and binary hash), so a
 /// toolchain upgrade changes every key and remote workers with another one get none of its jobs.
 /// A pinned identity wins; a compiler this host lacks and nobody pinned goes unchecked, to any
@@ -102,18 +91,9 @@ void parse_templates(const autotune_options& options, autotune_inputs& in) {
 }
 
 void read_sources(const autotune_options& options, autotune_inputs& in) {
-  std::set<std::string> source_names;
-  for (const auto& path : options.sources) {
-    messages::source_file file;
-    file.name = path.filename().string();
-    file.content = read_file(path, "--source");
-    if (!source_names.insert(file.name).second) {
-      throw config_error("--source " + path.string() + ": another source is also named " +
-                         file.name +
-                         "; fix: rename one of them (sources are shipped by file name)");
-    }
+  in.sources = read_source_files(options.sources);
+  for (const auto& file : in.sources) {
     in.source_pairs.emplace_back(file.name, file.content);
-    in.sources.push_back(std::move(file));
   }
 }
 
@@ -223,7 +203,7 @@ std::string search_settings(const autotune_options& options) {
 
 std::string fingerprint(const autotune_options& options, const autotune_inputs& in) {
   std::ostringstream fp;
-  fp << stages::content_hash(read_file(options.space_file, "--space")) << '\n'
+  fp << stages::content_hash(read_input_file(options.space_file, "--space")) << '\n'
      << options.build_template << '\n'
      << in.cmd_template << '\n'
      << search_settings(options) << options.warmup << '\n';
@@ -234,11 +214,12 @@ std::string fingerprint(const autotune_options& options, const autotune_inputs& 
        << (in.sampling ? std::to_string(in.sampling->max_noise) : "fixed") << '\n';
   }
   if (!options.replay.empty()) {
-    fp << "replay " << stages::content_hash(read_file(options.replay / "dispatch.json", "--replay"))
+    fp << "replay "
+       << stages::content_hash(read_input_file(options.replay / "dispatch.json", "--replay"))
        << '\n';
   }
   if (!options.launch.empty()) {
-    fp << stages::content_hash(read_file(options.launch, "--launch")) << '\n';
+    fp << stages::content_hash(read_input_file(options.launch, "--launch")) << '\n';
     // Only when off, so runs made before the screen existed keep their fingerprint.
     if (!options.static_screen) {
       fp << "no-static-screen\n";
@@ -459,7 +440,7 @@ autotune_inputs validate_recorded(const autotune_options& options) {
                        ": a parameter name cannot be a placeholder (" + error.what() +
                        "); fix: rename the parameter in the cache file");
   }
-  const std::string content = stages::content_hash(read_file(options.recorded, "--recorded"));
+  const std::string content = stages::content_hash(read_input_file(options.recorded, "--recorded"));
   in.toolchains["recorded"] = "recorded landscape " + content;
   in.strategy = make_search_strategy(options, in.space);
   in.lane_kind = "recorded";

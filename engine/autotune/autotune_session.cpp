@@ -130,21 +130,10 @@ void autotune_session::open() {
 
 void autotune_session::take_lease(const std::string& run_id) {
   const auto file = autotune_lease_file(options_.db, run_id);
-  try {
-    lease_.emplace(run_lease::acquire(file, options_.resume ? "rocm-perf autotune --resume"
-                                                            : "rocm-perf autotune"));
-  } catch (const lease_held_error& error) {
-    const auto& holder = error.holder();
-    const std::string stop_it =
-        holder ? "stop it (kill -INT " + std::to_string(holder->pid) + " on " + holder->host + ")"
-               : "stop it";
-    throw config_error("--resume: run " + run_id + " in " + options_.db.string() +
-                       " is in use by another process: it is " + error.what() +
-                       "; fix: wait until that run ends, or " + stop_it +
-                       ", then run --resume again");
-  } catch (const std::runtime_error& error) {
-    throw config_error(std::string("--db: ") + error.what());
-  }
+  lease_.emplace(take_campaign_lease(
+      file, options_.resume ? "rocm-perf autotune --resume" : "rocm-perf autotune",
+      "--resume: run " + run_id + " in " + options_.db.string(), "process",
+      ", then run --resume again"));
 }
 
 void autotune_session::create_run() {

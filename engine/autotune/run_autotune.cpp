@@ -19,6 +19,7 @@
 #include "engine/broker/broker.hpp"
 #include "engine/broker/local_workers.hpp"
 #include "engine/broker/private_dir.hpp"
+#include "engine/campaign/compile_processes.hpp"
 #include "engine/graph/tuning_graph.hpp"
 #include "stages/search/model_strategy.hpp"
 
@@ -62,16 +63,11 @@ cpu_plan plan_cpus(std::size_t lanes, std::size_t workers) {
 broker_config make_broker_config(const autotune_options& options,
                                  const autotune_inputs& inputs,
                                  const private_dir& dir) {
-  broker_config config;
-  config.bind_endpoints.push_back("ipc://" + (dir.path() / "broker.ipc").string());
+  std::optional<broker_curve> curve;
   if (inputs.curve_server) {
-    // The local workers' private ipc:// endpoint stays plain; --listen takes CURVE clients only.
-    config.curve = broker_curve{*inputs.curve_server, inputs.curve_allowed, options.listen};
-  } else {
-    for (const auto& endpoint : options.listen) {
-      config.bind_endpoints.push_back(endpoint);
-    }
+    curve = broker_curve{*inputs.curve_server, inputs.curve_allowed, options.listen};
   }
+  broker_config config = campaign_broker_config(dir, std::move(curve), options.listen);
   config.heartbeat = options.heartbeat;
   config.liveness = options.liveness;
   return config;
@@ -82,23 +78,12 @@ local_workers_config make_workers_config(const autotune_options& options,
                                          const broker_config& bconfig,
                                          std::size_t count,
                                          std::vector<int> cpus) {
-  local_workers_config config;
-  config.executable = options.worker_executable.empty()
-                          ? std::filesystem::read_symlink("/proc/self/exe")
-                          : options.worker_executable;
-  config.endpoint = bconfig.bind_endpoints.front();
-  config.count = count;
-  config.heartbeat = options.heartbeat;
-  config.liveness = options.liveness;
-  config.allowed_compilers = options.allowed_compilers;
-  // A template that names its compiler by an absolute path runs that file on the local workers:
-  // theirs is this user's own template (remote workers decide with their own --allow-compiler).
-  std::vector<std::string> paths;
+  std::vector<std::string> compilers;
   for (const auto& entry : inputs.toolchains)
-    if (std::filesystem::path(entry.first).is_absolute())
-      paths.push_back(entry.first);
-  config.allowed_compilers = with_compiler_paths(config.allowed_compilers, paths);
-  config.allowed_paths.assign(inputs.template_read_paths.begin(), inputs.template_read_paths.end());
+    compilers.push_back(entry.first);
+  local_workers_config config = compile_workers_config(
+      options.worker_executable, bconfig, count, options.allowed_compilers, compilers,
+      {inputs.template_read_paths.begin(), inputs.template_read_paths.end()});
   config.cpus = std::move(cpus);
   return config;
 }
@@ -509,12 +494,10 @@ autotune_result run_autotune(const autotune_options& options,
   };
   broker compile_broker(bconfig);
   try {
-    compile_broker.start();
-  } catch (const zmq::error_t& error) {
+    start_campaign_broker(compile_broker);
+  } catch (const campaign_input_error&) {
     session.store().set_run_status(session.run_id(), "failed");
-    throw config_error(std::string("--listen: cannot bind: ") + error.what() +
-                       "; fix: use a free port and an address of this host, e.g. "
-                       "tcp://0.0.0.0:5555");
+    throw;
   }
 
   const bool cpu_lanes = inputs.lane_kind == "timing";

@@ -22,7 +22,7 @@ int run_autotune_verb(const autotune_options& options, bool json, bool quiet) {
   try {
     result = run_autotune(
         options, [&printer](const autotune_progress& p) { printer(p); }, stop_requested());
-  } catch (const config_error& error) {
+  } catch (const campaign_input_error& error) { // config_error, and the shared inputs' errors
     printer.finish();
     std::fprintf(stderr, "rocm-perf autotune: error: %s\n", error.what());
     return bad_input;

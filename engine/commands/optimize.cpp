@@ -117,7 +117,8 @@ public:
     }
     try {
       return run_optimize(options_, stop_requested());
-    } catch (const optimize_input_error& error) {
+    } catch (
+        const campaign_input_error& error) { // optimize_input_error, and the shared inputs' errors
       std::fprintf(stderr, "rocm-perf optimize: error: %s\n", error.what());
       return bad_input;
     } catch (const app_run_error& error) {

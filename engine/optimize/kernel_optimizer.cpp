@@ -14,6 +14,7 @@
 #include "engine/optimize/optimize_journal.hpp"
 #include "engine/optimize/proposal_guard.hpp"
 #include "engine/optimize/proposal_journey.hpp"
+#include "stages/optimize/proposer_kinds.hpp"
 #include "stages/optimize/unified_diff.hpp"
 #include "workers/lanes/lane_backend.hpp"
 
@@ -118,6 +119,38 @@ opt::paired_verdict compare_on(lane_worker& lane,
     return done;
   });
   return verdict;
+}
+
+/// Proposers that parse the source themselves (stages/optimize/proposer_kinds.hpp, warms_up) are
+/// asked for no proposal right away, on their own threads: their first parse, the headers' (about
+/// 1 s with CUDA's), then overlaps the original's build and validation instead of delaying the
+/// first proposals (workers/source/clang_source.hpp keeps the parsed headers). Replies are
+/// ignored; the futures wait for them when they go, before the graph starts.
+std::vector<std::future<void>> warm_up_proposers(const journey_context& journey) {
+  std::vector<std::future<void>> warming;
+  const auto& target = journey.target();
+  for (const auto& kind : journey.settings().proposers) {
+    const auto* registered = stages::optimize::find_proposer_kind(kind);
+    if (registered == nullptr || !registered->warms_up || !journey.services().propose) {
+      continue;
+    }
+    messages::propose_request request;
+    request.kernel = target.kernel;
+    request.source_name = target.source_path.filename().string();
+    request.source = target.source_text;
+    request.language = target.language;
+    request.compile_flags = target.compile_flags;
+    request.max_proposals = 0;
+    request.timeout_ms = 30000;
+    warming.push_back(std::async(std::launch::async, [&journey, kind, request] {
+      try {
+        journey.services().propose(kind, request);
+      } catch (const std::exception& error) {
+        spdlog::debug("warming up the {} proposer: {}", kind, error.what());
+      }
+    }));
+  }
+  return warming;
 }
 
 /// The original: parsed for the guards, built, validated against itself (the lane works, the
@@ -286,7 +319,10 @@ target_result optimize_on_graph(journey_context& journey,
     return result;
   }
   lane_worker& lane = *lanes.front();
-  if (!prepare_original(journey, artifacts, lane, result)) {
+  auto warming = warm_up_proposers(journey);
+  const bool prepared = prepare_original(journey, artifacts, lane, result);
+  warming.clear(); // done (or asked) before the feed's first request
+  if (!prepared) {
     journal.record_target(target.kernel, target.source_path.string(), "failed", 0, 0, result.error,
                           "");
     return result;

@@ -6,10 +6,10 @@
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
-#include <zmq.hpp>
 
 #include "engine/autotune/cached_compile_service.hpp"
 #include "engine/autotune/determinism_check_service.hpp"
+#include "engine/campaign/compile_processes.hpp"
 #include "engine/store/artifact_store.hpp"
 #include "engine/store/results_store.hpp"
 #include "stages/optimize/proposer_kinds.hpp"
@@ -32,15 +32,10 @@ optimize_campaign::optimize_campaign(const optimize_options& options,
                                      std::optional<broker_curve> curve,
                                      const campaign_setup& setup)
     : run_id_("optimize-" + std::to_string(::getpid())) {
-  config_.bind_endpoints.push_back("ipc://" + (ipc_.path() / "broker.ipc").string());
-  config_.curve = std::move(curve);
+  // --listen takes CURVE clients only (optimize's --listen needs keys: run_optimize.cpp).
+  config_ = campaign_broker_config(ipc_, std::move(curve), {});
   broker_ = std::make_unique<broker>(config_);
-  try {
-    broker_->start();
-  } catch (const zmq::error_t& error) {
-    throw optimize_input_error(std::string("--listen: cannot bind: ") + error.what() +
-                               "; fix: a free port on an address of this host");
-  }
+  start_campaign_broker(*broker_);
   start_workers(options, setup);
   // The artifact cache: a build of the same sources, argv and compiler is answered from
   // OUT/artifacts, so a --resume (or a proposal made twice) compiles nothing new.
@@ -63,14 +58,9 @@ void optimize_campaign::start_workers(const optimize_options& options,
                  "{} lists",
                  remote_endpoints, options.allow_keys.string());
   }
-  local_workers_config compile_config;
-  compile_config.executable = options.worker_executable.empty() ? fs::read_symlink("/proc/self/exe")
-                                                                : options.worker_executable;
-  // An absolute compiler path in the template is this user's own choice: local workers run it.
-  compile_config.allowed_compilers = with_compiler_paths({}, setup.compilers);
-  compile_config.allowed_paths = setup.read_paths;
-  compile_config.endpoint = config_.bind_endpoints.front();
-  compile_config.count = default_compile_workers(options);
+  local_workers_config compile_config =
+      compile_workers_config(options.worker_executable, config_, default_compile_workers(options),
+                             {}, setup.compilers, setup.read_paths);
   compile_pool_ = std::make_unique<local_workers>(compile_config);
   compile_pool_->start();
   for (const auto& kind : setup.kinds) {

@@ -42,17 +42,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_text(const fs::path& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw optimize_input_error(what + " " + path.string() +
-                               ": cannot be read; fix: name an existing, readable file");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 /// The source parser's flags of a build command (its arguments after the compiler).
 std::vector<std::string> flags_of_build(const std::vector<std::string>& argv) {
   return stages::optimize::parser_flags(
@@ -262,7 +251,7 @@ std::map<fs::path, std::string> combined_changes(const std::vector<target_result
     }
     auto it = texts.find(r.source_path);
     if (it == texts.end()) {
-      it = texts.emplace(r.source_path, read_text(r.source_path, "--source")).first;
+      it = texts.emplace(r.source_path, read_input_file(r.source_path, "--source")).first;
     }
     const auto patched = stages::optimize::apply_unified_diff(it->second, r.accepted_diff);
     if (patched.ok) {
@@ -319,42 +308,15 @@ std::optional<broker_curve> curve_of(const optimize_options& options) {
   }
 }
 
-std::vector<messages::source_file> read_sources(const optimize_options& options) {
-  std::vector<messages::source_file> sources;
-  std::set<std::string> names;
-  for (const auto& path : options.sources) {
-    messages::source_file file;
-    file.name = path.filename().string();
-    file.content = read_text(path, "--source");
-    if (!names.insert(file.name).second) {
-      throw optimize_input_error("--source " + path.string() + ": another source is also named " +
-                                 file.name + "; fix: rename one (sources are shipped by name)");
-    }
-    sources.push_back(std::move(file));
-  }
-  return sources;
-}
-
 /// One run at a time in --out: a second one would measure the same attempts and overwrite the
 /// journal and the report (store/run_lease.hpp). Before anything is written there.
 run_lease take_out_lease(const optimize_options& options) {
   std::error_code ec;
   std::filesystem::create_directories(options.out, ec);
-  try {
-    return run_lease::acquire(options.out / "optimize.lease", options.resume
-                                                                  ? "rocm-perf optimize --resume"
-                                                                  : "rocm-perf optimize");
-  } catch (const lease_held_error& error) {
-    const auto& holder = error.holder();
-    throw optimize_input_error(
-        "--out " + options.out.string() + " is in use by another optimize run: it is " +
-        error.what() + "; fix: wait until that run ends, or stop it" +
-        (holder ? " (kill -INT " + std::to_string(holder->pid) + " on " + holder->host + ")"
-                : std::string()) +
-        ", or choose another --out");
-  } catch (const std::runtime_error& error) {
-    throw optimize_input_error("--out " + options.out.string() + ": " + error.what());
-  }
+  return take_campaign_lease(options.out / "optimize.lease",
+                             options.resume ? "rocm-perf optimize --resume" : "rocm-perf optimize",
+                             "--out " + options.out.string(), "optimize run",
+                             ", or choose another --out");
 }
 
 campaign_setup setup_of(const std::vector<std::string>& kinds,
@@ -519,7 +481,7 @@ int apply_changes(const optimize_options& options, const std::vector<target_resu
   for (const auto& r : results) {
     if (r.status == "improved") {
       changes.push_back(
-          {fs::absolute(r.source_path), read_text(r.source_path, "--source"), r.best_source});
+          {fs::absolute(r.source_path), read_input_file(r.source_path, "--source"), r.best_source});
     }
   }
   if (changes.empty()) {
@@ -570,7 +532,7 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
   }
   const auto kinds = proposer_kinds_of(options);
   auto curve = curve_of(options);
-  const auto sources = read_sources(options);
+  const auto sources = read_source_files(options.sources);
   const auto devices = parse_devices(options.devices);
   const run_lease lease = take_out_lease(options);
   app_profile before;

@@ -14,12 +14,14 @@
 #include <utility>
 #include <vector>
 
+#include "engine/campaign/campaign_inputs.hpp"
+
 namespace rpl::engine {
 
 /// Bad input: the message names the input, the problem and a fix (exit 2).
-class optimize_input_error : public std::runtime_error {
+class optimize_input_error : public campaign_input_error {
 public:
-  using std::runtime_error::runtime_error;
+  using campaign_input_error::campaign_input_error;
 };
 
 struct optimize_options {

@@ -17,11 +17,14 @@ struct proposer_kind {
   bool repairs = false;
   /// It needs --llm-endpoint and --llm-model (or a remote worker of its own).
   bool needs_endpoint = false;
+  /// It parses the source itself (libclang): asked once for no proposal while the original
+  /// builds, it has the headers parsed (a kept preamble) when the first real request comes.
+  bool warms_up = false;
 };
 
 inline constexpr std::array<proposer_kind, 2> proposer_kinds{{
-    {"rule", false, false}, // stages/optimize/rule_transforms: source rewrites by rule
-    {"llm", true, true},    // workers/proposers/llm: an OpenAI-compatible chat endpoint
+    {"rule", false, false, true}, // stages/optimize/rule_transforms: source rewrites by rule
+    {"llm", true, true, false},   // workers/proposers/llm: an OpenAI-compatible chat endpoint
 }};
 
 /// --proposer's word for every kind at once.

@@ -300,12 +300,25 @@ protected:
     };
   }
 
+  /// Runs the loop; the rule proposer's warm-up requests (max_proposals 0, while the original
+  /// builds) are counted in warm_ups_ and answered with nothing, so that the fakes see only the
+  /// real ones.
   target_result run(const fs::path& journal_dir) {
     optimize_journal journal(journal_dir);
     artifact_store artifacts(journal_dir / "artifacts");
     stop_ = false;
     const auto lanes = lanes_over(lane_);
-    return optimize_kernel(target_, settings_, services_, lanes, journal, artifacts, stop_);
+    optimizer_services services = services_;
+    services.propose = [this](const std::string& kind, const messages::propose_request& request) {
+      if (request.max_proposals == 0) {
+        warm_ups_.push_back(kind);
+        messages::propose_reply nothing;
+        nothing.status = messages::propose_status::ok;
+        return nothing;
+      }
+      return services_.propose(kind, request);
+    };
+    return optimize_kernel(target_, settings_, services, lanes, journal, artifacts, stop_);
   }
 
   std::size_t compiles() const {
@@ -328,6 +341,7 @@ protected:
   marker_lane lane_;
   rpl::testing::fake_compile_service compiler_{fake_build};
   std::vector<messages::propose_request> requests_;
+  std::vector<std::string> warm_ups_; ///< kinds asked for no proposal before the first request
   std::atomic<bool> stop_{false};
 };
 
@@ -585,6 +599,9 @@ TEST_F(kernel_optimizer_test, a_failing_proposer_ends_only_itself) {
   EXPECT_EQ(r.status, "improved");
   ASSERT_FALSE(r.proposer_errors.empty());
   EXPECT_NE(r.proposer_errors.front().find("did not answer"), std::string::npos);
+  // The rule proposer parses the source itself: it was asked once for nothing while the original
+  // built (its headers parsed by then); the LLM proposer was not.
+  EXPECT_EQ(warm_ups_, std::vector<std::string>{"rule"});
 }
 
 TEST_F(kernel_optimizer_test, resume_of_a_finished_kernel_builds_and_measures_nothing) {
@@ -609,6 +626,7 @@ TEST_F(kernel_optimizer_test, resume_of_a_finished_kernel_builds_and_measures_no
   EXPECT_EQ(lane_.calls, calls_before) << "nothing measured";
   EXPECT_EQ(compiles(), compiles_before) << "nothing compiled";
   EXPECT_EQ(requests_.size(), asked_before) << "no proposer asked";
+  EXPECT_EQ(warm_ups_.size(), 1U) << "a finished kernel warms no proposer up";
 }
 
 TEST_F(kernel_optimizer_test, resume_of_an_interrupted_kernel_judges_no_diff_twice) {

@@ -227,11 +227,12 @@ TEST(clang_source, a_vector_load_proposal_for_pipeline_passes_the_source_guard) 
 std::string summary(const so::source_model& model) {
   std::string out;
   for (const so::declaration& d : model.declarations) {
-    out += d.qualified_name + " " + d.mangled_name + " k" + std::to_string(static_cast<int>(d.kind)) +
-           " [" + std::to_string(d.range.begin) + "," + std::to_string(d.range.end) + ") l" +
-           std::to_string(d.line) + " def" + std::to_string(d.is_definition) + " t" +
-           std::to_string(d.tokens.size()) + " body" + std::to_string(d.body_offset) + " lb" +
-           std::to_string(d.has_launch_bounds) + " ret " + d.return_type + " (";
+    out += d.qualified_name + " " + d.mangled_name + " k" +
+           std::to_string(static_cast<int>(d.kind)) + " [" + std::to_string(d.range.begin) + "," +
+           std::to_string(d.range.end) + ") l" + std::to_string(d.line) + " def" +
+           std::to_string(d.is_definition) + " t" + std::to_string(d.tokens.size()) + " body" +
+           std::to_string(d.body_offset) + " lb" + std::to_string(d.has_launch_bounds) + " ret " +
+           d.return_type + " (";
     for (const so::parameter_info& p : d.parameters) {
       out += p.type + " " + p.name + ",";
     }

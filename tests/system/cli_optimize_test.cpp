@@ -92,7 +92,7 @@ TEST(cli_optimize, other_bad_input_is_named_with_exit_2) {
 
   auto missing = args;
   missing[2] = (dir / "nope.cu").string();
-  expect_bad_input(missing, "cannot be read");
+  expect_bad_input(missing, "nope.cu: cannot read the file (No such file or directory); fix:");
 
   auto no_launch = args;
   no_launch.erase(no_launch.begin() + 5, no_launch.begin() + 7);

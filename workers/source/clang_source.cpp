@@ -1,13 +1,20 @@
 #include "workers/source/clang_source.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <set>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <utility>
+
+#include <stdlib.h>
 
 #ifndef RPL_NO_CLANG_C
 #include <clang-c/Index.h>
@@ -154,7 +161,7 @@ const libclang_api* load_libclang(std::string& why) {
 // Stand-ins for the CUDA and HIP headers, used when the host's headers do not parse with this
 // libclang (no toolkit, or a toolkit newer than the clang): enough for kernels to parse
 // completely. Host API calls are declared variadic, so host code parses as far as it can.
-constexpr const char* shim_dir = "/rpl-clang-shim";
+std::string shim_root(); // the stand-in headers' folder (parse_folder below)
 constexpr const char* shim_header = R"(#ifndef RPL_CLANG_SHIM_H
 #define RPL_CLANG_SHIM_H
 #define __host__ __attribute__((host))
@@ -457,11 +464,15 @@ struct parse_attempt {
 
 class model_builder {
 public:
+  /// `file_name`: the path libclang parsed the text under; `display_name`: the source's name, which
+  /// the model's diagnostics give for it.
   model_builder(const libclang_api& api,
                 CXTranslationUnit tu,
                 std::string_view text,
-                std::string file_name)
-      : api_(api), tu_(tu), text_(text), file_name_(std::move(file_name)) {}
+                std::string file_name,
+                std::string display_name)
+      : api_(api), tu_(tu), text_(text), file_name_(std::move(file_name)),
+        display_name_(std::move(display_name)) {}
 
   so::source_model build() {
     read_tokens();
@@ -793,7 +804,9 @@ private:
         unsigned line = 0, column = 0, offset = 0;
         api_.clang_getExpansionLocation(api_.clang_getDiagnosticLocation(diag), &file, &line,
                                         &column, &offset);
-        info.file = file != nullptr ? take(api_, api_.clang_getFileName(file)) : "";
+        info.file = file == nullptr ? ""
+                    : is_main(file) ? display_name_
+                                    : take(api_, api_.clang_getFileName(file));
         info.line = line;
         info.column = column;
         info.is_error = true;
@@ -808,6 +821,7 @@ private:
   CXTranslationUnit tu_;
   std::string_view text_;
   std::string file_name_;
+  std::string display_name_;
   so::source_model model_;
   std::vector<so::directive_info> directives_;
   std::size_t last_end_ = 0;
@@ -855,7 +869,8 @@ parse_inputs inputs_for(std::string_view text,
                         const std::string& file_name,
                         std::string_view language,
                         const std::vector<std::string>& user_flags,
-                        bool shim) {
+                        bool shim,
+                        bool moved) {
   parse_inputs in;
   std::vector<std::string>& args = in.args;
   const bool hip = language == "hip";
@@ -870,17 +885,22 @@ parse_inputs inputs_for(std::string_view text,
   if (const std::string resource = find_resource_dir(); !resource.empty()) {
     args.push_back("-resource-dir=" + resource);
   }
+  if (moved) {
+    // The source is parsed from the parse folder: its quoted #includes are looked for here first,
+    // as they were when its name was a file here.
+    args.insert(args.end(), {"-iquote", "."});
+  }
   if (shim) {
     args.push_back(hip ? "-nogpuinc" : "-nocudainc");
-    args.push_back("-I" + std::string(shim_dir));
+    args.push_back("-I" + shim_root());
     args.push_back("-include");
-    args.push_back(std::string(shim_dir) + "/rpl_cuda_shim.h");
+    args.push_back(shim_root() + "/rpl_cuda_shim.h");
   } else if (!hip) {
     if (const std::string cuda = find_cuda_path(); !cuda.empty()) {
       args.push_back("--cuda-path=" + cuda);
     }
     args.push_back("-idirafter");
-    args.push_back(std::string(shim_dir) + "/compat");
+    args.push_back(shim_root() + "/compat");
     // clang 15's texture intrinsics need the texture references CUDA 12 removed; kernels that
     // fetch through texture objects parse without them.
     args.push_back("-D__CLANG_CUDA_TEXTURE_INTRINSICS_H__");
@@ -908,21 +928,118 @@ parse_inputs inputs_for(std::string_view text,
   std::vector<CXUnsavedFile>& unsaved = in.unsaved;
   unsaved.push_back({file_name.c_str(), text.data(), static_cast<unsigned long>(text.size())});
   if (!shim && !hip) {
-    paths.push_back(std::string(shim_dir) + "/compat/texture_fetch_functions.h");
+    paths.push_back(shim_root() + "/compat/texture_fetch_functions.h");
   }
   if (shim) {
-    paths.push_back(std::string(shim_dir) + "/rpl_cuda_shim.h");
+    paths.push_back(shim_root() + "/rpl_cuda_shim.h");
     for (const char* name : shim_names) {
-      paths.push_back(std::string(shim_dir) + "/" + name);
+      paths.push_back(shim_root() + "/" + name);
     }
   }
-  static const std::string include_line = "#include \"/rpl-clang-shim/rpl_cuda_shim.h\"\n";
+  static const std::string include_line = "#include \"" + shim_root() + "/rpl_cuda_shim.h\"\n";
   for (std::size_t i = 0; i < paths.size(); ++i) {
     const char* contents = !shim ? texture_compat : i == 0 ? shim_header : include_line.c_str();
     unsaved.push_back({paths[i].c_str(), contents,
                        static_cast<unsigned long>(std::char_traits<char>::length(contents))});
   }
   return in;
+}
+
+/// A private folder (mode 0700, under $TMPDIR or /tmp) for one process's parses, removed at exit:
+/// `shim/`, the stand-in headers, and `src/`, an empty file named like each source parsed whose
+/// name is no file here. libclang reuses a precompiled preamble only when every file handed to it
+/// in memory (the source, the stand-ins) can be found on disk too (PrecompiledPreamble::CanReuse
+/// stats each one): the text itself always comes from memory. Made under parse_source's lock.
+class parse_folder {
+public:
+  parse_folder() {
+    const char* tmp = std::getenv("TMPDIR");
+    const std::filesystem::path base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+    remove_stale(base);
+    std::string pattern = (base / ("rpl-parse-" + std::to_string(::getpid()) + "-XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) != nullptr) {
+      root_ = pattern;
+      std::error_code ec;
+      std::filesystem::create_directories(root_ / "shim" / "compat", ec);
+      std::filesystem::create_directories(root_ / "shim" / "hip", ec);
+      std::filesystem::create_directories(root_ / "src", ec);
+    }
+  }
+  ~parse_folder() {
+    std::error_code ec;
+    if (!root_.empty()) {
+      std::filesystem::remove_all(root_, ec);
+    }
+  }
+  parse_folder(const parse_folder&) = delete;
+  parse_folder& operator=(const parse_folder&) = delete;
+
+  /// Empty when no folder could be made: parses still work, without a reused preamble.
+  const std::filesystem::path& root() const { return root_; }
+
+  /// Writes `path` (under root) once, with `text`.
+  void place(const std::string& path, std::string_view text) {
+    if (root_.empty() || !placed_.insert(path).second) {
+      return;
+    }
+    std::ofstream(path, std::ios::binary)
+        .write(text.data(), static_cast<std::streamsize>(text.size()));
+  }
+
+private:
+  /// Folders of this user's processes that ended without removing theirs (a worker stopped with
+  /// SIGKILL): `rpl-parse-<pid>-*` whose pid runs no more.
+  static void remove_stale(const std::filesystem::path& base) {
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator(base, ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      struct stat info {};
+      if (name.rfind("rpl-parse-", 0) != 0 || ::lstat(it->path().c_str(), &info) != 0 ||
+          !S_ISDIR(info.st_mode) || info.st_uid != ::getuid()) {
+        continue;
+      }
+      const long pid = std::strtol(name.c_str() + 10, nullptr, 10);
+      if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+        std::error_code ignored;
+        std::filesystem::remove_all(it->path(), ignored);
+      }
+    }
+  }
+
+  std::filesystem::path root_;
+  std::set<std::string> placed_;
+};
+
+parse_folder& parse_files() {
+  static parse_folder folder;
+  return folder;
+}
+
+std::string shim_root() {
+  const auto& root = parse_files().root();
+  return root.empty() ? std::string("/rpl-clang-shim") : (root / "shim").string();
+}
+
+/// Where libclang finds the source named `name`: `name` itself when it is a file here, else an
+/// empty file of that name in the parse folder (the text always comes from memory).
+std::string source_path_for(const std::string& name) {
+  std::error_code ec;
+  if (parse_files().root().empty() || std::filesystem::is_regular_file(name, ec)) {
+    return name;
+  }
+  std::string path =
+      (parse_files().root() / "src" / std::filesystem::path(name).filename()).string();
+  parse_files().place(path, "");
+  return path;
+}
+
+/// Puts the stand-in headers `in` hands libclang in memory on disk too.
+void place_stand_ins(const parse_inputs& in) {
+  for (std::size_t i = 1; i < in.unsaved.size(); ++i) {
+    parse_files().place(in.unsaved[i].Filename,
+                        std::string_view(in.unsaved[i].Contents, in.unsaved[i].Length));
+  }
 }
 
 /// Translation units kept from one parse to the next, one per file name and arguments (the flags,
@@ -934,8 +1051,6 @@ parse_inputs inputs_for(std::string_view text,
 /// itself. The cache lives under parse_source's lock: libclang units are not used by two threads.
 class unit_cache {
 public:
-  ~unit_cache();
-
   /// A unit for `in` (its first unsaved file is the text): the kept one reparsed, else a new one
   /// parsed and kept. A unit that fails to reparse is dropped and parsed anew.
   parse_attempt parse(const libclang_api& api, const std::string& file_name, parse_inputs& in) {
@@ -973,9 +1088,9 @@ public:
       return attempt;
     }
     if (entries_.size() >= capacity) {
-      const auto oldest = std::min_element(
-          entries_.begin(), entries_.end(),
-          [](const entry& a, const entry& b) { return a.used < b.used; });
+      const auto oldest =
+          std::min_element(entries_.begin(), entries_.end(),
+                           [](const entry& a, const entry& b) { return a.used < b.used; });
       api.clang_disposeTranslationUnit(oldest->tu);
       entries_.erase(oldest);
     }
@@ -1014,16 +1129,14 @@ private:
 
 std::mutex parse_mutex;
 
-unit_cache::~unit_cache() {
-  const std::lock_guard lock(parse_mutex);
-  clear();
-}
-
+/// Never destroyed: disposing of a unit from an exit handler reads libclang's own static state
+/// (the preamble files' registry, a StringSet), which exit may have destroyed first (a segfault in
+/// StringMapImpl::FindKey, seen in 1 test process in 3 under load). That registry's destructor
+/// removes the preamble files the units still hold.
 unit_cache& kept_units() {
-  static unit_cache cache;
-  return cache;
+  static auto* const cache = new unit_cache;
+  return *cache;
 }
-
 
 std::string join(const std::vector<std::string>& args) {
   std::string out;
@@ -1066,19 +1179,21 @@ so::source_model parse_source(std::string_view text,
   }
   const std::string name = file_name.empty() ? std::string("source.cu") : std::string(file_name);
   const std::vector<std::string> flags = stages::optimize::parser_flags(compile_flags);
+  const std::string path = source_path_for(name);
   so::source_model best;
   std::size_t best_score = 0;
   bool have = false;
   std::string failures;
   for (const bool shim : {false, true}) {
-    parse_inputs inputs = inputs_for(text, name, language, flags, shim);
-    parse_attempt attempt = kept_units().parse(*api, name, inputs);
+    parse_inputs inputs = inputs_for(text, path, language, flags, shim, path != name);
+    place_stand_ins(inputs);
+    parse_attempt attempt = kept_units().parse(*api, path, inputs);
     if (attempt.tu == nullptr) {
       failures += (failures.empty() ? "" : "; ") + std::string("clang ") + join(attempt.args) +
                   " failed with CXErrorCode " + std::to_string(static_cast<int>(attempt.code));
       continue;
     }
-    so::source_model model = model_builder(*api, attempt.tu, text, name).build();
+    so::source_model model = model_builder(*api, attempt.tu, text, path, name).build();
     const std::size_t score = device_errors(model, text, name);
     if (!have || score < best_score ||
         (score == best_score && model.error_count() < best.error_count())) {

@@ -33,7 +33,7 @@ stages::optimize::source_model parse_source(std::string_view text,
                                             std::string& error);
 
 /// Disposes of the translation units parse_source keeps (and their preambles' temporary files):
-/// the next parse of any text starts cold. They are also disposed of at exit.
+/// the next parse of any text starts cold. At exit libclang removes the preamble files itself.
 void forget_parsed_units();
 
 } // namespace rpl::workers
