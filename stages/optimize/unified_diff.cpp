@@ -229,14 +229,13 @@ std::vector<edit> diff_lines(const std::vector<std::string_view>& before,
   return ordered;
 }
 
-/// "start,count" as diff(1) writes a range: ",1" omitted, and an empty range names the line
-/// before it.
+/// "start,count" as diff(1) writes a range, an empty range naming the line before it, but with ",1"
+/// written out: a header without counts is read as uncounted (a model's diff), and then a one-line
+/// hunk adding "++ x" ("+++ x") before the next "@@" read as the next file's header
+/// (fuzz_unified_diff found it, tests/fuzz/corpus/fuzz_unified_diff/added_line_like_a_header).
 std::string format_range(std::size_t first_index, std::size_t count) {
   if (count == 0) {
     return std::to_string(first_index) + ",0";
-  }
-  if (count == 1) {
-    return std::to_string(first_index + 1);
   }
   return std::to_string(first_index + 1) + "," + std::to_string(count);
 }

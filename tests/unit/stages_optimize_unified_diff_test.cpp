@@ -80,13 +80,25 @@ TEST(unified_diff, writes_hunks_as_diff_u_does) {
                                                        " line 8\n");
 }
 
-TEST(unified_diff, writes_empty_ranges_and_single_lines_as_diff_does) {
+TEST(unified_diff, writes_empty_ranges_as_diff_does_and_single_lines_counted) {
   EXPECT_EQ(make_unified_diff("", "a\nb\n", "f"), "--- a/f\n+++ b/f\n@@ -0,0 +1,2 @@\n+a\n+b\n");
   EXPECT_EQ(make_unified_diff("a\nb\n", "", "f"), "--- a/f\n+++ b/f\n@@ -1,2 +0,0 @@\n-a\n-b\n");
-  EXPECT_EQ(make_unified_diff("a\n", "b\n", "f"), "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n");
+  // ",1" written out (diff(1) omits it): a header without counts is read as uncounted.
+  EXPECT_EQ(make_unified_diff("a\n", "b\n", "f"), "--- a/f\n+++ b/f\n@@ -1,1 +1,1 @@\n-a\n+b\n");
   // An insertion with no context names the line it follows.
   EXPECT_EQ(make_unified_diff("a\nb\n", "a\nx\nb\n", "f", 0),
-            "--- a/f\n+++ b/f\n@@ -1,0 +2 @@\n+x\n");
+            "--- a/f\n+++ b/f\n@@ -1,0 +2,1 @@\n+x\n");
+}
+
+TEST(unified_diff, an_added_line_that_reads_like_a_file_header_round_trips) {
+  // fuzz_unified_diff: "++ bb" added in a one-line hunk is written "+++ bb"; before the next "@@"
+  // it was read as the next file's header when the hunk's header carried no counts.
+  const std::string before = "x\nbb\ny\nz\nw\nv\nu\nt\ns\nq\n";
+  const std::string after = "x\n++ bb\ny\nz\nw\nv\nu\nt\ns\nQ\n";
+  const std::string diff = make_unified_diff(before, after, "f", 0);
+  const patch_result r = apply_unified_diff(before, diff);
+  ASSERT_TRUE(r.ok) << r.error << "\n" << diff;
+  EXPECT_EQ(r.text, after);
 }
 
 TEST(unified_diff, marks_a_last_line_without_newline) {
