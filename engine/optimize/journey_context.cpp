@@ -188,4 +188,16 @@ opt::paired_verdict journey_context::compare(workers::lane_backend& lane,
   return verdict;
 }
 
+messages::propose_request journey_context::propose_request(const std::string& text) const {
+  messages::propose_request request;
+  request.kernel = target_.kernel;
+  request.source_name = target_.source_path.filename().string();
+  request.source = text;
+  request.language = target_.language;
+  request.compile_flags = target_.compile_flags;
+  request.block_threads = target_.block_threads;
+  request.analysis = target_.analysis.empty() ? static_analysis() : target_.analysis;
+  return request;
+}
+
 } // namespace rpl::engine

@@ -65,6 +65,9 @@ public:
   /// The build of the target's sources with `text` in place of the target's file (the user's
   /// build template, {OUT} left for the worker).
   messages::compile_request compile_request(const std::string& text) const;
+  /// A proposer's request about `text`: the target, its language and parser flags, the block size
+  /// and the static analysis; the caller adds the history, the round and the limits.
+  messages::propose_request propose_request(const std::string& text) const;
   /// The launch file resolved at `spec`'s sizes, with the original kernel as the reference its
   /// outputs are compared with; nullopt with `error` when the sizes cannot be expressed.
   std::optional<messages::kernel_launch> resolve(const stages::launch_spec& spec,

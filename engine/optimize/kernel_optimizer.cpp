@@ -128,18 +128,12 @@ opt::paired_verdict compare_on(lane_worker& lane,
 /// ignored; the futures wait for them when they go, before the graph starts.
 std::vector<std::future<void>> warm_up_proposers(const journey_context& journey) {
   std::vector<std::future<void>> warming;
-  const auto& target = journey.target();
   for (const auto& kind : journey.settings().proposers) {
     const auto* registered = stages::optimize::find_proposer_kind(kind);
     if (registered == nullptr || !registered->warms_up || !journey.services().propose) {
       continue;
     }
-    messages::propose_request request;
-    request.kernel = target.kernel;
-    request.source_name = target.source_path.filename().string();
-    request.source = target.source_text;
-    request.language = target.language;
-    request.compile_flags = target.compile_flags;
+    messages::propose_request request = journey.propose_request(journey.target().source_text);
     request.max_proposals = 0;
     request.timeout_ms = 30000;
     warming.push_back(std::async(std::launch::async, [&journey, kind, request] {

@@ -17,16 +17,8 @@ proposal_feed::proposal_feed(const journey_context& journey,
       seen_(std::move(seen)) {}
 
 messages::propose_request proposal_feed::make_request(std::uint32_t repair_round) const {
-  const auto& target = journey_.target();
   const auto& settings = journey_.settings();
-  messages::propose_request request;
-  request.kernel = target.kernel;
-  request.source_name = target.source_path.filename().string();
-  request.source = hooks_.incumbent_text();
-  request.language = target.language;
-  request.compile_flags = target.compile_flags;
-  request.block_threads = target.block_threads;
-  request.analysis = target.analysis.empty() ? journey_.static_analysis() : target.analysis;
+  messages::propose_request request = journey_.propose_request(hooks_.incumbent_text());
   request.history = history_;
   request.repair_round = repair_round;
   request.max_proposals = settings.max_proposals;
