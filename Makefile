@@ -62,8 +62,9 @@ test: build
 # The sanitizer builds (.ci/run runs both after `make test`). Their presets (CMakePresets.json:
 # asan, tsan) build only what their tests need: those tests, rocm-perf (started as a worker) and
 # the fake tools; no system or gpu tests, no benchmarks, no CUDA backend, and -g1 (line tables) for
-# debug information. ASan+UBSan is a Debug build of the unit and integration tests and stops at the
-# first finding (UBSan too: -fno-sanitize-recover); TSan runs the integration tests, the label
+# debug information. ASan+UBSan is a Debug build by clang (a third less compile time than GCC's
+# for the same instrumentation) of the unit and integration tests and the fuzz targets, and stops
+# at the first finding (UBSan too: -fno-sanitize-recover); TSan runs the integration tests, the label
 # whose tests start threads (unit tests start none), and reads tests/sanitizers/tsan.supp, where
 # every suppression says why it is there. tests/sanitizers/README.md has the details.
 test-asan: deps
@@ -76,8 +77,9 @@ test-tsan: deps
 	$(CMAKE) --build --preset tsan -j$(JOBS)
 	$(CTEST) --preset tsan
 
-# libFuzzer targets (tests/fuzz/README.md), built by clang with ASan+UBSan in build-fuzz/.
-# `make fuzz-replay` runs every committed corpus file once (CI); `make fuzz` fuzzes each target for
+# libFuzzer targets (tests/fuzz/README.md), built by clang with ASan+UBSan in build-fuzz/ (and
+# without coverage in build-asan/). `make fuzz-replay` runs every committed corpus file once (CI);
+# `make fuzz` fuzzes each target for
 # FUZZ_TIME seconds or FUZZ_RUNS executions, whichever comes first (0 and -1: no limit), adding
 # what it finds to a scratch corpus under build-fuzz/corpus/ (copy inputs worth keeping into
 # tests/fuzz/corpus/<target>/ by hand); a crash stops it and leaves the input in
@@ -94,8 +96,12 @@ fuzz-build: deps
 	$(CMAKE) --preset fuzz
 	$(CMAKE) --build --preset fuzz -j$(JOBS)
 
-fuzz-replay: fuzz-build
-	tests/fuzz/replay $(FUZZ_DIR) $(FUZZ_TARGETS)
+# The replay uses the asan build (clang, ASan+UBSan: RPL_BUILD_FUZZ_REPLAY), which CI has built
+# for make test-asan already, rather than build-fuzz/, whose libraries carry coverage for fuzzing.
+fuzz-replay: deps
+	$(CMAKE) --preset asan
+	$(CMAKE) --build --preset asan -j$(JOBS) --target rpl_fuzzers
+	tests/fuzz/replay build-asan $(FUZZ_TARGETS)
 
 fuzz: fuzz-build
 	for target in $(FUZZ_TARGETS); do \

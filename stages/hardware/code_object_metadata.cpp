@@ -811,7 +811,17 @@ std::vector<code_object> read_code_objects(const std::filesystem::path& file) {
     throw metadata_error(file.string() +
                          ": cannot open for reading; check the path and its permissions");
   }
-  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // In blocks, not through istreambuf_iterator: a hipcc-built program can be hundreds of MB, and
+  // a character at a time took 100 s for a 440 MB test program in the Debug ASan build. Files
+  // whose size is not known up front (/proc) read the same way.
+  std::vector<char> data;
+  constexpr std::size_t block = std::size_t{1} << 20;
+  while (in) {
+    const std::size_t used = data.size();
+    data.resize(used + block);
+    in.read(data.data() + used, static_cast<std::streamsize>(block));
+    data.resize(used + static_cast<std::size_t>(in.gcount()));
+  }
   if (in.bad()) {
     throw metadata_error(file.string() + ": read failed; check the file and its permissions");
   }

@@ -21,6 +21,7 @@
 #include "engine/broker/local_workers.hpp"
 #include "stages/optimize/unified_diff.hpp"
 #include "support/remote_llm_proposer.hpp"
+#include "support/sanitizers.hpp"
 #include "support/test_support.hpp"
 #include "workers/process/child_process.hpp"
 #include "workers/protocol/curve_keys.hpp"
@@ -164,12 +165,12 @@ std::size_t occurrences(const std::string& text, const std::string& what) {
 }
 
 TEST(proposer_worker, a_remote_llm_proposer_with_a_listed_key_serves_over_curve) {
-#if defined(__SANITIZE_THREAD__)
-  // A job carried over CURVE: libzmq (not instrumented) hands the encrypted message buffers
-  // between its threads, and TSan reports them in spite of tests/sanitizers/tsan.supp's libzmq
-  // lines. The plain build (make test) runs this test; tests/sanitizers/README.md says so.
-  GTEST_SKIP() << "a job over CURVE under ThreadSanitizer: libzmq's buffers (see the comment)";
-#endif
+  if (rpl::testing::under_tsan) {
+    // A job carried over CURVE: libzmq (not instrumented) hands the encrypted message buffers
+    // between its threads, and TSan reports them in spite of tests/sanitizers/tsan.supp's libzmq
+    // lines. The plain build (make test) runs this test; tests/sanitizers/README.md says so.
+    GTEST_SKIP() << "a job over CURVE under ThreadSanitizer: libzmq's buffers (see the comment)";
+  }
   if (!workers::curve_available()) {
     GTEST_SKIP() << "this libzmq has no CURVE";
   }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "stages/trace/rocpd_reader.hpp"
+#include "support/scoped_env.hpp"
 #include "support/test_support.hpp"
 #include "workers/lanes/trace/trace_lane.hpp"
 
@@ -22,25 +23,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using messages::measure_status;
+using rpl::testing::scoped_env;
 using rpl::testing::temp_dir;
-
-/// Sets (or with nullptr removes) an environment variable for the scope.
-class scoped_env {
-public:
-  scoped_env(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) {
-      old_ = old;
-    }
-    value == nullptr ? ::unsetenv(name) : ::setenv(name, value, 1);
-  }
-  ~scoped_env() { old_ ? ::setenv(name_.c_str(), old_->c_str(), 1) : ::unsetenv(name_.c_str()); }
-  scoped_env(const scoped_env&) = delete;
-  scoped_env& operator=(const scoped_env&) = delete;
-
-private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 trace_lane_options fake_options(const std::filesystem::path& work, std::string regex) {
   trace_lane_options options;

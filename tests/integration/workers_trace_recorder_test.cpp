@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include "support/scoped_env.hpp"
 #include "support/test_support.hpp"
 #include "workers/tracers/cuda/cupti_recorder.hpp"
 #include "workers/tracers/rocprofv3/rocprofv3_recorder.hpp"
@@ -18,25 +19,8 @@ namespace rpl::workers {
 namespace {
 
 using namespace std::chrono_literals;
+using rpl::testing::scoped_env;
 using rpl::testing::temp_dir;
-
-/// Sets (or with nullptr removes) an environment variable for the scope.
-class scoped_env {
-public:
-  scoped_env(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) {
-      old_ = old;
-    }
-    value == nullptr ? ::unsetenv(name) : ::setenv(name, value, 1);
-  }
-  ~scoped_env() { old_ ? ::setenv(name_.c_str(), old_->c_str(), 1) : ::unsetenv(name_.c_str()); }
-  scoped_env(const scoped_env&) = delete;
-  scoped_env& operator=(const scoped_env&) = delete;
-
-private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 rocprofv3_recorder fake_rocprofv3() {
   return rocprofv3_recorder({.executable = RPL_FAKE_ROCPROFV3, .timeout = 60s});

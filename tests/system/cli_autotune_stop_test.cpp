@@ -62,8 +62,8 @@ private:
   std::optional<workers::child_process> process_;
 };
 
-std::vector<std::string> autotune_args(const std::filesystem::path& space,
-                                       const std::filesystem::path& db) {
+std::vector<std::string> one_worker_autotune_args(const std::filesystem::path& space,
+                                                  const std::filesystem::path& db) {
   return {"autotune",
           "--space",
           space.string(),
@@ -88,7 +88,7 @@ std::vector<std::string> autotune_args(const std::filesystem::path& space,
 /// A run whose compiles go to --listen, with no local worker: nothing ever compiles.
 std::vector<std::string> waiting_args(const std::filesystem::path& db,
                                       const std::string& endpoint) {
-  auto args = autotune_args(fixture("space-ok.json"), db);
+  auto args = one_worker_autotune_args(fixture("space-ok.json"), db);
   args.insert(args.end(), {"--compile-workers", "0", "--insecure", "--listen", endpoint});
   return args;
 }
@@ -130,7 +130,7 @@ TEST(cli_autotune_stop, sigint_ends_a_run_waiting_for_workers_and_resume_finishe
   expect_stopped_by(SIGINT, engine, db);
 
   // The compiles that never ran were not stored: a resumed run with local workers makes them all.
-  auto resume = autotune_args(fixture("space-ok.json"), db);
+  auto resume = one_worker_autotune_args(fixture("space-ok.json"), db);
   resume.insert(resume.end(), {"--compile-workers", "2", "--resume", "--json"});
   const auto resumed = rpl::testing::run_rocm_perf(resume);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
@@ -197,7 +197,7 @@ class cli_autotune_stop_measuring : public ::testing::Test {
 protected:
   void SetUp() override {
     rpl::testing::write_file(dir_ / "space.json", R"({"params": {"MODE": [2], "SLEEP_US": [1]}})");
-    auto args = autotune_args(dir_ / "space.json", db_);
+    auto args = one_worker_autotune_args(dir_ / "space.json", db_);
     *(std::find(args.begin(), args.end(), "--timeout") + 1) = "60";
     args.insert(args.end(), {"--compile-workers", "1"});
     engine_.emplace(dir_, args);
@@ -257,7 +257,7 @@ TEST(cli_autotune_stop, sigterm_leaves_no_daemon_of_the_abandoned_measurement) {
   rpl::testing::write_file(dir / "run.sh", "(setsid sh -c 'echo $$ > " + pid_file.string() +
                                                "; exec sleep 300' &)\nexec sleep 30\n");
   const auto db = dir / "r.db";
-  auto args = autotune_args(dir / "space.json", db);
+  auto args = one_worker_autotune_args(dir / "space.json", db);
   *(std::find(args.begin(), args.end(), "--timeout") + 1) = "60";
   *(std::find(args.begin(), args.end(), "--cmd-template") + 1) =
       "sh " + (dir / "run.sh").string() + " {BIN}";

@@ -6,6 +6,7 @@
 #include "support/hip_code_object.hpp"
 #include "support/json_schema.hpp"
 #include "support/rocpd_fixtures.hpp"
+#include "support/scoped_env.hpp"
 #include "support/test_support.hpp"
 
 namespace rpl {
@@ -13,35 +14,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using rpl::testing::run_rocm_perf;
+using rpl::testing::scoped_env;
 using rpl::testing::temp_dir;
 
 const std::string fake_rocprofv3 = RPL_FAKE_ROCPROFV3;
-
-/// Sets an environment variable for the scope (the rocm-perf child inherits it).
-class scoped_env {
-public:
-  scoped_env(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) {
-      old_ = old;
-    }
-    if (value == nullptr) {
-      ::unsetenv(name);
-    } else {
-      ::setenv(name, value, 1);
-    }
-  }
-  ~scoped_env() {
-    if (old_) {
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-
-private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 std::vector<std::string> validate(const nlohmann::json& document, const std::string& schema_file) {
   return rpl::testing::schema_errors(document, schema_file);

@@ -9,9 +9,9 @@
 namespace rpl::stages {
 namespace {
 
-using values = std::map<std::string, expression_number, std::less<>>;
+using value_table = std::map<std::string, expression_number, std::less<>>;
 
-expression_lookup lookup_in(const values& table) {
+expression_lookup lookup_in(const value_table& table) {
   return [&table](std::string_view name) -> std::optional<expression_number> {
     const auto found = table.find(name);
     if (found == table.end()) {
@@ -21,11 +21,11 @@ expression_lookup lookup_in(const values& table) {
   };
 }
 
-expression_number eval(std::string_view text, const values& table = {}) {
+expression_number eval(std::string_view text, const value_table& table = {}) {
   return expression::parse(text).evaluate_number(lookup_in(table));
 }
 
-std::int64_t eval_int(std::string_view text, const values& table = {}) {
+std::int64_t eval_int(std::string_view text, const value_table& table = {}) {
   const expression_number result = eval(text, table);
   EXPECT_TRUE(std::holds_alternative<std::int64_t>(result)) << text;
   return std::holds_alternative<std::int64_t>(result) ? std::get<std::int64_t>(result) : -999;
@@ -132,10 +132,10 @@ TEST(stages_expression, variables_are_looked_up_and_listed_in_order_of_first_use
   const expression parsed = expression::parse("TILE_I * TILE_J <= 4096 and TILE_I >= UNROLL");
   EXPECT_EQ(parsed.variables(), (std::vector<std::string>{"TILE_I", "TILE_J", "UNROLL"}));
   EXPECT_EQ(parsed.variable_columns(), (std::vector<std::size_t>{1, 10, 39}));
-  const values table{
+  const value_table table{
       {"TILE_I", std::int64_t{64}}, {"TILE_J", std::int64_t{64}}, {"UNROLL", std::int64_t{4}}};
   EXPECT_TRUE(parsed.holds(lookup_in(table)));
-  const values too_big{
+  const value_table too_big{
       {"TILE_I", std::int64_t{128}}, {"TILE_J", std::int64_t{64}}, {"UNROLL", std::int64_t{4}}};
   EXPECT_FALSE(parsed.holds(lookup_in(too_big)));
   EXPECT_DOUBLE_EQ(expression::parse("A * 2").evaluate(lookup_in({{"A", std::int64_t{21}}})), 42.0);

@@ -36,7 +36,7 @@ struct occupancy_case {
 };
 
 // clang-format off
-const std::vector<occupancy_case> cases{
+const std::vector<occupancy_case> occupancy_cases{
   // ---- gfx90a (CDNA2): 4 SIMDs × 8 slots; unified 512 VGPR+AGPR file, granule 8; 64 KiB LDS per
   //      CU in 512 B granules; 16 barriers; SGPR steps ≤80→10, ≤88→9, ≤100→8, else 7.
   // 128 VGPR → 512/128 = 4 waves/SIMD; w = 256/64 = 4 → 4×4/4 = 4 WGs → 16 waves → 4/SIMD, 16/32.
@@ -169,7 +169,7 @@ const std::vector<occupancy_case> cases{
 };
 // clang-format on
 
-class stages_occupancy_model_cases : public testing::TestWithParam<occupancy_case> {};
+class stages_occupancy_model_cases : public ::testing::TestWithParam<occupancy_case> {};
 
 TEST_P(stages_occupancy_model_cases, matches_the_hand_computation) {
   const occupancy_case& c = GetParam();
@@ -186,19 +186,19 @@ TEST_P(stages_occupancy_model_cases, matches_the_hand_computation) {
 
 INSTANTIATE_TEST_SUITE_P(hand_computed,
                          stages_occupancy_model_cases,
-                         testing::ValuesIn(cases),
-                         [](const testing::TestParamInfo<occupancy_case>& p) {
+                         ::testing::ValuesIn(occupancy_cases),
+                         [](const ::testing::TestParamInfo<occupancy_case>& p) {
                            return std::string(p.param.name);
                          });
 
 TEST(stages_occupancy_model, cases_cover_every_target_and_limiter) {
   std::map<std::string, int> per_target;
   std::set<std::string> limiters;
-  for (const occupancy_case& c : cases) {
+  for (const occupancy_case& c : occupancy_cases) {
     ++per_target[c.target];
     limiters.insert(to_string(c.limiter));
   }
-  EXPECT_GE(cases.size(), 30u);
+  EXPECT_GE(occupancy_cases.size(), 30u);
   for (const std::string& target : known_targets())
     EXPECT_GE(per_target[target], 3) << target;
   for (const char* name :

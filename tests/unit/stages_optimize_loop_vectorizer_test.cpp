@@ -23,11 +23,11 @@ std::string scale_loop(const std::string& start, const std::string& step, const 
   return "  for (size_t i = " + start + "; i < n; i += " + step + ") " + body + "\n";
 }
 
-const std::string start = "blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x";
-const std::string step = "static_cast<size_t>(gridDim.x) * blockDim.x";
+const std::string grid_start = "blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x";
+const std::string grid_step = "static_cast<size_t>(gridDim.x) * blockDim.x";
 
 TEST(loop_vectorizer, rewrites_a_grid_stride_scale_with_an_aligned_check_and_a_tail) {
-  const std::string text = scale_loop(start, step, "{\n    out[i] = a * in[i];\n  }");
+  const std::string text = scale_loop(grid_start, grid_step, "{\n    out[i] = a * in[i];\n  }");
   const auto v = vectorize(text);
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->vector_type, "float4");
@@ -49,12 +49,12 @@ TEST(loop_vectorizer, rewrites_a_grid_stride_scale_with_an_aligned_check_and_a_t
         << lane;
   }
   EXPECT_NE(r.find("reinterpret_cast<float4*>(out)[rpl_v] = rpl_out;"), std::string::npos);
-  EXPECT_NE(r.find("for (size_t i = (n) / 4 * 4 + " + start +
-                   ";\n         i < n;\n         i += " + step + ") {"),
+  EXPECT_NE(r.find("for (size_t i = (n) / 4 * 4 + " + grid_start +
+                   ";\n         i < n;\n         i += " + grid_step + ") {"),
             std::string::npos)
       << r;
   // The original loop, token for token (indented one level deeper), when an array is not aligned.
-  EXPECT_NE(r.find("} else {\n    for (size_t i = " + start + "; i < n; i += " + step +
+  EXPECT_NE(r.find("} else {\n    for (size_t i = " + grid_start + "; i < n; i += " + grid_step +
                    ") {\n      out[i] = a * in[i];\n    }\n  }"),
             std::string::npos)
       << r;
@@ -81,42 +81,42 @@ TEST(loop_vectorizer, c_style_casts_and_harmless_parentheses_are_recognised) {
   EXPECT_TRUE(vectorize(scale_loop("(size_t)blockIdx.x * blockDim.x + threadIdx.x",
                                    "(gridDim.x * blockDim.x)", "out[i] = in[i];"))
                   .has_value());
-  EXPECT_TRUE(
-      vectorize(scale_loop("(blockIdx.x * blockDim.x) + (threadIdx.x)", step, "out[i] = in[i];"))
-          .has_value());
+  EXPECT_TRUE(vectorize(scale_loop("(blockIdx.x * blockDim.x) + (threadIdx.x)", grid_step,
+                                   "out[i] = in[i];"))
+                  .has_value());
 }
 
 TEST(loop_vectorizer, refuses_what_it_cannot_prove) {
   const std::vector<std::pair<std::string, std::string>> refused = {
       {"not the thread's global index",
-       scale_loop("blockIdx.x * (blockDim.x + threadIdx.x)", step, "out[i] = in[i];")},
+       scale_loop("blockIdx.x * (blockDim.x + threadIdx.x)", grid_step, "out[i] = in[i];")},
       {"a per-thread loop", "  for (size_t i = 0; i < n; i += 1) out[i] = in[i];\n"},
       {"a block-stride loop", scale_loop("threadIdx.x", "blockDim.x", "out[i] = in[i];")},
-      {"the index as a value", scale_loop(start, step, "out[i] = a * i;")},
-      {"a neighbour", scale_loop(start, step, "out[i] = in[i + 1];")},
-      {"control flow", scale_loop(start, step, "{ if (in[i] > 0) out[i] = in[i]; }")},
-      {"a conditional", scale_loop(start, step, "out[i] = in[i] > 0 ? in[i] : a;")},
-      {"a barrier", scale_loop(start, step, "{ out[i] = in[i]; __syncthreads(); }")},
-      {"an atomic", scale_loop(start, step, "atomicAdd(&out[i], in[i]);")},
-      {"nothing written", scale_loop(start, step, "a += in[i];")},
-      {"a directive", scale_loop(start, step, "{\n#pragma unroll\n out[i] = in[i]; }")},
-      {"a bound that moves",
-       "  for (size_t i = " + start + "; i < n - i; i += " + step + ") out[i] = in[i];\n"},
+      {"the index as a value", scale_loop(grid_start, grid_step, "out[i] = a * i;")},
+      {"a neighbour", scale_loop(grid_start, grid_step, "out[i] = in[i + 1];")},
+      {"control flow", scale_loop(grid_start, grid_step, "{ if (in[i] > 0) out[i] = in[i]; }")},
+      {"a conditional", scale_loop(grid_start, grid_step, "out[i] = in[i] > 0 ? in[i] : a;")},
+      {"a barrier", scale_loop(grid_start, grid_step, "{ out[i] = in[i]; __syncthreads(); }")},
+      {"an atomic", scale_loop(grid_start, grid_step, "atomicAdd(&out[i], in[i]);")},
+      {"nothing written", scale_loop(grid_start, grid_step, "a += in[i];")},
+      {"a directive", scale_loop(grid_start, grid_step, "{\n#pragma unroll\n out[i] = in[i]; }")},
+      {"a bound that moves", "  for (size_t i = " + grid_start + "; i < n - i; i += " + grid_step +
+                                 ") out[i] = in[i];\n"},
       {"a name it would introduce",
-       scale_loop(start, step, "{ float rpl_in = in[i]; out[i] = rpl_in; }")},
+       scale_loop(grid_start, grid_step, "{ float rpl_in = in[i]; out[i] = rpl_in; }")},
   };
   for (const auto& [why, text] : refused) {
     EXPECT_FALSE(vectorize(text).has_value()) << why << ":\n" << text;
   }
   // Vectors already, mixed element types, a local pointer.
-  EXPECT_FALSE(vectorize(scale_loop(start, step, "out[i] = in[i];"),
+  EXPECT_FALSE(vectorize(scale_loop(grid_start, grid_step, "out[i] = in[i];"),
                          {{"float4 *", "out"}, {"const float4 *", "in"}, {"size_t", "n"}})
                    .has_value());
-  EXPECT_FALSE(vectorize(scale_loop(start, step, "out[i] = in[i];"),
+  EXPECT_FALSE(vectorize(scale_loop(grid_start, grid_step, "out[i] = in[i];"),
                          {{"double *", "out"}, {"const float *", "in"}, {"size_t", "n"}})
                    .has_value());
-  EXPECT_FALSE(
-      vectorize(scale_loop(start, step, "out[i] = in[i];"), {{"size_t", "n"}}).has_value());
+  EXPECT_FALSE(vectorize(scale_loop(grid_start, grid_step, "out[i] = in[i];"), {{"size_t", "n"}})
+                   .has_value());
 }
 
 } // namespace

@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(128) other(float* x) {
 }
 )";
 
-std::vector<std::string> tokenize(std::string_view text) {
+std::vector<std::string> body_tokens(std::string_view text) {
   std::vector<std::string> out;
   std::size_t i = 0;
   while (i < text.size()) {
@@ -86,7 +86,7 @@ source_model model_of(const std::string& text) {
     d.line = line_of(text, begin);
     d.is_definition = d.has_body = true;
     d.body_offset = text.find('{', begin);
-    d.tokens = tokenize(std::string_view(text).substr(begin, end - begin));
+    d.tokens = body_tokens(std::string_view(text).substr(begin, end - begin));
     d.calls = std::move(calls);
     d.parameters = {{"float *", "x"}};
     d.has_launch_bounds =

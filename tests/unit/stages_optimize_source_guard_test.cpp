@@ -11,7 +11,7 @@ namespace {
 // The models are built by hand (no libclang in unit tests): a tiny tokenizer splits each
 // declaration's text, and each declaration says what it calls.
 
-std::vector<std::string> tokenize(std::string_view text) {
+std::vector<std::string> split_tokens(std::string_view text) {
   std::vector<std::string> out;
   std::size_t i = 0;
   while (i < text.size()) {
@@ -64,7 +64,7 @@ fixture build(const std::string& preamble, const std::vector<decl_spec>& specs) 
     d.range = {f.text.size(), f.text.size() + s.text.size()};
     d.line = line_of(f.text, f.text.size());
     d.is_definition = true;
-    d.tokens = tokenize(s.text);
+    d.tokens = split_tokens(s.text);
     d.calls = s.calls;
     d.parameters = s.parameters;
     d.return_type = is_function(s.kind) ? "void" : "";

@@ -13,11 +13,11 @@ namespace {
 
 using argv_t = std::vector<std::string>;
 
-const std::string job = "/tmp/rpl-job-7-1-abcdef";
-const std::string out = job + "/artifact.out";
+const std::string job_dir = "/tmp/rpl-job-7-1-abcdef";
+const std::string out = job_dir + "/artifact.out";
 
 argv_limits limits() {
-  return {job, {"/opt/vendor/include"}};
+  return {job_dir, {"/opt/vendor/include"}};
 }
 
 struct refused_case {
@@ -103,7 +103,7 @@ TEST(workers_argv_check, refuses_what_a_rogue_engine_sent_and_names_the_flag) {
       // Writes outside the job folder.
       {{"g++", "x.cpp", "-o", "/tmp/elsewhere/a.out"}, "-o /tmp/elsewhere/a.out", "outside"},
       {{"g++", "x.cpp", "-o/etc/cron.d/x"}, "-o/etc/cron.d/x", "outside"},
-      {{"g++", "x.cpp", "-o", job + "/../x"}, "-o " + job + "/../x", "outside"},
+      {{"g++", "x.cpp", "-o", job_dir + "/../x"}, "-o " + job_dir + "/../x", "outside"},
       {{"g++", "x.cpp", "-o", "../x"}, "-o ../x", "'..'"},
       {{"g++", "x.cpp", "--output=/tmp/x"}, "--output=/tmp/x", "outside"},
       {{"g++", "-MD", "-MF", "/tmp/x.d", "x.cpp"}, "-MF /tmp/x.d", "outside"},
@@ -202,7 +202,7 @@ TEST(workers_argv_check, passes_the_build_templates_the_project_uses) {
        "-o",
        out},
       {"g++", "-I/opt/vendor/include", "-isystem", "/opt/vendor/include/sub", "-DDIR=\"/usr\"",
-       "-fdebug-prefix-map=/build=/src", "-I" + job + "/inc", "-save-temps=obj", "k.cpp", "-o",
+       "-fdebug-prefix-map=/build=/src", "-I" + job_dir + "/inc", "-save-temps=obj", "k.cpp", "-o",
        out},
       {"clang++", "-Xclang", "-fno-pch-timestamp", "-fuse-ld=lld", "--", "k.cpp"},
   };
@@ -216,7 +216,7 @@ TEST(workers_argv_check, passes_the_build_templates_the_project_uses) {
 }
 
 TEST(workers_argv_check, a_read_root_admits_reads_but_never_writes) {
-  const argv_limits with_root{job, {"/opt/vendor"}};
+  const argv_limits with_root{job_dir, {"/opt/vendor"}};
   EXPECT_FALSE(check_argv({"g++", "-I/opt/vendor/include", "k.cpp"}, with_root));
   EXPECT_FALSE(check_argv({"g++", "/opt/vendor/lib/x.o", "k.cpp"}, with_root));
   const auto write = check_argv({"g++", "k.cpp", "-o", "/opt/vendor/x"}, with_root);
@@ -230,9 +230,9 @@ TEST(workers_argv_check, a_read_root_admits_reads_but_never_writes) {
   EXPECT_TRUE(sibling->read_only);
   EXPECT_NE(sibling->message().find("--allow-path"), std::string::npos) << sibling->message();
   // Nor is a job folder's sibling, or a way out of it.
-  EXPECT_TRUE(check_argv({"g++", "k.cpp", "-o", job + "x/a"}, with_root));
-  EXPECT_TRUE(check_argv({"g++", "k.cpp", "-o", job + "/sub/../../a"}, with_root));
-  EXPECT_FALSE(check_argv({"g++", "k.cpp", "-o", job + "/sub/../a"}, with_root));
+  EXPECT_TRUE(check_argv({"g++", "k.cpp", "-o", job_dir + "x/a"}, with_root));
+  EXPECT_TRUE(check_argv({"g++", "k.cpp", "-o", job_dir + "/sub/../../a"}, with_root));
+  EXPECT_FALSE(check_argv({"g++", "k.cpp", "-o", job_dir + "/sub/../a"}, with_root));
 }
 
 TEST(workers_argv_check, an_empty_argv_or_a_flag_without_its_value_is_left_to_the_compiler) {
