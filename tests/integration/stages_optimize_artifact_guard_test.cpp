@@ -1,10 +1,15 @@
 // The artifact guard on real compiler output: one source, compiled by nvcc (cubins) and by hipcc
-// (gfx90a code objects) in five variants chosen by -D macros, each compiled once per run.
-// Skips, saying why, where a compiler is not installed.
+// (gfx90a code objects) in five variants chosen by -D macros. ctest runs each test in a process
+// of its own, so the variants are kept in the build tree, keyed by the compiler (path, size, time)
+// and what is compiled: compiled once per build, not once per test (14 tests x 6 compiles cost
+// about 140 s of CI per build). Skips, saying why, where a compiler is not installed.
 
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
+#include <system_error>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -89,11 +94,43 @@ std::vector<std::string> compile_argv(const std::string& compiler,
           output};
 }
 
-compiled compile_variants(const std::string& compiler) {
+/// Where one compiler's variants are kept: build/tests/artifact-guard-fixtures/<key>, the key a
+/// hash of the compiler file's identity and every compile's arguments and source.
+fs::path fixture_cache(const std::string& compiler) {
+  std::error_code ec;
+  std::string identity = compiler + '\n' + kernels_source;
+  identity += std::to_string(fs::file_size(compiler, ec)) + '\n';
+  identity += std::to_string(fs::last_write_time(compiler, ec).time_since_epoch().count()) + '\n';
+  for (const auto& [name, define] : variants) {
+    for (const auto& word : compile_argv(compiler, name, define, name + ".bin")) {
+      identity += word + ' ';
+    }
+  }
+  const auto key = std::hash<std::string>{}(identity);
+  return fs::path(RPL_BINARY).parent_path().parent_path() / "tests" / "artifact-guard-fixtures" /
+         (fs::path(compiler).filename().string() + "-" + std::to_string(key));
+}
+
+compiled read_variants(const std::string& compiler, const fs::path& dir) {
   compiled out;
   out.compiler = compiler;
-  static rpl::testing::temp_dir dir;
-  const auto sub = dir / fs::path(compiler).filename().string();
+  for (const auto& [name, define] : variants) {
+    out.artifacts[name] = rpl::testing::read_text(dir / (name + ".bin"));
+  }
+  return out;
+}
+
+compiled compile_variants(const std::string& compiler) {
+  const fs::path kept = fixture_cache(compiler);
+  if (fs::exists(kept / "complete")) {
+    return read_variants(compiler, kept);
+  }
+  compiled out;
+  out.compiler = compiler;
+  // Compiled beside the cache and renamed into place whole, so that a test running at the same
+  // time never reads half a set; the one that loses the rename drops its copy.
+  const fs::path sub = kept.string() + ".tmp" + std::to_string(::getpid());
+  fs::remove_all(sub);
   fs::create_directories(sub);
   rpl::testing::write_file(sub / "k.cu", kernels_source);
   rpl::testing::write_file(sub / "k.hip", kernels_source);
@@ -115,6 +152,12 @@ compiled compile_variants(const std::string& compiler) {
     }
     out.artifacts[name] = rpl::testing::read_text(sub / (name + ".bin"));
   }
+  if (out.error.empty()) {
+    rpl::testing::write_file(sub / "complete", "");
+    std::error_code ec;
+    fs::rename(sub, kept, ec);
+  }
+  fs::remove_all(sub);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "stages/optimize/rule_transforms.hpp"
 #include "stages/optimize/source_guard.hpp"
 #include "stages/optimize/unified_diff.hpp"
+#include "support/sanitizers.hpp"
 #include "workers/source/clang_source.hpp"
 
 namespace rpl::workers {
@@ -273,6 +274,12 @@ TEST(clang_source, a_kept_unit_reparsed_gives_the_model_of_a_cold_parse) {
     texts.emplace_back(p.id, patched.text);
   }
   ASSERT_GE(texts.size(), 3U);
+  if (rpl::testing::under_asan || rpl::testing::under_tsan) {
+    // Three proposals take the same paths as all of them; each costs three parses, which took
+    // 46 s under TSan for the whole set (libclang itself is not instrumented). The plain build
+    // checks every proposal.
+    texts.resize(3);
+  }
   texts.emplace_back("a new #define at the start",
                      "#define RPL_EXTRA_TILE 8\n" + text +
                          "\n__global__ void rpl_extra(float* x) { x[0] = RPL_EXTRA_TILE; }\n");
