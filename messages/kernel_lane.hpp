@@ -21,7 +21,7 @@
 namespace rpl::messages {
 
 /// Major version of the lane exchange; a peer speaking another one is refused at the hello.
-inline constexpr std::uint32_t kernel_lane_protocol = 2;
+inline constexpr std::uint32_t kernel_lane_protocol = 3;
 
 /// Frames are small (no buffer contents ever travel on the pipe); a longer length means the
 /// stream is out of step, and the reader gives up instead of allocating it.
@@ -47,6 +47,9 @@ enum class kernel_lane_status : std::uint8_t {
   reference_failed = 7,   ///< the reference kernel itself could not produce outputs
   device_unavailable = 8, ///< no usable device (hello only, or a device lost mid-run)
   out_of_memory = 9,      ///< the buffers do not fit in device memory
+  out_of_bounds = 10,     ///< a byte of a buffer's red zone changed: a write outside the buffer
+  inputs_modified = 11,   ///< (strict) a buffer not marked output differs from its initial contents
+  nondeterministic = 12,  ///< (strict) two checked launches on the same inputs gave other outputs
 };
 
 /// The initial contents of a buffer.
@@ -73,6 +76,9 @@ struct kernel_arg {
   buffer_init init;        ///< buffer: contents before each checked launch
   bool output = false;     ///< buffer: compared with the reference after the checked launch
   value_tolerance tolerance;
+  /// output: two launches on the same inputs may differ within `tolerance` (atomics); else a
+  /// strict request requires them equal bit for bit.
+  bool nondeterministic = false;
   std::int64_t int_value = 0; ///< scalar of an integer type (u32 too)
   double float_value = 0.0;   ///< scalar of a float type (f16 is rounded when it is passed)
 };
@@ -103,6 +109,13 @@ struct kernel_launch {
   std::vector<kernel_arg> args;   ///< in the kernel's parameter order
   /// nullopt: no reference kernel; the engine-side lane checks against the first valid candidate.
   std::optional<kernel_reference> reference;
+  /// Every buffer starts this many bytes past its allocation's aligned start (0, or 4 so that a
+  /// kernel's misaligned paths run); the red zones move with it.
+  std::uint32_t offset_bytes = 0;
+  /// Validation, not throughput: the checked launch also runs a second time on the same inputs
+  /// (outputs must match the first bit for bit, or within the tolerance where an output is
+  /// `nondeterministic`), and every buffer not marked output must keep its initial contents.
+  bool strict = false;
 };
 
 /// How many launches to make. The lane stops at min_samples unless a criterion asks for more
@@ -165,6 +178,15 @@ struct kernel_mismatch {
   std::uint64_t compared = 0; ///< elements compared in that buffer
 };
 
+/// The first changed byte of a buffer's red zones (the guard bands around every buffer).
+struct kernel_red_zone_violation {
+  std::string buffer;        ///< the argument's name
+  std::string side;          ///< "before" or "after" the buffer
+  std::int64_t offset = 0;   ///< of that byte from the buffer's first byte (negative before)
+  std::uint64_t changed = 0; ///< changed bytes in that buffer's red zones
+  std::string phase;         ///< "the checked launch", "the timed launches", "the reference"
+};
+
 struct kernel_lane_reply {
   std::uint32_t protocol = kernel_lane_protocol;
   std::uint64_t sequence = 0;
@@ -178,7 +200,14 @@ struct kernel_lane_reply {
   /// in an earlier one of the same unchanged code object on the same launch, which is not rerun.
   bool verified = false;
   bool time_capped = false; ///< sampling stopped at time_cap_ms, before its criterion was met
-  kernel_mismatch mismatch; ///< filled for wrong_result
+  /// Filled for wrong_result; for inputs_modified (value: now, expected: initial) and
+  /// nondeterministic (value: the second launch's, expected: the first's) too.
+  kernel_mismatch mismatch;
+  kernel_red_zone_violation violation; ///< filled for out_of_bounds
+  /// Every buffer had red zones (off only in a lane started with --no-red-zones, as under a
+  /// sanitizer, whose own checks the zones would hide); their host time (read-back, compare).
+  bool red_zones = false;
+  std::int64_t red_zone_ns = 0;
   kernel_device device;
   bool lane_exiting = false;     ///< the process exits after this reply (the context is lost)
   std::uint32_t allocations = 0; ///< device allocations this request made; 0 in the steady state
@@ -249,6 +278,9 @@ inline const char* to_string(kernel_lane_status status) {
   case kernel_lane_status::reference_failed: return "reference_failed";
   case kernel_lane_status::device_unavailable: return "device_unavailable";
   case kernel_lane_status::out_of_memory: return "out_of_memory";
+  case kernel_lane_status::out_of_bounds: return "out_of_bounds";
+  case kernel_lane_status::inputs_modified: return "inputs_modified";
+  case kernel_lane_status::nondeterministic: return "nondeterministic";
   }
   return "unknown";
 }

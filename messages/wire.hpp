@@ -235,6 +235,9 @@ struct measure_result {
   double interval_low_ns = 0.0;
   double interval_high_ns = 0.0;
   double race_bound_ns = 0.0;
+  /// For wrong_result: which of the lane's checks refused it, where not the output comparison:
+  /// "memory:out_of_bounds" (a red zone changed), "inputs_modified", "nondeterministic".
+  std::string finding;
 };
 
 struct verdict {

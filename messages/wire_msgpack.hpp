@@ -67,12 +67,21 @@ RPL_MSGPACK_MAP(rpl::messages::kernel_arg,
                 init,
                 output,
                 tolerance,
+                nondeterministic,
                 int_value,
                 float_value)
 RPL_MSGPACK_MAP(rpl::messages::launch_dims, x, y, z)
 RPL_MSGPACK_MAP(
     rpl::messages::kernel_reference, code_object_path, symbol, grid, block, shared_bytes)
-RPL_MSGPACK_MAP(rpl::messages::kernel_launch, symbol, grid, block, shared_bytes, args, reference)
+RPL_MSGPACK_MAP(rpl::messages::kernel_launch,
+                symbol,
+                grid,
+                block,
+                shared_bytes,
+                args,
+                reference,
+                offset_bytes,
+                strict)
 RPL_MSGPACK_MAP(rpl::messages::kernel_sampling,
                 warmup_launches,
                 min_samples,
@@ -94,6 +103,7 @@ RPL_MSGPACK_MAP(rpl::messages::kernel_lane_request,
                 launch,
                 sampling)
 RPL_MSGPACK_MAP(rpl::messages::kernel_mismatch, buffer, index, value, expected, count, compared)
+RPL_MSGPACK_MAP(rpl::messages::kernel_red_zone_violation, buffer, side, offset, changed, phase)
 RPL_MSGPACK_MAP(rpl::messages::kernel_lane_reply,
                 protocol,
                 sequence,
@@ -105,6 +115,9 @@ RPL_MSGPACK_MAP(rpl::messages::kernel_lane_reply,
                 verified,
                 time_capped,
                 mismatch,
+                violation,
+                red_zones,
+                red_zone_ns,
                 device,
                 lane_exiting,
                 allocations,
@@ -211,7 +224,8 @@ RPL_MSGPACK_MAP(rpl::messages::measure_result,
                 leftover_processes,
                 interval_low_ns,
                 interval_high_ns,
-                race_bound_ns)
+                race_bound_ns,
+                finding)
 RPL_MSGPACK_MAP(
     rpl::messages::verdict, candidate_key, decision, reason, best_key, median_ns, relative_change)
 

@@ -13,6 +13,8 @@
 #   app     -- pipeline (examples/cuda/pipeline.cu): --top 3 --devices all --app-build
 #   parse   bench/optimize/parse_reuse on gemm.cu with this host's CUDA headers: a cold libclang
 #           parse against a kept unit reparsed (the source guard's parses)
+#   zones   bench/red_zones on gemm.cu's rpl_sgemm_tiled (64x64 tiles): the kernel lane's red
+#           zones' cost per measurement, lanes with and without them alternating
 # Each step's report goes to OUT/STEP/ (report.md, report.json, attempts.jsonl); a table last.
 set -u
 carry=$(cd "$1" && pwd); out=$2; shift 2
@@ -71,6 +73,12 @@ for step in "$@"; do
         --iterations 1 --rounds 7 --runs-per-round 3 --time-budget 200 \
         --out "$out/app" -- pipeline ;;
     parse) run parse parse_reuse "$root/examples/cuda/gemm.cu" rpl_sgemm_tiled 3 ;;
+    zones)
+      nvcc -cubin -arch="$arch" -DTILE_M=64 -DTILE_N=64 -DTILE_K=16 -DTHREAD_M=4 -DTHREAD_N=4 \
+        "$root/examples/cuda/gemm.cu" -o "$work/gemm.cubin" > "$out/zones-nvcc.log" 2>&1
+      run zones red_zones --code-object "$work/gemm.cubin" \
+        --launch "$root/examples/cuda/gemm.launch.json" --param TILE_M=64 --param TILE_N=64 \
+        --param TILE_K=16 --param THREAD_M=4 --param THREAD_N=4 ;;
     *) echo "unknown step $step" ;;
   esac
 done

@@ -19,6 +19,7 @@ constexpr std::array stage_names{
     name_table<attempt_stage>{attempt_stage::validation, "validation"},
     name_table<attempt_stage>{attempt_stage::tuning, "tuning"},
     name_table<attempt_stage>{attempt_stage::measurement, "measurement"},
+    name_table<attempt_stage>{attempt_stage::sanitizer, "sanitizer"},
     name_table<attempt_stage>{attempt_stage::accepted, "accepted"},
 };
 
@@ -58,6 +59,15 @@ constexpr std::array finding_names{
     finding_name{attempt_finding::validation_odd_size, "validation:odd_size"},
     finding_name{attempt_finding::validation_smaller_size, "validation:smaller_size"},
     finding_name{attempt_finding::validation_captured, "validation:captured_dispatch"},
+    finding_name{attempt_finding::validation_tiny_size, "validation:tiny_size"},
+    finding_name{attempt_finding::validation_misaligned, "validation:misaligned"},
+    finding_name{attempt_finding::memory_out_of_bounds, "memory:out_of_bounds"},
+    finding_name{attempt_finding::inputs_modified, "inputs_modified"},
+    finding_name{attempt_finding::nondeterministic, "nondeterministic"},
+    finding_name{attempt_finding::sanitizer_memcheck, "sanitizer:memcheck"},
+    finding_name{attempt_finding::sanitizer_racecheck, "sanitizer:racecheck"},
+    finding_name{attempt_finding::sanitizer_initcheck, "sanitizer:initcheck"},
+    finding_name{attempt_finding::sanitizer_synccheck, "sanitizer:synccheck"},
     finding_name{attempt_finding::measurement, "measurement"},
     finding_name{attempt_finding::tuning, "tuning"},
     finding_name{attempt_finding::tunables, "tunables"},

@@ -21,6 +21,7 @@ enum class attempt_stage {
   validation,     ///< outputs against the original kernel's, on the lane
   tuning,         ///< a configuration of a proposal's tunable macros, timed alone
   measurement,    ///< the paired comparison with the incumbent
+  sanitizer,      ///< faster, then run under the vendor's checker (compute-sanitizer) first
   accepted,       ///< it became the incumbent
 };
 
@@ -66,6 +67,17 @@ enum class attempt_finding {
   validation_odd_size,
   validation_smaller_size,
   validation_captured,
+  validation_tiny_size,  ///< a size smaller than one block
+  validation_misaligned, ///< the odd size with every buffer 4 bytes past its aligned start
+  // the lane's checks in any validation case (workers/lanes/kernel/process/)
+  memory_out_of_bounds, ///< a byte of a buffer's red zone changed
+  inputs_modified,      ///< a buffer not marked output changed
+  nondeterministic,     ///< two launches on the same inputs gave other outputs
+  // sanitizer: one per compute-sanitizer tool
+  sanitizer_memcheck,
+  sanitizer_racecheck,
+  sanitizer_initcheck,
+  sanitizer_synccheck,
   // measurement and tuning
   measurement,
   tuning,

@@ -18,9 +18,19 @@ attempt_finding finding_of_case(opt::validation_size size) {
   switch (size) {
   case opt::validation_size::odd: return attempt_finding::validation_odd_size;
   case opt::validation_size::smaller: return attempt_finding::validation_smaller_size;
+  case opt::validation_size::tiny: return attempt_finding::validation_tiny_size;
+  case opt::validation_size::misaligned: return attempt_finding::validation_misaligned;
   case opt::validation_size::launch: break;
   }
   return attempt_finding::validation_launch_size;
+}
+
+/// The finding of a lane check that refused the case (red zones, inputs, determinism), if any.
+std::optional<attempt_finding> lane_check_finding(const messages::measure_result& result) {
+  if (result.finding.empty()) {
+    return std::nullopt;
+  }
+  return parse_finding(result.finding);
 }
 
 } // namespace
@@ -124,19 +134,41 @@ std::optional<validation_failure> journey_context::validate(workers::lane_backen
                                   result.reason,
                               result.status == messages::measure_status::nonzero_exit};
   }
-  for (const auto& c : opt::validation_cases(target_.launch, settings_.seed)) {
+  const auto cases = opt::validation_cases(target_.launch, settings_.seed);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto& c = cases[i];
+    if (dropped_cases_.contains(i)) {
+      record.push_back({{"case", c.label},
+                        {"status", "not_run"},
+                        {"reason", "dropped: the original kernel fails this case itself"}});
+      continue;
+    }
     std::string error;
-    const auto launch = resolve(c.spec, error);
+    auto launch = resolve(c.spec, error);
     if (!launch) {
       record.push_back({{"case", c.label}, {"status", "not_run"}, {"reason", error}});
       continue; // a size the launch file cannot express is not the candidate's fault
     }
+    launch->strict = true;
+    launch->offset_bytes = c.offset_bytes;
     const auto result = lane.measure(lane_request(artifact, *launch, 1, 0));
     if (outcome(c.label, result)) {
       continue;
     }
-    // The kernel lane exits non-zero when the outputs differ from the reference's.
-    const bool differ = result.status == messages::measure_status::nonzero_exit;
+    if (validating_original_ && c.optional) {
+      // Not every kernel supports a size under one block or misaligned buffers; a candidate need
+      // not either where the original does not.
+      dropped_cases_.insert(i);
+      record.back()["status"] = "dropped";
+      continue;
+    }
+    if (const auto check = lane_check_finding(result)) {
+      return validation_failure{*check, c.label + ": " + result.reason, false};
+    }
+    // Outputs unlike the reference's: wrong_result from the kernel lane, a non-zero exit from a
+    // program that checks them itself.
+    const bool differ = result.status == messages::measure_status::nonzero_exit ||
+                        result.status == messages::measure_status::wrong_result;
     return validation_failure{finding_of_case(c.size),
                               c.label + ": " +
                                   (differ
@@ -146,6 +178,27 @@ std::optional<validation_failure> journey_context::validate(workers::lane_backen
                               differ};
   }
   return std::nullopt;
+}
+
+std::vector<messages::measure_request>
+journey_context::sanitizer_requests(const std::filesystem::path& artifact) const {
+  if (replay()) {
+    return {};
+  }
+  std::string error;
+  std::optional<messages::kernel_launch> launch;
+  for (const auto& c : opt::validation_cases(target_.launch, settings_.seed)) {
+    if (c.size == opt::validation_size::odd) {
+      launch = resolve(c.spec, error);
+    }
+  }
+  if (!launch) {
+    launch = resolve(target_.launch, error);
+  }
+  if (!launch) {
+    return {};
+  }
+  return {lane_request(artifact, *launch, 1, 0)};
 }
 
 opt::paired_verdict journey_context::compare(workers::lane_backend& lane,

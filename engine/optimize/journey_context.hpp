@@ -7,6 +7,7 @@
 #include <atomic>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,9 @@ public:
   const optimizer_services& services() const { return services_; }
   const original_kernel& original() const { return original_; }
   void set_original(original_kernel original) { original_ = std::move(original); }
+  /// While true, validate() runs the original kernel against itself: a case marked optional
+  /// (a size under one block, misaligned buffers) that it fails is dropped for every candidate.
+  void set_validating_original(bool on) { validating_original_ = on; }
   /// Without a profile (--launch): the original's resources and occupancy from the static
   /// screen, for the proposers.
   const std::string& static_analysis() const { return static_analysis_; }
@@ -82,6 +86,11 @@ public:
   std::optional<validation_failure> validate(workers::lane_backend& lane,
                                              const std::filesystem::path& artifact,
                                              nlohmann::json& record) const;
+  /// What the sanitizer pass runs for `artifact`: the odd validation size (tails and partial
+  /// tiles run, at a fraction of the launch size's work), else the launch size; none for a
+  /// captured dispatch.
+  std::vector<messages::measure_request>
+  sanitizer_requests(const std::filesystem::path& artifact) const;
   /// Interleaved paired rounds of `incumbent` and `challenger` on `lane`, judged
   /// (stages/optimize/paired_verdict); the figures go into `record`.
   stages::optimize::paired_verdict compare(workers::lane_backend& lane,
@@ -98,6 +107,10 @@ private:
   original_kernel original_;
   std::string static_analysis_;
   mutable std::atomic<std::uint64_t> lane_sequence_{0};
+  /// Set while the original validates against itself (before the graph runs, one thread): an
+  /// optional case it fails goes into dropped_cases_ (by index), which candidates then skip.
+  bool validating_original_ = false;
+  mutable std::set<std::size_t> dropped_cases_;
 };
 
 /// `text` cut to `limit` bytes, marked as cut.

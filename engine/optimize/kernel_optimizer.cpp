@@ -171,7 +171,10 @@ bool prepare_original(journey_context& journey,
     return false;
   }
   journey.set_original({std::move(*model), built.artifact, std::move(built.bytes), built.reply});
-  if (const auto failed = validate_on(lane, journey, built.artifact)) {
+  journey.set_validating_original(true);
+  const auto failed = validate_on(lane, journey, built.artifact);
+  journey.set_validating_original(false);
+  if (failed) {
     result.error = failed->outputs_differ
                        ? "the original kernel " + target.kernel +
                              " does not reproduce its own outputs (" + failed->detail +

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/optimize/optimize_journal.hpp"
+#include "engine/optimize/proposal_guard.hpp"
 
 namespace rpl::engine {
 
@@ -20,21 +21,26 @@ std::string us(double ns) {
 }
 
 nlohmann::json to_json(const attempt_record& a) {
-  return {{"sequence", a.sequence},
-          {"iteration", a.iteration},
-          {"proposer", a.proposer},
-          {"worker", a.worker},
-          {"proposal_id", a.proposal_id},
-          {"title", a.title},
-          {"repair_round", a.repair_round},
-          {"stage", to_string(a.stage)},
-          {"verdict", to_string(a.verdict)},
-          {"guard", to_string(a.guard)},
-          {"resumed", a.resumed},
-          {"detail", a.detail},
-          {"speedup", a.speedup},
-          {"validation", json_or_text(a.validation)},
-          {"measurement", json_or_text(a.measurement)}};
+  nlohmann::json out = {{"sequence", a.sequence},
+                        {"iteration", a.iteration},
+                        {"proposer", a.proposer},
+                        {"worker", a.worker},
+                        {"proposal_id", a.proposal_id},
+                        {"title", a.title},
+                        {"repair_round", a.repair_round},
+                        {"stage", to_string(a.stage)},
+                        {"verdict", to_string(a.verdict)},
+                        {"guard", to_string(a.guard)},
+                        {"resumed", a.resumed},
+                        {"detail", a.detail},
+                        {"speedup", a.speedup},
+                        {"validation", json_or_text(a.validation)},
+                        {"measurement", json_or_text(a.measurement)}};
+  if (a.verdict == attempt_verdict::accepted) {
+    // An acceptance the sanitizer pass did not see through (no compute-sanitizer, an AMD lane).
+    out["sanitizer_checked"] = sanitizer_checked(a.validation);
+  }
+  return out;
 }
 
 } // namespace
@@ -113,6 +119,9 @@ nlohmann::json write_optimize_report(const std::filesystem::path& out,
           a.guard == attempt_finding::none ? a.detail : std::string(to_string(a.guard));
       if (a.stage == attempt_stage::measurement || a.stage == attempt_stage::accepted) {
         detail = a.detail;
+      }
+      if (a.verdict == attempt_verdict::accepted && !sanitizer_checked(a.validation)) {
+        detail += " (not sanitizer-checked)";
       }
       for (auto& c : detail) {
         if (c == '\n' || c == '|') {

@@ -31,6 +31,8 @@ enum class guard_input {
   patched_source, ///< the diff applied to the incumbent, and its parse (planner room)
   code_object,    ///< the build: its bytes and the compiler's report (screen room)
   lane_outputs,   ///< the candidate run on the lane against the original (lane room)
+  /// A candidate measured faster, about to be accepted: what only those pay for (lane room).
+  pre_acceptance,
 };
 
 const char* to_string(guard_input input);
@@ -77,6 +79,10 @@ public:
 
 /// Every guard, in the order a candidate meets them (guards/guard_list.cpp).
 std::span<const std::unique_ptr<proposal_guard>> proposal_guards();
+
+/// Whether an attempt's validation record (JSON) shows the sanitizer pass's four tools clean: an
+/// acceptance without it was not sanitizer-checked (guards/sanitizer.cpp).
+bool sanitizer_checked(const std::string& validation);
 
 /// Runs the guards that read `input`, in list order; the first refusal ends the run.
 std::optional<guard_refusal> run_guards(guard_input input, guard_subject& subject);

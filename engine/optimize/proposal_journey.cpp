@@ -242,7 +242,25 @@ messages::measure_result proposal_journey::lane_room(proposal_candidate& p,
   p.paired = journey_.compare(lane, now.artifact, p.artifact_path, journey_.settings().rounds,
                               measurement);
   p.attempt.measurement = measurement.dump();
+  if (p.paired->outcome == stages::optimize::paired_outcome::faster) {
+    before_acceptance(p, subject);
+  }
   return lane_outcome(messages::measure_status::ok, {});
+}
+
+// 4b. Still in the lane room: a candidate measured faster meets the guards only those pay for
+// (the sanitizer pass); a refusal replaces the verdict the pair would have given.
+void proposal_journey::before_acceptance(proposal_candidate& p, guard_subject& subject) {
+  const auto refusal = run_guards(guard_input::pre_acceptance, subject);
+  p.attempt.validation = subject.validation.dump();
+  if (!refusal) {
+    return;
+  }
+  if (p.paired->candidate_median_ns > 0.0) {
+    p.attempt.speedup = p.paired->incumbent_median_ns / p.paired->candidate_median_ns;
+  }
+  take_refusal(p.attempt, *refusal);
+  p.paired.reset(); // decided here: the verdict room leaves it as it is
 }
 
 void proposal_journey::time_alone(proposal_candidate& p, workers::lane_backend& lane) {

@@ -17,7 +17,8 @@
 ///                 tunable proposal, its time alone). The lane takes the candidates in the
 ///                 order they were proposed, each once every one before it has its verdict
 ///                 (candidate_state::lane_turn), so each is compared with the incumbent as those
-///                 left it.
+///                 left it. One measured faster then meets the pre-acceptance guards (the
+///                 sanitizer pass) there too.
 ///   5. verdict    faster beyond the noise: it becomes the incumbent; else within the noise,
 ///                 slower, or failed.
 ///   6. planner    the proposers learn the verdict, in the order the proposals were handed out (an
@@ -47,6 +48,7 @@
 namespace rpl::engine {
 
 class optimize_journal;
+struct guard_subject;
 
 class proposal_journey final : public tuning_policy {
 public:
@@ -86,6 +88,7 @@ private:
   /// `sequence` has its verdict: the next candidate's turn may come.
   void pass_turn(std::uint64_t sequence);
   void time_alone(proposal_candidate& p, workers::lane_backend& lane);
+  void before_acceptance(proposal_candidate& p, guard_subject& subject); // 4b.
   void judge_one(proposal_candidate& p);
   void decide_pair(proposal_candidate& p);
   attempt_record attempt_of(const proposal_ticket& t, const std::string& incumbent_text) const;

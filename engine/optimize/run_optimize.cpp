@@ -358,7 +358,8 @@ optimizer_settings settings_of(const optimize_options& options,
 
 /// The lane of `target` on `device`: the kernel lane with a launch file, the replay lane on a
 /// captured dispatch. Its thread starts (and owns) the lane's process.
-std::vector<std::unique_ptr<lane_worker>> lane_for(const kernel_target& target, int device) {
+std::vector<std::unique_ptr<lane_worker>>
+lane_for(const kernel_target& target, int device, const std::filesystem::path& out) {
   workers::lane_backend_ptr backend;
   const std::string name = "gpu" + std::to_string(device);
   if (!target.replay_dir.empty()) {
@@ -373,6 +374,7 @@ std::vector<std::unique_ptr<lane_worker>> lane_for(const kernel_target& target, 
     lane_options.name = name;
     lane_options.device = device;
     lane_options.program = workers::default_kernel_lane_program();
+    lane_options.sanitizer_log_dir = out / "sanitizer";
     backend = std::make_unique<workers::kernel_lane>(lane_options);
   }
   std::vector<std::unique_ptr<lane_worker>> lanes;
@@ -386,6 +388,7 @@ std::vector<target_result> optimize_targets(const std::vector<kernel_target>& ta
                                             const optimizer_settings& settings,
                                             optimize_campaign& campaign,
                                             optimize_journal& journal,
+                                            const std::filesystem::path& out,
                                             const std::atomic<bool>& stop) {
   std::vector<target_result> results(targets.size());
   const auto run_device = [&](std::size_t d) {
@@ -407,7 +410,7 @@ std::vector<target_result> optimize_targets(const std::vector<kernel_target>& ta
         }
         return model;
       };
-      const auto lanes = lane_for(target, devices[d]);
+      const auto lanes = lane_for(target, devices[d], out);
       results[i] =
           optimize_kernel(target, settings, services, lanes, journal, campaign.artifacts(), stop);
     }
@@ -554,7 +557,8 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
   auto settings = settings_of(options, kinds);
   // As many candidates in the graph as there are compile workers: a batch builds at once.
   settings.max_in_flight = std::max<std::size_t>(4, default_compile_workers(options));
-  const auto results = optimize_targets(targets, devices, settings, campaign, journal, stop);
+  const auto results =
+      optimize_targets(targets, devices, settings, campaign, journal, options.out, stop);
   spdlog::info("builds: {} from the artifact cache, {} compiled", campaign.cache_hits(),
                campaign.cache_misses());
   campaign.stop();

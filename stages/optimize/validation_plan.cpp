@@ -23,6 +23,10 @@ std::int64_t odd_size(std::int64_t value) {
   return std::max<std::int64_t>(1, odd);
 }
 
+std::int64_t tiny_size(std::int64_t value) {
+  return std::min(value, tiny_size_limit);
+}
+
 namespace {
 
 /// splitmix64: a portable way to derive distinct seeds.
@@ -87,7 +91,14 @@ std::vector<validation_case> validation_cases(const launch_spec& spec, std::uint
   if (!spec.problem.empty()) {
     add("smaller size", smaller_size, 3, validation_size::smaller);
     add("odd size", odd_size, 4, validation_size::odd);
+    add("tiny size", tiny_size, 5, validation_size::tiny);
+    cases.back().optional = true;
   }
+  add(spec.problem.empty() ? "launch size" : "odd size", spec.problem.empty() ? nullptr : odd_size,
+      6, validation_size::misaligned);
+  cases.back().label += ", buffers 4 bytes off their alignment";
+  cases.back().offset_bytes = 4;
+  cases.back().optional = true;
   return cases;
 }
 

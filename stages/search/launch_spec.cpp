@@ -22,8 +22,8 @@ using ojson = nlohmann::ordered_json;
 
 const std::vector<std::string> top_keys = {"$schema", "description",   "kernel", "problem",  "grid",
                                            "block",   "shared_memory", "args",   "reference"};
-const std::vector<std::string> arg_keys = {"name", "kind",   "type",      "count",
-                                           "init", "output", "tolerance", "value"};
+const std::vector<std::string> arg_keys = {
+    "name", "kind", "type", "count", "init", "output", "tolerance", "nondeterministic", "value"};
 const std::vector<std::string> reference_keys = {"kernel", "code_object", "grid", "block",
                                                  "shared_memory"};
 const std::vector<std::pair<std::string, messages::element_type>> element_types = {
@@ -275,10 +275,20 @@ private:
                                      "\"output\": true, or remove the tolerance");
       a.tolerance = tolerance(json.at("tolerance"), a.where + ".tolerance");
     }
+    if (json.contains("nondeterministic")) {
+      if (!json.at("nondeterministic").is_boolean())
+        fail(a.where + ".nondeterministic",
+             "is " + json_type_phrase(json.at("nondeterministic")) + "; fix: write true or false");
+      a.nondeterministic = json.at("nondeterministic").get<bool>();
+      if (a.nondeterministic && !json.contains("tolerance"))
+        fail(a.where + ".nondeterministic",
+             "needs a tolerance: two launches of a kernel that uses atomics may differ by "
+             "rounding; fix: add \"tolerance\": {\"abs\": ..., \"rel\": ...}");
+    }
   }
 
   void read_scalar(const ojson& json, launch_arg_spec& a) const {
-    for (const char* key : {"count", "init", "output", "tolerance"})
+    for (const char* key : {"count", "init", "output", "tolerance", "nondeterministic"})
       if (json.contains(key))
         fail(a.where + "." + key, "belongs to buffers; fix: remove it, or make the argument "
                                   "\"kind\": \"buffer\"");
@@ -626,6 +636,7 @@ messages::kernel_arg resolve_arg(const resolver& r, const launch_arg_spec& a) {
   out.init = a.init;
   out.output = a.output;
   out.tolerance = a.tolerance;
+  out.nondeterministic = a.nondeterministic;
   return out;
 }
 

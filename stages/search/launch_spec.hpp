@@ -61,6 +61,8 @@ struct launch_arg_spec {
   messages::buffer_init init;        ///< buffers; a file path is absolute (relative to the file)
   bool output = false;
   messages::value_tolerance tolerance;
+  /// Outputs: two launches may differ within the tolerance (atomics); else bit for bit.
+  bool nondeterministic = false;
   std::optional<launch_value> value; ///< scalars
 };
 

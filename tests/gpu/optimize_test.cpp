@@ -7,6 +7,7 @@
 // that answers from a script. Skips without an NVIDIA GPU, rpl-kernel-lane, nvcc, python3 or
 // libclang.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -185,18 +186,29 @@ protected:
   /// gemm.cu with rpl_sgemm_tiled calling a private copy of sgemm_tile whose A panel has one
   /// padding element per row (the rule proposer's bank-conflict change; sgemm_tile itself is
   /// shared with sgemm_tiled, so the source guard allows only a copy that the target alone calls).
-  std::string padded_a_panel() const {
+  /// `edits` change the copy further (text → replacement, each found once); `before` and `after`
+  /// go around the call in the kernel's body. The padding makes it faster, so that a cheat built
+  /// on it reaches every guard, the sanitizer pass included.
+  std::string padded_a_panel(const std::vector<std::pair<std::string, std::string>>& edits = {},
+                             const std::string& before = "",
+                             const std::string& after = "") const {
     const auto begin = gemm_.find("__device__ __forceinline__ void sgemm_tile(");
     const auto end = gemm_.find("\n}\n", begin);
     EXPECT_NE(begin, std::string::npos);
     EXPECT_NE(end, std::string::npos);
     std::string copy = gemm_.substr(begin, end + 3 - begin);
-    const std::string name = "void sgemm_tile(";
-    copy.replace(copy.find(name), name.size(), "void rpl_sgemm_tile_padded(");
-    const std::string panel = "__shared__ float as[TILE_K][TILE_M];";
-    EXPECT_NE(copy.find(panel), std::string::npos);
-    copy.replace(copy.find(panel), panel.size(), "__shared__ float as[TILE_K][TILE_M + 1];");
-    std::string text = tiled_body("  rpl_sgemm_tile_padded(a, b, c, m, n, k);\n");
+    std::vector<std::pair<std::string, std::string>> all = {
+        {"void sgemm_tile(", "void rpl_sgemm_tile_padded("},
+        {"__shared__ float as[TILE_K][TILE_M];", "__shared__ float as[TILE_K][TILE_M + 1];"}};
+    all.insert(all.end(), edits.begin(), edits.end());
+    for (const auto& [from, to] : all) {
+      const auto at = copy.find(from);
+      EXPECT_NE(at, std::string::npos) << from;
+      if (at != std::string::npos) {
+        copy.replace(at, from.size(), to);
+      }
+    }
+    std::string text = tiled_body(before + "  rpl_sgemm_tile_padded(a, b, c, m, n, k);\n" + after);
     const auto kernel = text.find("extern \"C\" __global__ void __launch_bounds__(block_threads)\n"
                                   "    rpl_sgemm_tiled");
     EXPECT_NE(kernel, std::string::npos);
@@ -389,6 +401,95 @@ TEST_F(OptimizeGpu, every_cheat_of_the_catalogue_is_rejected_by_its_guard) {
               << " / " << attempts[i]["guard"].get<std::string>() << "\n";
   }
   EXPECT_EQ(report["kernels"][0]["status"], "unchanged");
+}
+
+TEST_F(OptimizeGpu, memory_race_and_input_cheats_are_rejected_by_the_lanes_checks_and_sanitizer) {
+  // Each cheat rides on the padded A panel (1.2x faster), so nothing but its flaw stops it. The
+  // guards that may catch it, first the expected one (a race or a stale read shows in the outputs
+  // only now and then: validation may see it before the sanitizer does).
+  const std::string first_block = "blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0";
+  const std::vector<std::pair<std::string, std::pair<std::string, std::vector<std::string>>>>
+      cheats = {
+          {"a write past the end, every output right",
+           {padded_a_panel({}, "",
+                           "  if (" + first_block +
+                               ") c[static_cast<long long>(m) * n + 1] = 0.0f;\n"),
+            {"memory:out_of_bounds"}}},
+          {"a read past the end",
+           {padded_a_panel({}, "  const float rpl_past = a[static_cast<long long>(m) * k + 3];\n",
+                           "  if (rpl_past == 12345.0f) c[0] = 1.0f;\n"),
+            {"sanitizer:memcheck"}}},
+          {"an input overwritten",
+           {padded_a_panel({}, "", "  if (" + first_block + ") const_cast<float*>(b)[0] = 0.5f;\n"),
+            {"inputs_modified"}}},
+          {"a removed barrier",
+           {padded_a_panel({{"      }\n    }\n    __syncthreads();\n  }", "      }\n    }\n  }"}}),
+            {"sanitizer:racecheck", "validation:launch_size", "nondeterministic",
+             "validation:smaller_size", "validation:odd_size", "validation:tiny_size",
+             "validation:misaligned"}}},
+          {"stale shared memory at the edges",
+           {padded_a_panel(
+                {{"as[kk][r] = (gr < m && gk < k) ? a[static_cast<long long>(gr) * k + gk] "
+                  ": 0.0f;",
+                  "if (gr < m && gk < k) as[kk][r] = a[static_cast<long long>(gr) * k + gk];"}}),
+            {"validation:odd_size", "nondeterministic", "sanitizer:initcheck",
+             "validation:tiny_size", "validation:misaligned", "validation:smaller_size"}}},
+      };
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& [name, cheat] : cheats) {
+    steps.push_back(
+        {{"content", answer(stages::optimize::make_unified_diff(gemm_, cheat.first, "gemm.cu"))}});
+  }
+  rpl::testing::temp_dir dir;
+  scripted_server server(dir.path(), steps);
+  ASSERT_TRUE(server.ok());
+  auto args = gemm_args(dir / "out");
+  args.insert(args.end(), {"--proposer", "llm", "--llm-endpoint", server.endpoint(), "--llm-model",
+                           "scripted", "--iterations", std::to_string(cheats.size()), "--rounds",
+                           "6", "--runs-per-round", "3"});
+  int exit_code = -1;
+  const auto report = run(args, exit_code);
+  ASSERT_EQ(exit_code, 0) << report.dump(2);
+  const auto& attempts = report["kernels"][0]["attempts"];
+  ASSERT_EQ(attempts.size(), cheats.size()) << attempts.dump(2);
+  for (std::size_t i = 0; i < cheats.size(); ++i) {
+    const auto& a = attempts[i];
+    const auto& allowed = cheats[i].second.second;
+    EXPECT_EQ(a["verdict"], "rejected") << cheats[i].first << ": " << a.dump(2);
+    const std::string guard = a.value("guard", "");
+    EXPECT_NE(std::find(allowed.begin(), allowed.end(), guard), allowed.end())
+        << cheats[i].first << ": " << a.dump(2);
+    std::cout << "cheat '" << cheats[i].first << "': " << a["stage"].get<std::string>() << " / "
+              << guard << ": " << a.value("detail", "").substr(0, 300) << "\n";
+  }
+  EXPECT_EQ(report["kernels"][0]["status"], "unchanged");
+}
+
+TEST_F(OptimizeGpu, the_padded_panel_is_accepted_after_a_clean_sanitizer_pass) {
+  // The right change of the catalogue's cheats: accepted, every tool clean, its time recorded.
+  rpl::testing::temp_dir dir;
+  scripted_server server(
+      dir.path(), nlohmann::json::array({{{"content", answer(stages::optimize::make_unified_diff(
+                                                          gemm_, padded_a_panel(), "gemm.cu"))}}}));
+  ASSERT_TRUE(server.ok());
+  auto args = gemm_args(dir / "out");
+  args.insert(args.end(),
+              {"--proposer", "llm", "--llm-endpoint", server.endpoint(), "--llm-model", "scripted",
+               "--iterations", "1", "--rounds", "6", "--runs-per-round", "3"});
+  int exit_code = -1;
+  const auto report = run(args, exit_code);
+  ASSERT_EQ(exit_code, 0) << report.dump(2);
+  const auto& a = report["kernels"][0]["attempts"][0];
+  ASSERT_EQ(a["verdict"], "accepted") << a.dump(2);
+  EXPECT_TRUE(a.value("sanitizer_checked", false)) << a.dump(2);
+  for (const auto& c : a["validation"]) {
+    std::cout << "padded panel: " << c.value("case", "") << ": " << c.value("status", "")
+              << (c.contains("seconds") ? " in " + std::to_string(c["seconds"].get<double>()) + " s"
+                                        : std::string())
+              << "\n";
+    EXPECT_NE(c.value("status", ""), "finding") << c.dump(2);
+  }
+  std::cout << "padded panel speed-up " << a.value("speedup", 0.0) << "\n";
 }
 
 TEST_F(OptimizeGpu, an_llm_compile_error_is_repaired_within_two_rounds) {

@@ -28,6 +28,7 @@
 #include "engine/graph/lane_worker.hpp"
 #include "engine/optimize/kernel_optimizer.hpp"
 #include "engine/optimize/optimize_journal.hpp"
+#include "engine/optimize/proposal_guard.hpp"
 #include "engine/store/artifact_store.hpp"
 #include "stages/optimize/unified_diff.hpp"
 #include "stages/sqlite/sqlite_statement.hpp"
@@ -141,6 +142,20 @@ public:
       result.reason = "out[7] = 1.5, the reference has 0.25";
       return result;
     }
+    // The lane's own checks (red zones, inputs, determinism) run on validation's strict requests.
+    for (const char* check : {"memory:out_of_bounds", "inputs_modified", "nondeterministic"}) {
+      if (launch.strict && text.find(std::string("RPL_FAKE_CHECK ") + check) != std::string::npos) {
+        result.status = messages::measure_status::wrong_result;
+        result.finding = check;
+        result.reason = std::string("the lane's check ") + check + " refused it";
+        return result;
+      }
+    }
+    if (launch.offset_bytes != 0 && text.find("RPL_FAKE_ALIGNED_ONLY") != std::string::npos) {
+      result.status = messages::measure_status::crashed;
+      result.reason = "kernel_fault: CUDA_ERROR_MISALIGNED_ADDRESS";
+      return result;
+    }
     result.status = messages::measure_status::ok;
     for (std::uint32_t i = 0; i < request.runs; ++i) {
       result.samples_ns.push_back(
@@ -149,8 +164,35 @@ public:
     return result;
   }
   const std::string& name() const override { return name_; }
+  /// A test double of compute-sanitizer: each tool is clean unless the code object carries
+  /// "RPL_FAKE_SANITIZER <tool>"; with no_sanitizer, there is none.
+  std::vector<workers::sanitizer_outcome>
+  sanitize(const std::vector<messages::measure_request>& requests,
+           std::string& unavailable) override {
+    ++sanitized;
+    if (no_sanitizer) {
+      unavailable = "the test double has no checker";
+      return {};
+    }
+    const std::string text = read(requests.at(0).argv.at(0));
+    std::vector<workers::sanitizer_outcome> outcomes;
+    for (const char* tool : {"memcheck", "racecheck", "initcheck", "synccheck"}) {
+      workers::sanitizer_outcome o;
+      o.tool = tool;
+      o.clean = text.find(std::string("RPL_FAKE_SANITIZER ") + tool) == std::string::npos;
+      o.first_report = o.clean ? "" : "Error: Race reported between Write access and Read access";
+      o.seconds = 0.5;
+      outcomes.push_back(o);
+      if (!o.clean) {
+        break;
+      }
+    }
+    return outcomes;
+  }
 
   std::function<void(const messages::measure_request&)> on_measure;
+  int sanitized = 0;
+  bool no_sanitizer = false;
   int calls = 0;
   int replays = 0;
   std::string symbol;
@@ -168,6 +210,11 @@ public:
     return inner_.measure(request);
   }
   const std::string& name() const override { return inner_.name(); }
+  std::vector<workers::sanitizer_outcome>
+  sanitize(const std::vector<messages::measure_request>& requests,
+           std::string& unavailable) override {
+    return inner_.sanitize(requests, unavailable);
+  }
 
 private:
   workers::lane_backend& inner_;
@@ -528,6 +575,90 @@ TEST_F(kernel_optimizer_test, rejects_the_odd_size_and_caching_cheats_in_validat
   ASSERT_NE(find(r, "cache across calls"), nullptr);
   EXPECT_EQ(find(r, "cache across calls")->guard, attempt_finding::validation_launch_size);
   EXPECT_NE(find(r, "cache across calls")->detail.find("seed"), std::string::npos);
+}
+
+TEST_F(kernel_optimizer_test, the_lanes_checks_reject_by_their_own_names) {
+  propose_variants(
+      {{"writes past the end", replace(original_source, "RPL_FAKE_NS(1000)",
+                                       "RPL_FAKE_NS(500) RPL_FAKE_CHECK memory:out_of_bounds")},
+       {"writes an input", replace(original_source, "RPL_FAKE_NS(1000)",
+                                   "RPL_FAKE_NS(500) RPL_FAKE_CHECK inputs_modified")},
+       {"drifts", replace(original_source, "RPL_FAKE_NS(1000)",
+                          "RPL_FAKE_NS(500) RPL_FAKE_CHECK nondeterministic")}});
+  const auto r = run(dir_ / "out");
+  EXPECT_EQ(r.status, "unchanged");
+  EXPECT_TRUE(r.accepted_diff.empty()) << "nothing --apply could write";
+  const std::pair<const char*, attempt_finding> expected[] = {
+      {"writes past the end", attempt_finding::memory_out_of_bounds},
+      {"writes an input", attempt_finding::inputs_modified},
+      {"drifts", attempt_finding::nondeterministic}};
+  for (const auto& [title, finding] : expected) {
+    const auto* a = find(r, title);
+    ASSERT_NE(a, nullptr) << title;
+    EXPECT_EQ(a->stage, attempt_stage::validation) << title;
+    EXPECT_EQ(a->verdict, attempt_verdict::rejected) << title;
+    EXPECT_EQ(a->guard, finding) << title << ": " << a->detail;
+    EXPECT_NE(a->detail.find("launch size"), std::string::npos) << a->detail;
+  }
+  EXPECT_EQ(lane_.sanitized, 0) << "nothing was about to be accepted";
+}
+
+TEST_F(kernel_optimizer_test, a_faster_change_with_a_sanitizer_finding_is_never_accepted) {
+  propose_variants({{"racy", replace(original_source, "RPL_FAKE_NS(1000)",
+                                     "RPL_FAKE_NS(500) RPL_FAKE_SANITIZER racecheck")}});
+  const auto r = run(dir_ / "out");
+  EXPECT_EQ(r.status, "unchanged");
+  EXPECT_TRUE(r.accepted_diff.empty()) << "nothing --apply could write";
+  const auto* racy = find(r, "racy");
+  ASSERT_NE(racy, nullptr);
+  EXPECT_EQ(racy->stage, attempt_stage::sanitizer);
+  EXPECT_EQ(racy->verdict, attempt_verdict::rejected);
+  EXPECT_EQ(racy->guard, attempt_finding::sanitizer_racecheck);
+  EXPECT_NE(racy->detail.find("compute-sanitizer racecheck: Error: Race reported"),
+            std::string::npos)
+      << racy->detail;
+  EXPECT_NEAR(racy->speedup, 2.0, 0.05) << "measured faster first";
+  EXPECT_NE(racy->validation.find("\"sanitizer:memcheck\""), std::string::npos) << racy->validation;
+  EXPECT_EQ(lane_.sanitized, 1);
+}
+
+TEST_F(kernel_optimizer_test, only_a_change_about_to_be_accepted_pays_for_the_sanitizer) {
+  propose_variants(
+      {{"faster", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(800)")},
+       {"slower", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(1300)")}});
+  const auto r = run(dir_ / "out");
+  ASSERT_EQ(r.status, "improved") << r.error;
+  EXPECT_EQ(lane_.sanitized, 1) << "the slower one is never sanitized";
+  const auto* faster = find(r, "faster");
+  ASSERT_NE(faster, nullptr);
+  EXPECT_TRUE(sanitizer_checked(faster->validation)) << faster->validation;
+}
+
+TEST_F(kernel_optimizer_test, without_a_checker_an_acceptance_is_marked_not_sanitizer_checked) {
+  lane_.no_sanitizer = true;
+  propose_variants({{"faster", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(800)")}});
+  const auto r = run(dir_ / "out");
+  ASSERT_EQ(r.status, "improved") << r.error;
+  const auto* faster = find(r, "faster");
+  ASSERT_NE(faster, nullptr);
+  EXPECT_FALSE(sanitizer_checked(faster->validation));
+  EXPECT_NE(faster->validation.find("the test double has no checker"), std::string::npos);
+}
+
+TEST_F(kernel_optimizer_test, a_case_the_original_cannot_run_is_dropped_for_every_candidate) {
+  // The original itself faults on misaligned buffers: that case is dropped, not the kernel.
+  target_.source_text =
+      replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(1000) RPL_FAKE_ALIGNED_ONLY");
+  target_.sources = {{"k.cu", target_.source_text}};
+  propose_variants(
+      {{"faster", replace(target_.source_text, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(800)")}});
+  const auto r = run(dir_ / "out");
+  ASSERT_EQ(r.status, "improved") << r.error;
+  const auto* faster = find(r, "faster");
+  ASSERT_NE(faster, nullptr);
+  EXPECT_NE(faster->validation.find("dropped: the original kernel fails this case itself"),
+            std::string::npos)
+      << faster->validation;
 }
 
 TEST_F(kernel_optimizer_test, source_guards_reject_before_any_compile) {

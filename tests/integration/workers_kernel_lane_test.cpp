@@ -12,8 +12,10 @@
 
 #include <gtest/gtest.h>
 
+#include "support/scoped_env.hpp"
 #include "support/test_support.hpp"
 #include "workers/lanes/kernel/kernel_lane.hpp"
+#include "workers/lanes/kernel/sanitizer_pass.hpp"
 
 namespace rpl::workers {
 namespace {
@@ -182,6 +184,187 @@ TEST_F(KernelLane, a_wrong_result_found_during_sampling_drops_the_samples) {
   const auto fixed = lane.measure(request(dir_ / "b"));
   EXPECT_EQ(fixed.status, measure_status::ok) << fixed.reason;
   EXPECT_FALSE(lane.last_reply().module_cached);
+}
+
+TEST_F(KernelLane, a_write_past_the_end_with_right_outputs_is_out_of_bounds) {
+  kernel_lane lane(options());
+  auto l = launch();
+  l.reference = messages::kernel_reference{"", "reference", {1, 1, 1}, {64, 1, 1}, 0};
+  const auto wrong = lane.measure(request(
+      module("a", "kernel reference factor=2\nkernel scale factor=2 behavior=oob_write"), l));
+  EXPECT_EQ(wrong.status, measure_status::wrong_result) << wrong.reason;
+  EXPECT_EQ(wrong.finding, "memory:out_of_bounds");
+  const auto& v = lane.last_reply().violation;
+  EXPECT_EQ(lane.last_reply().status, kernel_lane_status::out_of_bounds);
+  EXPECT_EQ(v.buffer, "out");
+  EXPECT_EQ(v.side, "after");
+  EXPECT_EQ(v.offset, elements * 4) << "the first byte past the end";
+  EXPECT_EQ(v.changed, 4u) << "one float";
+  EXPECT_EQ(v.phase, "the checked launch");
+  EXPECT_NE(wrong.reason.find("memory out of bounds: the checked launch wrote byte 256 of buffer "
+                              "out, past its end"),
+            std::string::npos)
+      << wrong.reason;
+  EXPECT_TRUE(wrong.samples_ns.empty());
+  EXPECT_TRUE(lane.last_reply().red_zones);
+
+  // Before the start, found by the timed launches' check where no checked launch compared.
+  const auto before = lane.measure(request(
+      module("b", "kernel reference factor=2\nkernel scale factor=2 behavior=oob_before"), l));
+  EXPECT_EQ(before.finding, "memory:out_of_bounds") << before.reason;
+  EXPECT_EQ(lane.last_reply().violation.side, "before");
+  EXPECT_EQ(lane.last_reply().violation.offset, -4);
+
+  // The zones were filled again: a right kernel passes in the same process.
+  const auto right =
+      lane.measure(request(module("c", "kernel reference factor=2\nkernel scale factor=2"), l));
+  EXPECT_EQ(right.status, measure_status::ok) << right.reason;
+  EXPECT_EQ(right.finding, "");
+  EXPECT_EQ(lane.starts(), 1u);
+}
+
+TEST_F(KernelLane, without_a_checked_launch_the_timed_launches_are_checked_for_red_zones) {
+  kernel_lane lane(options());
+  const auto wrong = lane.measure(request(module("a", "kernel scale factor=2 behavior=oob_write")));
+  EXPECT_EQ(wrong.finding, "memory:out_of_bounds") << wrong.reason;
+  EXPECT_EQ(lane.last_reply().violation.phase, "the checked launch");
+}
+
+TEST_F(KernelLane, red_zones_can_be_turned_off_for_a_sanitizer) {
+  auto o = options();
+  o.program_args = {"--no-red-zones"};
+  kernel_lane lane(o);
+  const auto ok = lane.measure(request(module("a", "kernel scale factor=2")));
+  EXPECT_EQ(ok.status, measure_status::ok) << ok.reason;
+  EXPECT_FALSE(lane.last_reply().red_zones);
+}
+
+TEST_F(KernelLane, a_strict_request_finds_an_input_written_and_outputs_that_drift) {
+  kernel_lane lane(options());
+  auto l = launch();
+  l.reference = messages::kernel_reference{"", "reference", {1, 1, 1}, {64, 1, 1}, 0};
+  l.strict = true;
+  const auto ok =
+      lane.measure(request(module("a", "kernel reference factor=2\nkernel scale factor=2"), l));
+  ASSERT_EQ(ok.status, measure_status::ok) << ok.reason;
+
+  const auto written = lane.measure(request(
+      module("b", "kernel reference factor=2\nkernel scale factor=2 behavior=write_input"), l));
+  EXPECT_EQ(written.status, measure_status::wrong_result) << written.reason;
+  EXPECT_EQ(written.finding, "inputs_modified");
+  EXPECT_EQ(lane.last_reply().mismatch.buffer, "in");
+  EXPECT_EQ(lane.last_reply().mismatch.index, 0u);
+  EXPECT_EQ(lane.last_reply().mismatch.count, 1u);
+  EXPECT_NE(written.reason.find("mark it \"output\": true"), std::string::npos) << written.reason;
+
+  const std::string drifting =
+      "kernel reference factor=2\nkernel scale factor=2 behavior=nondeterministic";
+  const auto drift = lane.measure(request(module("c", drifting), l));
+  EXPECT_EQ(drift.finding, "nondeterministic") << drift.reason;
+  EXPECT_EQ(lane.last_reply().mismatch.index, 0u);
+  EXPECT_NE(drift.reason.find("\"nondeterministic\": true"), std::string::npos) << drift.reason;
+
+  // Allowed with a tolerance wider than the drift, the determinism check passes; the comparison
+  // with the reference still sees the drift, which the output's tolerance must then cover.
+  l.args[1].nondeterministic = true;
+  l.args[1].tolerance = {0.1, 0.0};
+  const auto allowed = lane.measure(request(module("d", drifting), l));
+  EXPECT_EQ(allowed.status, measure_status::ok) << allowed.reason;
+
+  // Not strict: neither check runs (the throughput path of a sweep).
+  l.strict = false;
+  l.args[1].nondeterministic = false;
+  l.args[1].tolerance = {1e-6, 1e-6};
+  const auto loose = lane.measure(request(
+      module("e", "kernel reference factor=2\nkernel scale factor=2 behavior=write_input"), l));
+  EXPECT_EQ(loose.status, measure_status::ok) << loose.reason;
+}
+
+TEST_F(KernelLane, buffers_offset_by_four_bytes_keep_their_red_zones) {
+  kernel_lane lane(options());
+  auto l = launch();
+  l.reference = messages::kernel_reference{"", "reference", {1, 1, 1}, {64, 1, 1}, 0};
+  l.offset_bytes = 4;
+  const auto ok =
+      lane.measure(request(module("a", "kernel reference factor=2\nkernel scale factor=2"), l));
+  ASSERT_EQ(ok.status, measure_status::ok) << ok.reason;
+  const auto wrong = lane.measure(request(
+      module("b", "kernel reference factor=2\nkernel scale factor=2 behavior=oob_write"), l));
+  EXPECT_EQ(wrong.finding, "memory:out_of_bounds") << wrong.reason;
+  EXPECT_EQ(lane.last_reply().violation.offset, elements * 4);
+  l.offset_bytes = 0; // back to aligned: the zone bytes the buffer held are pattern again
+  const auto back =
+      lane.measure(request(module("c", "kernel reference factor=2\nkernel scale factor=2"), l));
+  EXPECT_EQ(back.status, measure_status::ok) << back.reason;
+  l.offset_bytes = 4096;
+  const auto refused = lane.measure(request(dir_ / "c", l));
+  EXPECT_NE(refused.reason.find("offset_bytes 4096 is over the lane's 256"), std::string::npos)
+      << refused.reason;
+}
+
+TEST_F(KernelLane, the_sanitizer_pass_runs_each_tool_on_a_lane_without_red_zones) {
+  const fs::path script =
+      fs::path(RPL_SOURCE_DIR) / "tests" / "tools" / "fake_compute_sanitizer.sh";
+  const fs::path args = dir_ / "args.txt";
+  testing::scoped_env sanitizer("RPL_COMPUTE_SANITIZER", script.c_str());
+  testing::scoped_env record("FAKE_SANITIZER_ARGS", args.c_str());
+  testing::scoped_env report("FAKE_SANITIZER_REPORT", nullptr);
+  auto o = options();
+  o.sanitizer_log_dir = dir_ / "logs";
+  kernel_lane lane(o);
+  auto l = launch();
+  l.reference = messages::kernel_reference{"", "reference", {1, 1, 1}, {64, 1, 1}, 0};
+  const fs::path code = module("a.cubin", "kernel reference factor=2\nkernel scale factor=2");
+  std::string unavailable;
+  const auto clean = lane.sanitize({request(code, l)}, unavailable);
+  ASSERT_EQ(clean.size(), 4u) << unavailable;
+  for (std::size_t i = 0; i < clean.size(); ++i) {
+    EXPECT_EQ(clean[i].tool, sanitizer_tools[i]);
+    EXPECT_TRUE(clean[i].clean) << clean[i].tool << ": " << clean[i].first_report;
+    EXPECT_EQ(clean[i].log, dir_ / "logs" / ("a.cubin." + clean[i].tool + ".log"));
+    EXPECT_TRUE(fs::exists(clean[i].log));
+  }
+  const std::string passed = testing::read_text(args);
+  EXPECT_NE(passed.find("--no-red-zones"), std::string::npos) << passed;
+  EXPECT_NE(passed.find("--error-exitcode\n86"), std::string::npos) << passed;
+  EXPECT_NE(passed.find(RPL_FAKE_KERNEL_LANE), std::string::npos) << passed;
+
+  testing::scoped_env racy("FAKE_SANITIZER_REPORT", "racecheck");
+  const auto found = lane.sanitize({request(code, l)}, unavailable);
+  ASSERT_EQ(found.size(), 2u) << "memcheck clean, racecheck reports: the rest need not run";
+  EXPECT_TRUE(found[0].clean);
+  EXPECT_FALSE(found[1].clean);
+  EXPECT_EQ(found[1].first_report,
+            "Error: Race reported between Write access at rpl_k+0x1a0 in k.cu:12");
+
+  testing::scoped_env missing("RPL_COMPUTE_SANITIZER", (dir_ / "no-such-tool").c_str());
+  const auto none = lane.sanitize({request(code, l)}, unavailable);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_FALSE(none[0].clean) << "a tool that cannot start is no evidence";
+  EXPECT_NE(none[0].first_report.find("could not start"), std::string::npos)
+      << none[0].first_report;
+}
+
+TEST_F(KernelLane, the_hip_lane_has_no_sanitizer_pass_and_says_so) {
+  auto o = options();
+  o.visible_devices_variable = "HIP_VISIBLE_DEVICES";
+  kernel_lane lane(o);
+  std::string unavailable;
+  EXPECT_TRUE(lane.sanitize({request(module("a", "kernel scale"))}, unavailable).empty());
+  EXPECT_NE(unavailable.find("AMD"), std::string::npos) << unavailable;
+}
+
+TEST(SanitizerReport, the_first_report_line_skips_banner_summaries_and_details) {
+  EXPECT_EQ(first_sanitizer_report("========= COMPUTE-SANITIZER\n"
+                                   "========= Invalid __global__ write of size 4 bytes\n"
+                                   "=========     at rpl_sgemm_tiled+0x1c0\n"
+                                   "=========     by thread (0,0,0) in block (0,0,0)\n"
+                                   "========= ERROR SUMMARY: 1 error\n"),
+            "Invalid __global__ write of size 4 bytes at rpl_sgemm_tiled+0x1c0");
+  EXPECT_EQ(
+      first_sanitizer_report("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"),
+      "");
+  EXPECT_EQ(first_sanitizer_report("program output\n"), "");
 }
 
 TEST_F(KernelLane, keeps_its_buffers_across_candidates) {

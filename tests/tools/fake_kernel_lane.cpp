@@ -10,8 +10,10 @@
 // (default 1). Each launch advances a fake GPU clock by duration_us (default 100), so event
 // samples are exact. behavior: ok (default), crash (SIGSEGV in the launch), hang (never
 // finishes), fault (a sticky FAKE_ERROR_ILLEGAL_ADDRESS at the next synchronisation),
-// launch_error (a refused launch, not sticky). Anything else fails to load with
-// FAKE_ERROR_INVALID_IMAGE.
+// launch_error (a refused launch, not sticky), oob_write / oob_before (right outputs, and a write
+// one element past the end / before the start of `out`: only with red zones, which take it),
+// write_input (in[0] += 1), nondeterministic (out[0] drifts with the launch count). Anything
+// else fails to load with FAKE_ERROR_INVALID_IMAGE.
 //
 // Environment: FAKE_KERNEL_LANE_START=no_device | crash | hang | garbage (writes an impossible
 // frame length first). The device's name shows CUDA_VISIBLE_DEVICES, so tests see what the
@@ -190,6 +192,15 @@ public:
     const auto n = *static_cast<const std::int32_t*>(params[2]);
     for (std::int32_t i = 0; i < n; ++i)
       out[i] = static_cast<float>(in[i] * kernel.factor);
+    ++launches_;
+    if (kernel.behavior == "oob_write") // right inside n, one element past the end (red zone)
+      out[n] = 1.0f;
+    if (kernel.behavior == "oob_before")
+      out[-1] = 1.0f;
+    if (kernel.behavior == "write_input")
+      const_cast<float*>(in)[0] += 1.0f;
+    if (kernel.behavior == "nondeterministic" && n > 0)
+      out[0] += static_cast<float>(launches_) * 1e-3f;
     clock_ns_ += kernel.duration_ns;
     return std::nullopt;
   }
@@ -221,6 +232,7 @@ public:
 
 private:
   std::int64_t clock_ns_ = 0;
+  std::int64_t launches_ = 0;
   bool fault_pending_ = false;
 };
 

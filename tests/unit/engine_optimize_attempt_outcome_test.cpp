@@ -64,7 +64,8 @@ TEST(proposal_guards, the_list_is_in_room_order_with_unique_names) {
     last_room = room;
   }
   EXPECT_EQ(guards.front()->name(), "patch_applies") << "the diff applies before anything reads it";
-  EXPECT_EQ(guards.back()->reads(), guard_input::lane_outputs);
+  EXPECT_EQ(guards.back()->reads(), guard_input::pre_acceptance)
+      << "the sanitizer pass: only a candidate about to be accepted pays for it";
 }
 
 } // namespace

@@ -28,16 +28,29 @@ std::int64_t problem(const launch_spec& spec, const std::string& name) {
   return -1;
 }
 
-TEST(validation_plan, covers_launch_size_twice_a_smaller_and_an_odd_size) {
+TEST(validation_plan, covers_launch_size_twice_a_smaller_an_odd_a_tiny_and_a_misaligned_case) {
   const auto spec = parse_launch_spec(gemm_launch, "t.launch.json", "/base");
   const auto cases = validation_cases(spec, 1);
-  ASSERT_EQ(cases.size(), 4u);
+  ASSERT_EQ(cases.size(), 6u);
   EXPECT_EQ(problem(cases[0].spec, "M"), 2048);
   EXPECT_EQ(problem(cases[1].spec, "M"), 2048);
   EXPECT_EQ(problem(cases[2].spec, "M"), 1024);
   EXPECT_EQ(problem(cases[3].spec, "M"), 1537);
   EXPECT_EQ(problem(cases[3].spec, "K") % 2, 1);
   EXPECT_NE(cases[3].label.find("odd size"), std::string::npos);
+  // Under one block, and misaligned: optional (dropped where the original cannot run them).
+  EXPECT_EQ(cases[4].size, validation_size::tiny);
+  EXPECT_EQ(problem(cases[4].spec, "M"), tiny_size_limit);
+  EXPECT_TRUE(cases[4].optional);
+  EXPECT_EQ(cases[5].size, validation_size::misaligned);
+  EXPECT_EQ(problem(cases[5].spec, "M"), 1537);
+  EXPECT_EQ(cases[5].offset_bytes, 4u);
+  EXPECT_TRUE(cases[5].optional);
+  EXPECT_NE(cases[5].label.find("4 bytes off their alignment"), std::string::npos);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_FALSE(cases[i].optional) << cases[i].label;
+    EXPECT_EQ(cases[i].offset_bytes, 0u) << cases[i].label;
+  }
   // Every case resolves: the sizes are still valid launches.
   for (const auto& c : cases) {
     EXPECT_TRUE(resolve_launch(c.spec, {}).ok()) << c.label;
@@ -68,6 +81,8 @@ TEST(validation_plan, odd_and_smaller_sizes) {
   EXPECT_EQ(odd_size(3), 1);
   EXPECT_EQ(odd_size(1), 1);
   EXPECT_EQ(smaller_size(2048), 1024);
+  EXPECT_EQ(tiny_size(2048), 7);
+  EXPECT_EQ(tiny_size(3), 3);
   EXPECT_EQ(smaller_size(1), 1);
 }
 

@@ -5,12 +5,23 @@
 /// recorded/ (a recorded landscape), each in its own folder. tests/support/fake_lane.hpp is the
 /// test double.
 
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "messages/wire.hpp"
 
 namespace rpl::workers {
+
+/// One checker tool's verdict on a candidate (lanes/kernel/sanitizer_pass.hpp).
+struct sanitizer_outcome {
+  std::string tool;         ///< "memcheck", "racecheck", "initcheck", "synccheck"
+  bool clean = false;       ///< ran to the end and reported nothing
+  std::string first_report; ///< the tool's first report line, or why it did not finish
+  std::filesystem::path log;
+  double seconds = 0.0;
+};
 
 class lane_backend {
 public:
@@ -24,6 +35,15 @@ public:
   /// slow start (the kernel lane's process and CUDA context) overlaps the first compiles instead
   /// of delaying the first candidate. A failure here is left for measure() to report.
   virtual void prepare() {}
+  /// Runs `requests` (a candidate about to be accepted) under the vendor's memory and race
+  /// checkers, one outcome per tool. Where this lane has none (a CPU lane, no compute-sanitizer,
+  /// an AMD GPU), returns nothing and says why in `unavailable`.
+  virtual std::vector<sanitizer_outcome>
+  sanitize(const std::vector<messages::measure_request>& requests, std::string& unavailable) {
+    (void)requests;
+    unavailable = "the " + name() + " lane has no memory or race checker";
+    return {};
+  }
 };
 
 using lane_backend_ptr = std::unique_ptr<lane_backend>;

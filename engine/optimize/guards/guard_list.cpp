@@ -12,6 +12,7 @@ std::unique_ptr<proposal_guard> make_source_rules_guard();      // source_rules.
 std::unique_ptr<proposal_guard> make_artifact_rules_guard();    // artifact_rules.cpp
 std::unique_ptr<proposal_guard> make_static_screen_guard();     // static_screen.cpp
 std::unique_ptr<proposal_guard> make_output_validation_guard(); // output_validation.cpp
+std::unique_ptr<proposal_guard> make_sanitizer_guard();         // sanitizer.cpp
 
 std::span<const std::unique_ptr<proposal_guard>> proposal_guards() {
   static const std::vector<std::unique_ptr<proposal_guard>> guards = [] {
@@ -20,7 +21,8 @@ std::span<const std::unique_ptr<proposal_guard>> proposal_guards() {
     list.push_back(make_source_rules_guard());      // only the target function changed
     list.push_back(make_artifact_rules_guard());    // same kernel symbols and parameter layout
     list.push_back(make_static_screen_guard());     // resources the device would launch
-    list.push_back(make_output_validation_guard()); // the original's outputs, three sizes
+    list.push_back(make_output_validation_guard()); // the original's outputs, every case
+    list.push_back(make_sanitizer_guard());         // compute-sanitizer, before acceptance
     return list;
   }();
   return guards;
@@ -31,6 +33,7 @@ const char* to_string(guard_input input) {
   case guard_input::patched_source: return "patched_source";
   case guard_input::code_object: return "code_object";
   case guard_input::lane_outputs: return "lane_outputs";
+  case guard_input::pre_acceptance: return "pre_acceptance";
   }
   return "?";
 }

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "messages/codec.hpp"
+#include "workers/lanes/kernel/sanitizer_pass.hpp"
 #include "workers/process/child_process.hpp"
 #include "workers/process/exit_description.hpp"
 
@@ -45,10 +46,22 @@ std::string code_object_path(const std::string& argv0) {
 
 } // namespace
 
+std::string lane_finding(kernel_lane_status status) {
+  switch (status) {
+  case kernel_lane_status::out_of_bounds: return "memory:out_of_bounds";
+  case kernel_lane_status::inputs_modified: return "inputs_modified";
+  case kernel_lane_status::nondeterministic: return "nondeterministic";
+  default: return {};
+  }
+}
+
 measure_status to_measure_status(kernel_lane_status status) {
   switch (status) {
   case kernel_lane_status::ok: return measure_status::ok;
-  case kernel_lane_status::wrong_result: return measure_status::wrong_result;
+  case kernel_lane_status::wrong_result:
+  case kernel_lane_status::out_of_bounds:
+  case kernel_lane_status::inputs_modified:
+  case kernel_lane_status::nondeterministic: return measure_status::wrong_result;
   case kernel_lane_status::kernel_fault: return measure_status::crashed;
   default: return measure_status::launch_failed;
   }
@@ -116,6 +129,59 @@ messages::measure_result kernel_lane::measure(const messages::measure_request& r
 void kernel_lane::prepare() {
   messages::measure_result ignored; // a failed start is tried again, and reported, by measure()
   ensure_started(ignored);
+}
+
+std::vector<sanitizer_outcome>
+kernel_lane::sanitize(const std::vector<messages::measure_request>& requests,
+                      std::string& unavailable) {
+  if (options_.visible_devices_variable != "CUDA_VISIBLE_DEVICES") {
+    unavailable = "no sanitizer pass on AMD GPUs: address sanitizer needs an xnack-capable target "
+                  "and an -fsanitize=address build; red zones alone checked memory";
+    return {};
+  }
+  const auto sanitizer = find_compute_sanitizer();
+  if (!sanitizer) {
+    unavailable = "compute-sanitizer was not found (RPL_COMPUTE_SANITIZER, PATH, "
+                  "/usr/local/cuda/bin); fix: install the CUDA toolkit's compute-sanitizer";
+    return {};
+  }
+  sanitizer_options run;
+  run.sanitizer = *sanitizer;
+  run.lane_program = options_.program;
+  run.device = options_.device;
+  run.timeout = options_.sanitizer_timeout;
+  run.log_dir =
+      options_.sanitizer_log_dir.empty() ? fs::temp_directory_path() : options_.sanitizer_log_dir;
+  std::error_code ec;
+  fs::create_directories(run.log_dir, ec);
+  std::vector<messages::kernel_lane_request> lane_requests;
+  for (const auto& request : requests) {
+    if (!request.launch || request.argv.empty())
+      continue;
+    messages::kernel_lane_request r = make_request(request);
+    r.launch.reference.reset(); // the candidate's own launches only: the tool's reports are its
+    r.launch.strict = false;
+    r.sampling = {};
+    r.sampling.warmup_launches = 0;
+    r.sampling.min_samples = 1;
+    r.sampling.max_samples = 1;
+    run.log_stem = fs::path(r.code_object_path).filename().string();
+    lane_requests.push_back(std::move(r));
+  }
+  if (lane_requests.empty()) {
+    unavailable = "no kernel launch to run under the sanitizer";
+    return {};
+  }
+  std::vector<sanitizer_outcome> outcomes;
+  for (const std::string_view tool : sanitizer_tools) {
+    outcomes.push_back(run_sanitizer(run, tool, lane_requests));
+    spdlog::info("{}: compute-sanitizer {} on {}: {} in {:.1f} s", options_.name, tool,
+                 run.log_stem, outcomes.back().clean ? "clean" : outcomes.back().first_report,
+                 outcomes.back().seconds);
+    if (!outcomes.back().clean)
+      break; // one finding refuses the candidate: the other tools need not run
+  }
+  return outcomes;
 }
 
 bool kernel_lane::ensure_started(messages::measure_result& result) {
@@ -290,6 +356,7 @@ void kernel_lane::take_reply(const messages::kernel_lane_request& request,
                 reply.sampling_state, reply.warmup_launches);
   if (reply.status != kernel_lane_status::ok)
     result.reason = std::string(messages::to_string(reply.status)) + ": " + reply.reason;
+  result.finding = lane_finding(reply.status);
   if (reply.lane_exiting) {
     const std::string ended = process_.stop(exit_grace);
     result.reason += " (the lane process " + ended + ")";

@@ -59,6 +59,11 @@ struct kernel_lane_options {
   /// result is offered to the board. nullptr: no racing.
   std::shared_ptr<race_board> race;
   double race_confidence = 0.95;
+  /// Where sanitize() writes the tools' logs (created when needed); empty: the system's temporary
+  /// folder.
+  std::filesystem::path sanitizer_log_dir;
+  /// How long one compute-sanitizer tool may take over a candidate's requests.
+  std::chrono::milliseconds sanitizer_timeout{std::chrono::minutes(5)};
 };
 
 class kernel_lane final : public lane_backend {
@@ -73,6 +78,11 @@ public:
   const std::string& name() const override { return options_.name; }
   /// Starts the lane process (CUDA's start-up) ahead of the first candidate.
   void prepare() override;
+  /// The candidate's requests under compute-sanitizer's four tools (sanitizer_pass.hpp), each in
+  /// a lane process of its own on this lane's device, without reference kernels or red zones.
+  /// Unavailable for the HIP lane and where no compute-sanitizer is found.
+  std::vector<sanitizer_outcome> sanitize(const std::vector<messages::measure_request>& requests,
+                                          std::string& unavailable) override;
 
   /// The lane process's full reply to the last measure() (device, mismatch, timings,
   /// allocations); default-constructed when that measure() got no reply.
@@ -112,8 +122,12 @@ private:
 /// bundles), else the bare name for PATH.
 std::filesystem::path default_kernel_lane_program(std::string_view api = "cuda");
 
-/// The measure_status a lane status stands for: ok; wrong results as nonzero_exit (the status
-/// list has no wrong_result yet); a faulted kernel as crashed; everything else launch_failed.
+/// The measure_status a lane status stands for: ok; wrong results, red-zone violations, changed
+/// inputs and nondeterminism as wrong_result (lane_finding() tells them apart); a faulted kernel
+/// as crashed; everything else launch_failed.
 messages::measure_status to_measure_status(messages::kernel_lane_status status);
+/// measure_result::finding for a lane status: the check that refused ("memory:out_of_bounds",
+/// "inputs_modified", "nondeterministic"), empty for the others.
+std::string lane_finding(messages::kernel_lane_status status);
 
 } // namespace rpl::workers

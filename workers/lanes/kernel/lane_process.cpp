@@ -186,7 +186,7 @@ lane_process::lane_process(lane_process&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)), channel_fd_(std::exchange(other.channel_fd_, -1)),
       stderr_fd_(std::exchange(other.stderr_fd_, -1)),
       launch_error_(std::move(other.launch_error_)), pending_(std::move(other.pending_)),
-      stderr_tail_(std::move(other.stderr_tail_)) {}
+      stderr_tail_(std::move(other.stderr_tail_)), exit_code_(other.exit_code_) {}
 
 lane_process& lane_process::operator=(lane_process&& other) noexcept {
   if (this != &other) {
@@ -197,6 +197,7 @@ lane_process& lane_process::operator=(lane_process&& other) noexcept {
     launch_error_ = std::move(other.launch_error_);
     pending_ = std::move(other.pending_);
     stderr_tail_ = std::move(other.stderr_tail_);
+    exit_code_ = other.exit_code_;
   }
   return *this;
 }
@@ -347,6 +348,7 @@ std::string lane_process::reap(clock::time_point deadline) {
   drain_stderr();
   pid_ = -1;
   close_fds();
+  exit_code_ = WIFEXITED(status) ? std::optional<int>(WEXITSTATUS(status)) : std::nullopt;
   return describe_wait_status(status);
 }
 

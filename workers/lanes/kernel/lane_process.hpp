@@ -55,6 +55,9 @@ public:
   /// True when the child has ended but is not reaped yet (stop() reaps it).
   bool has_exited() const;
   const std::string& launch_error() const { return launch_error_; }
+  /// The exit status of the child reaped last (by stop() or kill()); nullopt when it was killed
+  /// by a signal, or none was reaped yet.
+  std::optional<int> exit_code() const { return exit_code_; }
 
   /// Writes one frame, giving up at `deadline`; false with `error` when the child is gone or
   /// not reading.
@@ -82,6 +85,7 @@ private:
   std::string launch_error_;
   std::string pending_; ///< received bytes that are not a whole frame yet
   std::string stderr_tail_;
+  std::optional<int> exit_code_;
 };
 
 } // namespace rpl::workers

@@ -98,6 +98,9 @@ std::string check_request(const messages::kernel_lane_request& request) {
       return problem;
   if (launch.reference && launch.reference->symbol.empty())
     return "the reference has no kernel symbol";
+  if (launch.offset_bytes > device_buffers::max_offset_bytes)
+    return "offset_bytes " + std::to_string(launch.offset_bytes) + " is over the lane's " +
+           std::to_string(device_buffers::max_offset_bytes);
   return {};
 }
 
@@ -106,6 +109,7 @@ std::string reference_key(const messages::kernel_launch& launch) {
   msgpack::sbuffer buffer;
   msgpack::pack(buffer, *launch.reference);
   msgpack::pack(buffer, launch.args);
+  msgpack::pack(buffer, launch.offset_bytes); // misaligned: the reference runs there too
   return std::string(buffer.data(), buffer.size());
 }
 
@@ -126,10 +130,20 @@ std::string describe_mismatch(const messages::kernel_mismatch& m,
   return out.str();
 }
 
+std::string describe_violation(const messages::kernel_red_zone_violation& v) {
+  const std::string where =
+      v.side == "before"
+          ? std::to_string(-v.offset) + " bytes before the start of buffer " + v.buffer
+          : "byte " + std::to_string(v.offset) + " of buffer " + v.buffer + ", " + "past its end";
+  return "memory out of bounds: " + v.phase + " wrote " + where + " (" + std::to_string(v.changed) +
+         " bytes of its red zones changed)";
+}
+
 } // namespace
 
-lane_server::lane_server(device_api& api)
-    : api_(api), buffers_(api), pristine_(api), readback_(api), modules_(api), events_(api) {}
+lane_server::lane_server(device_api& api, bool red_zones)
+    : api_(api), buffers_(api, red_zones), pristine_(api), readback_(api), modules_(api),
+      events_(api) {}
 
 messages::kernel_lane_hello lane_server::open(int ordinal) {
   messages::kernel_lane_hello hello;
@@ -154,8 +168,14 @@ messages::kernel_lane_reply lane_server::handle(const messages::kernel_lane_requ
   messages::kernel_lane_reply reply;
   reply.sequence = request.sequence;
   reply.device = device_;
+  reply.red_zones = buffers_.red_zones();
   if (std::string problem = check_request(request); !problem.empty()) {
     record(reply, kernel_lane_status::bad_request, problem);
+    return reply;
+  }
+  if (request.launch.offset_bytes != 0 && !buffers_.red_zones()) {
+    record(reply, kernel_lane_status::bad_request,
+           "offset_bytes needs red zones (this lane runs with --no-red-zones)");
     return reply;
   }
   if (!prepare_buffers(request.launch, reply))
@@ -188,13 +208,16 @@ messages::kernel_lane_reply lane_server::handle(const messages::kernel_lane_requ
   const bool checking = request.launch.reference && has_outputs(request.launch);
   // The same code object (unchanged on disk: still in the module cache) on the same launch was
   // checked already, e.g. a finalist's turn in the final round: its outputs would be the same.
-  const std::string checked_key = request.code_object_path + '\n' + reference_.key;
+  const std::string checked_key =
+      request.code_object_path + '\n' + reference_.key + (request.launch.strict ? "\nstrict" : "");
   if (checking && module.cached && verified_.contains(checked_key)) {
     reply.verified = true;
     reply.setup_ns = ns_since(start);
     sample(request, function, params.data(), false, false, reply);
     return reply;
   }
+  if (request.launch.strict && !strict_checks(request, function, params.data(), reply))
+    return reply;
   if (!checked_launch(request, function, params.data(), checking, reply))
     return reply;
   reply.setup_ns = ns_since(start);
@@ -206,11 +229,11 @@ messages::kernel_lane_reply lane_server::handle(const messages::kernel_lane_requ
 
 bool lane_server::prepare_buffers(const messages::kernel_launch& launch,
                                   messages::kernel_lane_reply& reply) {
-  device_status error = buffers_.prepare(launch.args, reply.allocations);
+  device_status error = buffers_.prepare(launch.args, launch.offset_bytes, reply.allocations);
   if (error && !error->sticky) {
     // Old buffers of other sizes may be what is in the way: start again from nothing, once.
     buffers_.release_all();
-    error = buffers_.prepare(launch.args, reply.allocations);
+    error = buffers_.prepare(launch.args, launch.offset_bytes, reply.allocations);
   }
   if (error) {
     record(reply, kernel_lane_status::out_of_memory, *error,
@@ -289,6 +312,10 @@ bool lane_server::ensure_reference(const messages::kernel_lane_request& request,
     record(reply, kernel_lane_status::reference_failed, *error, what);
     return false;
   }
+  if (!red_zones_clean(launch, "the reference kernel", true, reply)) {
+    reply.status = kernel_lane_status::reference_failed;
+    return false;
+  }
   if (!download_outputs(launch, reference_.outputs, reply))
     return false;
   reference_.key = key;
@@ -309,16 +336,116 @@ bool lane_server::checked_launch(const messages::kernel_lane_request& request,
     return false;
   }
   if (checking) {
-    // Read back behind the launch; compared while the timed launches run (sample()).
-    if (device_status error = readback_.queue(launch.args, buffers_)) {
+    // Read back behind the launch; compared while the timed launches run (sample()). The red
+    // zones go first, so that the read-back's event covers them.
+    const auto zones = clock_type::now();
+    device_status error = buffers_.queue_red_zones();
+    reply.red_zone_ns += ns_since(zones);
+    if (!error)
+      error = readback_.queue(launch.args, buffers_);
+    if (error) {
       record(reply, kernel_lane_status::launch_failed, *error, "reading back the outputs");
       return false;
     }
     return true;
   }
-  if (device_status error = api_.synchronize()) {
-    record(reply, kernel_lane_status::launch_failed, *error, "running " + launch.symbol);
+  return red_zones_clean(launch, "the checked launch", true, reply);
+}
+
+bool lane_server::red_zones_clean(const messages::kernel_launch& launch,
+                                  const char* phase,
+                                  bool queue,
+                                  messages::kernel_lane_reply& reply) {
+  const auto start = clock_type::now();
+  device_status error = queue ? buffers_.queue_red_zones() : std::nullopt;
+  if (queue && !error)
+    error = api_.synchronize();
+  if (error) {
+    reply.red_zone_ns += ns_since(start);
+    record(reply, kernel_lane_status::launch_failed, *error,
+           "running " + launch.symbol + " (" + phase + ")");
     return false;
+  }
+  const auto violation = buffers_.check_red_zones(launch.args);
+  reply.red_zone_ns += ns_since(start);
+  if (!violation)
+    return true;
+  reply.violation = *violation;
+  reply.violation.phase = phase;
+  record(reply, kernel_lane_status::out_of_bounds, describe_violation(reply.violation));
+  return false;
+}
+
+bool lane_server::strict_checks(const messages::kernel_lane_request& request,
+                                function_handle function,
+                                void** params,
+                                messages::kernel_lane_reply& reply) {
+  const messages::kernel_launch& launch = request.launch;
+  const launch_shape shape{launch.grid, launch.block, launch.shared_bytes};
+  std::vector<std::vector<std::byte>> runs[2];
+  for (auto& outputs : runs) {
+    if (!restore_initial(launch, reply))
+      return false;
+    if (device_status error = api_.launch(function, shape, params)) {
+      record(reply, kernel_lane_status::launch_failed, *error, "launching " + launch.symbol);
+      return false;
+    }
+    if (!red_zones_clean(launch, "the checked launch", true, reply) ||
+        !download_outputs(launch, outputs, reply))
+      return false;
+    if (&outputs == &runs[0] && !inputs_untouched(launch, reply))
+      return false;
+  }
+  for (std::size_t i = 0; i < launch.args.size(); ++i) {
+    const messages::kernel_arg& arg = launch.args[i];
+    if (arg.kind != messages::kernel_arg_kind::buffer || !arg.output)
+      continue;
+    if (auto m = compare_output(arg, runs[1][i], runs[0][i], !arg.nondeterministic)) {
+      reply.mismatch = *m;
+      std::ostringstream out;
+      out.precision(9);
+      out << "nondeterministic: two launches on the same inputs differ: " << m->buffer << "["
+          << m->index << "] = " << m->expected << ", then " << m->value << "; " << m->count
+          << " of " << m->compared << " elements differ"
+          << (arg.nondeterministic ? " beyond the tolerance"
+                                   : " (fix, for a kernel that uses atomics: mark the output "
+                                     "\"nondeterministic\": true with a tolerance)");
+      record(reply, kernel_lane_status::nondeterministic, out.str());
+      return false;
+    }
+  }
+  return true;
+}
+
+bool lane_server::inputs_untouched(const messages::kernel_launch& launch,
+                                   messages::kernel_lane_reply& reply) {
+  std::vector<std::byte> now;
+  for (std::size_t i = 0; i < launch.args.size(); ++i) {
+    const messages::kernel_arg& arg = launch.args[i];
+    if (arg.kind != messages::kernel_arg_kind::buffer || arg.output)
+      continue;
+    std::string error;
+    const std::vector<std::byte>* initial = contents_.get(i, arg, error);
+    if (initial == nullptr) {
+      record(reply, kernel_lane_status::bad_request, error);
+      return false;
+    }
+    now.resize(initial->size());
+    if (device_status e = api_.copy_to_host(now.data(), buffers_.pointer(i), now.size())) {
+      record(reply, kernel_lane_status::launch_failed, *e, "reading back buffer " + arg.name);
+      return false;
+    }
+    if (auto m = compare_output(arg, now, *initial, true)) {
+      reply.mismatch = *m;
+      std::ostringstream out;
+      out.precision(9);
+      out << "inputs modified: buffer " << arg.name << " is not an output, but " << m->buffer << "["
+          << m->index << "] = " << m->value << " after the launch, " << m->expected << " before; "
+          << m->count << " of " << m->compared
+          << " elements changed (fix, if the kernel must write it: mark it \"output\": true)";
+      record(reply, kernel_lane_status::inputs_modified, out.str());
+      return false;
+    }
   }
   return true;
 }
@@ -393,7 +520,8 @@ void lane_server::sample(const messages::kernel_lane_request& request,
   const alongside_work check = [&] {
     const auto started = clock_type::now();
     check_error = readback_.wait();
-    if (!check_error && !verify_readback(launch, reply))
+    if (!check_error && (!red_zones_clean(launch, "the checked launch", false, reply) ||
+                         !verify_readback(launch, reply)))
       wrong = true;
     reply.check_ns = ns_since(started);
     return !check_error && !wrong;
@@ -407,12 +535,14 @@ void lane_server::sample(const messages::kernel_lane_request& request,
     return;
   }
   if (wrong)
-    return; // verify_readback recorded the mismatch; the samples of a wrong kernel are not kept
+    return; // the mismatch or violation is recorded; the samples of a wrong kernel are not kept
   if (outcome.error) {
     record(reply, kernel_lane_status::launch_failed, *outcome.error,
            "timing " + launch.symbol + " (after the checked launch succeeded)");
     return;
   }
+  if (!red_zones_clean(launch, "the timed launches", true, reply))
+    return;
   reply.samples_ns = std::move(outcome.samples_ns);
   reply.warmup_launches = outcome.warmups + checked_warmup;
   reply.time_capped = outcome.time_capped;

@@ -27,7 +27,8 @@ namespace rpl::workers::kernel_process {
 
 class lane_server {
 public:
-  explicit lane_server(device_api& api);
+  /// `red_zones`: guard bands around every buffer, checked after each phase (device_buffers.hpp).
+  lane_server(device_api& api, bool red_zones = true);
 
   /// Opens device `ordinal` (within the visible devices); the hello to send, status ok or
   /// device_unavailable with the API's error.
@@ -57,6 +58,20 @@ private:
                       bool checking,
                       messages::kernel_lane_reply& reply);
   bool verify_readback(const messages::kernel_launch& launch, messages::kernel_lane_reply& reply);
+  /// A strict request's checks before the checked launch: two launches on fresh initial contents,
+  /// whose outputs must agree (bit for bit unless nondeterministic) and after the first of which
+  /// every buffer not marked output must hold its initial contents.
+  bool strict_checks(const messages::kernel_lane_request& request,
+                     function_handle function,
+                     void** params,
+                     messages::kernel_lane_reply& reply);
+  bool inputs_untouched(const messages::kernel_launch& launch, messages::kernel_lane_reply& reply);
+  /// The red zones after `phase`: with `queue`, read back (waiting for the work before them),
+  /// else as queued earlier and already waited for. A changed byte: out_of_bounds, false.
+  bool red_zones_clean(const messages::kernel_launch& launch,
+                       const char* phase,
+                       bool queue,
+                       messages::kernel_lane_reply& reply);
   /// Warm-ups and timed launches; `after_checked_launch`: the checked launch counts as the first
   /// warm-up; `checking`: its read-back is compared alongside the first batch.
   void sample(const messages::kernel_lane_request& request,

@@ -70,11 +70,12 @@ struct generic_reader {
 
 std::optional<messages::kernel_mismatch> compare_output(const messages::kernel_arg& arg,
                                                         std::span<const std::byte> value,
-                                                        std::span<const std::byte> expected) {
+                                                        std::span<const std::byte> expected,
+                                                        bool bitwise) {
   const std::size_t size = messages::element_size(arg.type);
   const std::size_t count = std::min(value.size(), expected.size()) / size;
-  const bool exact =
-      !messages::is_float(arg.type) && arg.tolerance.abs == 0.0 && arg.tolerance.rel == 0.0;
+  const bool exact = bitwise || (!messages::is_float(arg.type) && arg.tolerance.abs == 0.0 &&
+                                 arg.tolerance.rel == 0.0);
   if (count > 0 && std::memcmp(value.data(), expected.data(), count * size) == 0) {
     // Bit-identical: equal under any tolerance, except a NaN (which matches only a NaN: it does).
     return std::nullopt;

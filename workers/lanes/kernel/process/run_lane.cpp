@@ -26,7 +26,7 @@ messages::kernel_lane_reply undecodable(const std::string& why) {
 
 int usage(const char* self) {
   std::fprintf(stderr,
-               "usage: %s [--device N]\n"
+               "usage: %s [--device N] [--no-red-zones]\n"
                "Serves kernel-lane requests: length-prefixed msgpack frames on stdin, replies on\n"
                "stdout (workers/lanes/kernel/README.md). Started by the engine, not by hand.\n",
                self);
@@ -35,9 +35,9 @@ int usage(const char* self) {
 
 } // namespace
 
-int run_lane(device_api& api, int in_fd, int out_fd, int ordinal) {
+int run_lane(device_api& api, int in_fd, int out_fd, int ordinal, bool red_zones) {
   frame_stream stream(in_fd, out_fd);
-  lane_server server(api);
+  lane_server server(api, red_zones);
   const messages::kernel_lane_hello hello = server.open(ordinal);
   if (!stream.write(messages::encode(hello)))
     return exit_broken_stream;
@@ -68,9 +68,12 @@ int run_lane(device_api& api, int in_fd, int out_fd, int ordinal) {
 
 int lane_main(int argc, char** argv) {
   int ordinal = 0;
+  bool red_zones = true;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--device" && i + 1 < argc) {
+    if (arg == "--no-red-zones") {
+      red_zones = false;
+    } else if (arg == "--device" && i + 1 < argc) {
       char* end = nullptr;
       const long value = std::strtol(argv[++i], &end, 10);
       if (end == argv[i] || *end != '\0' || value < 0 || value > 1024)
@@ -88,7 +91,7 @@ int lane_main(int argc, char** argv) {
   }
   std::signal(SIGPIPE, SIG_DFL); // the engine gone: nothing left to answer
   const auto api = make_device_api();
-  return run_lane(*api, STDIN_FILENO, frames_out, ordinal);
+  return run_lane(*api, STDIN_FILENO, frames_out, ordinal, red_zones);
 }
 
 } // namespace rpl::workers::kernel_process

@@ -1,0 +1,144 @@
+#include "workers/lanes/kernel/sanitizer_pass.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "messages/codec.hpp"
+#include "workers/lanes/kernel/lane_process.hpp"
+#include "workers/process/find_program.hpp"
+
+namespace rpl::workers {
+
+namespace {
+
+namespace fs = std::filesystem;
+using clock_type = std::chrono::steady_clock;
+
+/// compute-sanitizer's exit status when its tool reported an error (--error-exitcode).
+constexpr int found_errors = 86;
+
+std::string read_all(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string>
+sanitizer_argv(const sanitizer_options& options, std::string_view tool, const fs::path& log) {
+  std::vector<std::string> argv = {options.sanitizer.string(), "--tool", std::string(tool),
+                                   "--error-exitcode", std::to_string(found_errors), "--log-file",
+                                   log.string(), "--print-limit", "20",
+                                   // The lane's own API calls are not the candidate's errors.
+                                   "--report-api-errors", "no"};
+  argv.push_back(options.lane_program.string());
+  argv.push_back("--no-red-zones"); // the tool must see each buffer's true end
+  return argv;
+}
+
+/// Sends every request and reads its reply; empty when all were answered, else what went wrong.
+std::string converse(lane_process& lane,
+                     const std::vector<messages::kernel_lane_request>& requests,
+                     clock_type::time_point deadline) {
+  std::string payload;
+  std::string error;
+  if (lane.receive(payload, deadline, error) != frame_wait::frame)
+    return "the lane gave no hello under the tool" + (error.empty() ? "" : " (" + error + ")");
+  const auto hello = messages::decode<messages::kernel_lane_hello>(payload);
+  if (hello.status != messages::kernel_lane_status::ok)
+    return "no usable GPU under the tool: " + hello.reason;
+  for (const auto& request : requests) {
+    if (!lane.send(messages::encode(request), deadline, error))
+      return "the lane stopped taking requests (" + error + ")";
+    const frame_wait got = lane.receive(payload, deadline, error);
+    if (got == frame_wait::timed_out)
+      return "timed out";
+    if (got != frame_wait::frame)
+      return "the lane ended during a launch";
+    const auto reply = messages::decode<messages::kernel_lane_reply>(payload);
+    if (reply.status != messages::kernel_lane_status::ok)
+      return std::string(messages::to_string(reply.status)) + ": " + reply.reason;
+  }
+  return {};
+}
+
+} // namespace
+
+std::optional<fs::path> find_compute_sanitizer() {
+  if (const char* env = std::getenv("RPL_COMPUTE_SANITIZER"); env != nullptr && *env != '\0')
+    return fs::path(env);
+  if (auto found = find_on_path("compute-sanitizer"))
+    return found;
+  const fs::path bundled = "/usr/local/cuda/bin/compute-sanitizer";
+  if (::access(bundled.c_str(), X_OK) == 0)
+    return bundled;
+  return std::nullopt;
+}
+
+std::string first_sanitizer_report(std::string_view log) {
+  constexpr std::string_view prefix = "========= ";
+  std::istringstream lines{std::string(log)};
+  std::string report;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) != 0)
+      continue;
+    const std::string body = line.substr(prefix.size());
+    if (!report.empty()) { // the line after the report: its location, when it gives one
+      const std::size_t at = body.find_first_not_of(' ');
+      if (at != std::string::npos && at > 0 && body.compare(at, 3, "at ") == 0)
+        report += " " + body.substr(at);
+      return report;
+    }
+    if (body.empty() || body.front() == ' ' || body.rfind("COMPUTE-SANITIZER", 0) == 0 ||
+        body.find("SUMMARY") != std::string::npos)
+      continue;
+    report = body;
+  }
+  return report;
+}
+
+sanitizer_outcome run_sanitizer(const sanitizer_options& options,
+                                std::string_view tool,
+                                const std::vector<messages::kernel_lane_request>& requests) {
+  sanitizer_outcome out;
+  out.tool = std::string(tool);
+  out.log = options.log_dir / (options.log_stem + "." + out.tool + ".log");
+  const auto start = clock_type::now();
+  std::error_code ec;
+  fs::remove(out.log, ec); // a stale log must not speak for this run
+  lane_process_options spawn;
+  spawn.argv = sanitizer_argv(options, tool, out.log);
+  spawn.environment.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(options.device));
+  lane_process lane = lane_process::spawn(spawn);
+  std::string failure;
+  std::string ended;
+  if (!lane.running()) {
+    failure = "could not start " + options.sanitizer.string() + ": " + lane.launch_error();
+  } else {
+    try {
+      failure = converse(lane, requests, start + options.timeout);
+    } catch (const messages::decode_error& e) {
+      failure = std::string("unreadable frame from the lane (") + e.what() + ")";
+    }
+    ended = failure == "timed out" ? lane.kill() : lane.stop(std::chrono::seconds(60));
+  }
+  out.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+  const std::string report = first_sanitizer_report(read_all(out.log));
+  const std::optional<int> code = lane.exit_code();
+  out.clean = failure.empty() && code == 0 && report.empty();
+  if (out.clean)
+    return out;
+  if (!report.empty())
+    out.first_report = report;
+  else if (!failure.empty())
+    out.first_report = "no report, but under " + out.tool + ": " + failure;
+  else
+    out.first_report = "no report, but compute-sanitizer " + ended;
+  if (code == found_errors && report.empty())
+    out.first_report += " (it exited with --error-exitcode " + std::to_string(found_errors) + ")";
+  return out;
+}
+
+} // namespace rpl::workers
