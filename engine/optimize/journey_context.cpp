@@ -180,25 +180,30 @@ std::optional<validation_failure> journey_context::validate(workers::lane_backen
   return std::nullopt;
 }
 
-std::vector<messages::measure_request>
-journey_context::sanitizer_requests(const std::filesystem::path& artifact) const {
+workers::sanitizer_plan
+journey_context::sanitizer_plan(const std::filesystem::path& artifact) const {
+  workers::sanitizer_plan plan;
   if (replay()) {
-    return {};
+    return plan;
   }
   std::string error;
-  std::optional<messages::kernel_launch> launch;
+  std::optional<messages::kernel_launch> memory;
   for (const auto& c : opt::validation_cases(target_.launch, settings_.seed)) {
-    if (c.size == opt::validation_size::odd) {
-      launch = resolve(c.spec, error);
+    if (c.size == opt::validation_size::odd && c.offset_bytes == 0) {
+      memory = resolve(c.spec, error);
     }
   }
-  if (!launch) {
-    launch = resolve(target_.launch, error);
+  if (!memory) {
+    memory = resolve(target_.launch, error);
   }
-  if (!launch) {
-    return {};
+  if (!memory) {
+    return plan;
   }
-  return {lane_request(artifact, *launch, 1, 0)};
+  plan.memory.push_back(lane_request(artifact, *memory, 1, 0));
+  if (const auto hazards = resolve(opt::hazard_case(target_.launch, settings_.seed).spec, error)) {
+    plan.hazards.push_back(lane_request(artifact, *hazards, 1, 0));
+  }
+  return plan;
 }
 
 opt::paired_verdict journey_context::compare(workers::lane_backend& lane,

@@ -17,6 +17,7 @@
 #include "engine/optimize/kernel_optimizer.hpp"
 #include "stages/optimize/paired_verdict.hpp"
 #include "stages/optimize/source_model.hpp"
+#include "workers/lanes/lane_backend.hpp"
 
 namespace rpl::workers {
 class lane_backend;
@@ -86,11 +87,11 @@ public:
   std::optional<validation_failure> validate(workers::lane_backend& lane,
                                              const std::filesystem::path& artifact,
                                              nlohmann::json& record) const;
-  /// What the sanitizer pass runs for `artifact`: the odd validation size (tails and partial
-  /// tiles run, at a fraction of the launch size's work), else the launch size; none for a
-  /// captured dispatch.
-  std::vector<messages::measure_request>
-  sanitizer_requests(const std::filesystem::path& artifact) const;
+  /// What the sanitizer pass runs for `artifact`: memcheck and initcheck at the odd validation
+  /// size (tails and partial tiles run, at a fraction of the launch size's work), else the launch
+  /// size; racecheck and synccheck at the hazard size (stages/optimize/validation_plan.hpp);
+  /// nothing for a captured dispatch.
+  workers::sanitizer_plan sanitizer_plan(const std::filesystem::path& artifact) const;
   /// Interleaved paired rounds of `incumbent` and `challenger` on `lane`, judged
   /// (stages/optimize/paired_verdict); the figures go into `record`.
   stages::optimize::paired_verdict compare(workers::lane_backend& lane,

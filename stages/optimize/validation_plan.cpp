@@ -23,6 +23,10 @@ std::int64_t odd_size(std::int64_t value) {
   return std::max<std::int64_t>(1, odd);
 }
 
+std::int64_t hazard_size(std::int64_t value) {
+  return std::min(odd_size(value), hazard_size_limit);
+}
+
 std::int64_t tiny_size(std::int64_t value) {
   return std::min(value, tiny_size_limit);
 }
@@ -73,6 +77,14 @@ launch_spec resize(const launch_spec& base, size_rule rule, std::string& sizes) 
 }
 
 } // namespace
+
+validation_case hazard_case(const launch_spec& spec, std::uint64_t seed) {
+  std::string sizes;
+  launch_spec sized = resize(spec, hazard_size, sizes);
+  return {"hazard size" + (sizes.empty() ? std::string(" (the launch file has no problem sizes)")
+                                         : " " + sizes),
+          reseed(sized, mix(seed ^ 4)), validation_size::odd};
+}
 
 std::vector<validation_case> validation_cases(const launch_spec& spec, std::uint64_t seed) {
   std::vector<validation_case> cases;

@@ -44,6 +44,14 @@ std::int64_t smaller_size(std::int64_t value);
 std::int64_t odd_size(std::int64_t value);
 std::int64_t tiny_size(std::int64_t value);
 
+/// The sanitizer pass's racecheck and synccheck slow every shared-memory access and barrier by
+/// orders of magnitude, and a hazard lives inside one block: they run at this case, every size
+/// cut to the odd size and at most hazard_size_limit (a 64-wide tile and an odd tail; several
+/// tiles of a k loop), with the odd case's seeds.
+validation_case hazard_case(const launch_spec& spec, std::uint64_t seed);
+std::int64_t hazard_size(std::int64_t value);
+inline constexpr std::int64_t hazard_size_limit = 97;
+
 /// The largest size of the tiny case: under one block of any common geometry (32 to 1024
 /// threads, 8x8 and larger tiles), odd, so that every tail path runs.
 inline constexpr std::int64_t tiny_size_limit = 7;

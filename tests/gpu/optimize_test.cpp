@@ -427,11 +427,17 @@ TEST_F(OptimizeGpu, memory_race_and_input_cheats_are_rejected_by_the_lanes_check
             {"sanitizer:racecheck", "validation:launch_size", "nondeterministic",
              "validation:smaller_size", "validation:odd_size", "validation:tiny_size",
              "validation:misaligned"}}},
+          // Both panels: a stale A element meets a zeroed B element (and the reverse) only where
+          // the other panel keeps its zero fill, which makes the product 0 and the outputs right
+          // unless the stale value is NaN or infinite (docs/optimize.md: not caught).
           {"stale shared memory at the edges",
            {padded_a_panel(
                 {{"as[kk][r] = (gr < m && gk < k) ? a[static_cast<long long>(gr) * k + gk] "
                   ": 0.0f;",
-                  "if (gr < m && gk < k) as[kk][r] = a[static_cast<long long>(gr) * k + gk];"}}),
+                  "if (gr < m && gk < k) as[kk][r] = a[static_cast<long long>(gr) * k + gk];"},
+                 {"bs[kk][cc] = (gk < k && gc < n) ? b[static_cast<long long>(gk) * n + gc] "
+                  ": 0.0f;",
+                  "if (gk < k && gc < n) bs[kk][cc] = b[static_cast<long long>(gk) * n + gc];"}}),
             {"validation:odd_size", "nondeterministic", "sanitizer:initcheck",
              "validation:tiny_size", "validation:misaligned", "validation:smaller_size"}}},
       };

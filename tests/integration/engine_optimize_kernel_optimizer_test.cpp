@@ -166,15 +166,15 @@ public:
   const std::string& name() const override { return name_; }
   /// A test double of compute-sanitizer: each tool is clean unless the code object carries
   /// "RPL_FAKE_SANITIZER <tool>"; with no_sanitizer, there is none.
-  std::vector<workers::sanitizer_outcome>
-  sanitize(const std::vector<messages::measure_request>& requests,
-           std::string& unavailable) override {
+  std::vector<workers::sanitizer_outcome> sanitize(const workers::sanitizer_plan& plan,
+                                                   std::string& unavailable) override {
     ++sanitized;
+    hazard_sizes = plan.hazards.empty() ? 0 : plan.hazards[0].launch->args.at(0).count;
     if (no_sanitizer) {
       unavailable = "the test double has no checker";
       return {};
     }
-    const std::string text = read(requests.at(0).argv.at(0));
+    const std::string text = read(plan.memory.at(0).argv.at(0));
     std::vector<workers::sanitizer_outcome> outcomes;
     for (const char* tool : {"memcheck", "racecheck", "initcheck", "synccheck"}) {
       workers::sanitizer_outcome o;
@@ -192,6 +192,7 @@ public:
 
   std::function<void(const messages::measure_request&)> on_measure;
   int sanitized = 0;
+  std::uint64_t hazard_sizes = 0; ///< the first buffer's elements in the hazard tools' request
   bool no_sanitizer = false;
   int calls = 0;
   int replays = 0;
@@ -210,10 +211,9 @@ public:
     return inner_.measure(request);
   }
   const std::string& name() const override { return inner_.name(); }
-  std::vector<workers::sanitizer_outcome>
-  sanitize(const std::vector<messages::measure_request>& requests,
-           std::string& unavailable) override {
-    return inner_.sanitize(requests, unavailable);
+  std::vector<workers::sanitizer_outcome> sanitize(const workers::sanitizer_plan& plan,
+                                                   std::string& unavailable) override {
+    return inner_.sanitize(plan, unavailable);
   }
 
 private:
@@ -629,6 +629,7 @@ TEST_F(kernel_optimizer_test, only_a_change_about_to_be_accepted_pays_for_the_sa
   const auto r = run(dir_ / "out");
   ASSERT_EQ(r.status, "improved") << r.error;
   EXPECT_EQ(lane_.sanitized, 1) << "the slower one is never sanitized";
+  EXPECT_EQ(lane_.hazard_sizes, 97u) << "racecheck and synccheck at the small hazard size";
   const auto* faster = find(r, "faster");
   ASSERT_NE(faster, nullptr);
   EXPECT_TRUE(sanitizer_checked(faster->validation)) << faster->validation;

@@ -316,7 +316,7 @@ TEST_F(KernelLane, the_sanitizer_pass_runs_each_tool_on_a_lane_without_red_zones
   l.reference = messages::kernel_reference{"", "reference", {1, 1, 1}, {64, 1, 1}, 0};
   const fs::path code = module("a.cubin", "kernel reference factor=2\nkernel scale factor=2");
   std::string unavailable;
-  const auto clean = lane.sanitize({request(code, l)}, unavailable);
+  const auto clean = lane.sanitize({{request(code, l)}, {}}, unavailable);
   ASSERT_EQ(clean.size(), 4u) << unavailable;
   for (std::size_t i = 0; i < clean.size(); ++i) {
     EXPECT_EQ(clean[i].tool, sanitizer_tools[i]);
@@ -330,7 +330,7 @@ TEST_F(KernelLane, the_sanitizer_pass_runs_each_tool_on_a_lane_without_red_zones
   EXPECT_NE(passed.find(RPL_FAKE_KERNEL_LANE), std::string::npos) << passed;
 
   testing::scoped_env racy("FAKE_SANITIZER_REPORT", "racecheck");
-  const auto found = lane.sanitize({request(code, l)}, unavailable);
+  const auto found = lane.sanitize({{request(code, l)}, {}}, unavailable);
   ASSERT_EQ(found.size(), 2u) << "memcheck clean, racecheck reports: the rest need not run";
   EXPECT_TRUE(found[0].clean);
   EXPECT_FALSE(found[1].clean);
@@ -338,7 +338,7 @@ TEST_F(KernelLane, the_sanitizer_pass_runs_each_tool_on_a_lane_without_red_zones
             "Error: Race reported between Write access at rpl_k+0x1a0 in k.cu:12");
 
   testing::scoped_env missing("RPL_COMPUTE_SANITIZER", (dir_ / "no-such-tool").c_str());
-  const auto none = lane.sanitize({request(code, l)}, unavailable);
+  const auto none = lane.sanitize({{request(code, l)}, {}}, unavailable);
   ASSERT_EQ(none.size(), 1u);
   EXPECT_FALSE(none[0].clean) << "a tool that cannot start is no evidence";
   EXPECT_NE(none[0].first_report.find("could not start"), std::string::npos)
@@ -350,7 +350,7 @@ TEST_F(KernelLane, the_hip_lane_has_no_sanitizer_pass_and_says_so) {
   o.visible_devices_variable = "HIP_VISIBLE_DEVICES";
   kernel_lane lane(o);
   std::string unavailable;
-  EXPECT_TRUE(lane.sanitize({request(module("a", "kernel scale"))}, unavailable).empty());
+  EXPECT_TRUE(lane.sanitize({{request(module("a", "kernel scale"))}, {}}, unavailable).empty());
   EXPECT_NE(unavailable.find("AMD"), std::string::npos) << unavailable;
 }
 

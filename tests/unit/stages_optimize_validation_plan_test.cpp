@@ -57,6 +57,14 @@ TEST(validation_plan, covers_launch_size_twice_a_smaller_an_odd_a_tiny_and_a_mis
   }
 }
 
+TEST(validation_plan, the_hazard_case_is_small_and_odd_for_the_slow_sanitizer_tools) {
+  const auto spec = parse_launch_spec(gemm_launch, "t.launch.json", "/base");
+  const auto hazard = hazard_case(spec, 1);
+  EXPECT_EQ(problem(hazard.spec, "M"), 97);
+  EXPECT_NE(hazard.label.find("hazard size M=97"), std::string::npos) << hazard.label;
+  EXPECT_TRUE(resolve_launch(hazard.spec, {}).ok());
+}
+
 TEST(validation_plan, uses_fresh_seeds_and_poisons_zeroed_outputs) {
   const auto spec = parse_launch_spec(gemm_launch, "t.launch.json", "/base");
   const auto cases = validation_cases(spec, 1);
@@ -82,6 +90,8 @@ TEST(validation_plan, odd_and_smaller_sizes) {
   EXPECT_EQ(odd_size(1), 1);
   EXPECT_EQ(smaller_size(2048), 1024);
   EXPECT_EQ(tiny_size(2048), 7);
+  EXPECT_EQ(hazard_size(2048), 97);
+  EXPECT_EQ(hazard_size(100), 75) << "the odd size, when under the limit";
   EXPECT_EQ(tiny_size(3), 3);
   EXPECT_EQ(smaller_size(1), 1);
 }

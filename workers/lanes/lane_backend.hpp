@@ -23,6 +23,14 @@ struct sanitizer_outcome {
   double seconds = 0.0;
 };
 
+/// What the sanitizer pass runs (lanes/kernel/sanitizer_pass.hpp): memcheck and initcheck over
+/// `memory`, racecheck and synccheck, which slow every shared access and barrier by orders of
+/// magnitude, over `hazards` (a small size: a hazard lives inside one block).
+struct sanitizer_plan {
+  std::vector<messages::measure_request> memory;
+  std::vector<messages::measure_request> hazards;
+};
+
 class lane_backend {
 public:
   virtual ~lane_backend() = default;
@@ -35,12 +43,12 @@ public:
   /// slow start (the kernel lane's process and CUDA context) overlaps the first compiles instead
   /// of delaying the first candidate. A failure here is left for measure() to report.
   virtual void prepare() {}
-  /// Runs `requests` (a candidate about to be accepted) under the vendor's memory and race
+  /// Runs `plan` (a candidate about to be accepted) under the vendor's memory and race
   /// checkers, one outcome per tool. Where this lane has none (a CPU lane, no compute-sanitizer,
   /// an AMD GPU), returns nothing and says why in `unavailable`.
-  virtual std::vector<sanitizer_outcome>
-  sanitize(const std::vector<messages::measure_request>& requests, std::string& unavailable) {
-    (void)requests;
+  virtual std::vector<sanitizer_outcome> sanitize(const sanitizer_plan& plan,
+                                                  std::string& unavailable) {
+    (void)plan;
     unavailable = "the " + name() + " lane has no memory or race checker";
     return {};
   }

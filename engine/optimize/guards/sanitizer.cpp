@@ -1,9 +1,10 @@
 // The sanitizer pass (workers/lanes/kernel/sanitizer_pass.hpp): a candidate measured faster runs
-// once more, at the odd validation size, under compute-sanitizer's memcheck, racecheck,
-// initcheck and synccheck before it is accepted. A tool's report refuses it (sanitizer:<tool>,
-// with the report's first line and the log). Each tool's outcome and time go into the attempt's
-// validation record; where the lane has no checker, the record says why and the acceptance is
-// not sanitizer-checked (the report marks it), and the run says so once.
+// once more under compute-sanitizer's memcheck, racecheck, initcheck and synccheck before it is
+// accepted (memcheck and initcheck at the odd validation size, racecheck and synccheck at the
+// small hazard size: journey_context::sanitizer_plan). A tool's report refuses it
+// (sanitizer:<tool>, with the report's first line and the log). Each tool's outcome and time go
+// into the attempt's validation record; where the lane has no checker, the record says why and the
+// acceptance is not sanitizer-checked (the report marks it), and the run says so once.
 
 #include <mutex>
 
@@ -38,7 +39,7 @@ public:
       s.validation = nlohmann::json::array();
     }
     std::string unavailable;
-    const auto outcomes = s.lane->sanitize(s.journey.sanitizer_requests(s.artifact), unavailable);
+    const auto outcomes = s.lane->sanitize(s.journey.sanitizer_plan(s.artifact), unavailable);
     if (outcomes.empty()) {
       static std::once_flag said;
       std::call_once(

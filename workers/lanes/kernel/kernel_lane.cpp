@@ -131,9 +131,27 @@ void kernel_lane::prepare() {
   ensure_started(ignored);
 }
 
-std::vector<sanitizer_outcome>
-kernel_lane::sanitize(const std::vector<messages::measure_request>& requests,
-                      std::string& unavailable) {
+std::vector<messages::kernel_lane_request>
+kernel_lane::sanitizer_requests(const std::vector<messages::measure_request>& requests) {
+  std::vector<messages::kernel_lane_request> out;
+  for (const auto& request : requests) {
+    if (!request.launch || request.argv.empty())
+      continue;
+    messages::kernel_lane_request r = make_request(request);
+    r.launch.reference.reset(); // the candidate's own launches only: the tool's reports are its
+    r.launch.strict = false;
+    r.launch.offset_bytes = 0;
+    r.sampling = {};
+    r.sampling.warmup_launches = 0;
+    r.sampling.min_samples = 1;
+    r.sampling.max_samples = 1;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<sanitizer_outcome> kernel_lane::sanitize(const sanitizer_plan& plan,
+                                                     std::string& unavailable) {
   if (options_.visible_devices_variable != "CUDA_VISIBLE_DEVICES") {
     unavailable = "no sanitizer pass on AMD GPUs: address sanitizer needs an xnack-capable target "
                   "and an -fsanitize=address build; red zones alone checked memory";
@@ -145,6 +163,14 @@ kernel_lane::sanitize(const std::vector<messages::measure_request>& requests,
                   "/usr/local/cuda/bin); fix: install the CUDA toolkit's compute-sanitizer";
     return {};
   }
+  const auto memory = sanitizer_requests(plan.memory);
+  auto hazards = sanitizer_requests(plan.hazards);
+  if (memory.empty()) {
+    unavailable = "no kernel launch to run under the sanitizer";
+    return {};
+  }
+  if (hazards.empty())
+    hazards = memory;
   sanitizer_options run;
   run.sanitizer = *sanitizer;
   run.lane_program = options_.program;
@@ -152,29 +178,13 @@ kernel_lane::sanitize(const std::vector<messages::measure_request>& requests,
   run.timeout = options_.sanitizer_timeout;
   run.log_dir =
       options_.sanitizer_log_dir.empty() ? fs::temp_directory_path() : options_.sanitizer_log_dir;
+  run.log_stem = fs::path(memory.front().code_object_path).filename().string();
   std::error_code ec;
   fs::create_directories(run.log_dir, ec);
-  std::vector<messages::kernel_lane_request> lane_requests;
-  for (const auto& request : requests) {
-    if (!request.launch || request.argv.empty())
-      continue;
-    messages::kernel_lane_request r = make_request(request);
-    r.launch.reference.reset(); // the candidate's own launches only: the tool's reports are its
-    r.launch.strict = false;
-    r.sampling = {};
-    r.sampling.warmup_launches = 0;
-    r.sampling.min_samples = 1;
-    r.sampling.max_samples = 1;
-    run.log_stem = fs::path(r.code_object_path).filename().string();
-    lane_requests.push_back(std::move(r));
-  }
-  if (lane_requests.empty()) {
-    unavailable = "no kernel launch to run under the sanitizer";
-    return {};
-  }
   std::vector<sanitizer_outcome> outcomes;
   for (const std::string_view tool : sanitizer_tools) {
-    outcomes.push_back(run_sanitizer(run, tool, lane_requests));
+    const bool hazard_tool = tool == "racecheck" || tool == "synccheck";
+    outcomes.push_back(run_sanitizer(run, tool, hazard_tool ? hazards : memory));
     spdlog::info("{}: compute-sanitizer {} on {}: {} in {:.1f} s", options_.name, tool,
                  run.log_stem, outcomes.back().clean ? "clean" : outcomes.back().first_report,
                  outcomes.back().seconds);

@@ -78,10 +78,10 @@ public:
   const std::string& name() const override { return options_.name; }
   /// Starts the lane process (CUDA's start-up) ahead of the first candidate.
   void prepare() override;
-  /// The candidate's requests under compute-sanitizer's four tools (sanitizer_pass.hpp), each in
+  /// The plan's requests under compute-sanitizer's four tools (sanitizer_pass.hpp), each in
   /// a lane process of its own on this lane's device, without reference kernels or red zones.
   /// Unavailable for the HIP lane and where no compute-sanitizer is found.
-  std::vector<sanitizer_outcome> sanitize(const std::vector<messages::measure_request>& requests,
+  std::vector<sanitizer_outcome> sanitize(const sanitizer_plan& plan,
                                           std::string& unavailable) override;
 
   /// The lane process's full reply to the last measure() (device, mismatch, timings,
@@ -107,6 +107,10 @@ private:
                     messages::measure_status status,
                     const std::string& what);
   void take_reply(const messages::kernel_lane_request& request, messages::measure_result& result);
+  /// The lane requests the sanitizer runs for `requests`: no reference, no strict checks, no
+  /// offset, one checked and one timed launch.
+  std::vector<messages::kernel_lane_request>
+  sanitizer_requests(const std::vector<messages::measure_request>& requests);
 
   kernel_lane_options options_;
   lane_process process_;

@@ -91,8 +91,10 @@ std::string first_sanitizer_report(std::string_view log) {
         report += " " + body.substr(at);
       return report;
     }
+    // Also not the tool's notices about itself ("Warning: Maximum number of hazards reached").
     if (body.empty() || body.front() == ' ' || body.rfind("COMPUTE-SANITIZER", 0) == 0 ||
-        body.find("SUMMARY") != std::string::npos)
+        body.find("SUMMARY") != std::string::npos ||
+        body.find("Maximum number of") != std::string::npos)
       continue;
     report = body;
   }
