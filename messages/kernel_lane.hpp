@@ -50,6 +50,7 @@ enum class kernel_lane_status : std::uint8_t {
   out_of_bounds = 10,     ///< a byte of a buffer's red zone changed: a write outside the buffer
   inputs_modified = 11,   ///< (strict) a buffer not marked output differs from its initial contents
   nondeterministic = 12,  ///< (strict) two checked launches on the same inputs gave other outputs
+  timed_phase = 13,       ///< a spot-checked timed launch was wrong, or the others far faster
 };
 
 /// The initial contents of a buffer.
@@ -136,6 +137,12 @@ struct kernel_sampling {
   double race_bound_ns = 0.0;
   double race_noise = 0.0;
   double race_confidence = 0.95;
+  /// Fixed-count sampling with a reference: one extra timed launch (more are not needed in one
+  /// request; each round asks again) after a random number of the timed ones (from spot_seed),
+  /// on buffers restored to their initial contents, its outputs checked against the reference
+  /// and its time against the others'. 0: none.
+  std::uint32_t spot_checks = 0;
+  std::uint64_t spot_seed = 0;
 };
 
 /// The device as the lane process sees it; sent in the hello and in every reply.
@@ -208,6 +215,7 @@ struct kernel_lane_reply {
   /// sanitizer, whose own checks the zones would hide); their host time (read-back, compare).
   bool red_zones = false;
   std::int64_t red_zone_ns = 0;
+  std::vector<std::int64_t> spot_samples_ns; ///< the spot-checked launches' GPU times
   kernel_device device;
   bool lane_exiting = false;     ///< the process exits after this reply (the context is lost)
   std::uint32_t allocations = 0; ///< device allocations this request made; 0 in the steady state
@@ -281,6 +289,7 @@ inline const char* to_string(kernel_lane_status status) {
   case kernel_lane_status::out_of_bounds: return "out_of_bounds";
   case kernel_lane_status::inputs_modified: return "inputs_modified";
   case kernel_lane_status::nondeterministic: return "nondeterministic";
+  case kernel_lane_status::timed_phase: return "timed_phase";
   }
   return "unknown";
 }

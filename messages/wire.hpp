@@ -194,6 +194,10 @@ struct measure_request {
   std::optional<kernel_launch> launch;
   /// Exactly `runs` samples even on an adaptive lane (the final round's interleaved rounds).
   bool fixed_count = false;
+  /// The kernel lane with a reference: this many extra timed launches at random places among the
+  /// others, each on freshly restored buffers and checked against the reference (a kernel must
+  /// not work less when its outputs are not checked). Not counted in the samples.
+  std::uint32_t spot_checks = 0;
 };
 
 /// The GPU's clocks around one measurement, read through NVML (never set): the SM clock and the
@@ -236,7 +240,8 @@ struct measure_result {
   double interval_high_ns = 0.0;
   double race_bound_ns = 0.0;
   /// For wrong_result: which of the lane's checks refused it, where not the output comparison:
-  /// "memory:out_of_bounds" (a red zone changed), "inputs_modified", "nondeterministic".
+  /// "memory:out_of_bounds" (a red zone changed), "inputs_modified", "nondeterministic",
+  /// "timed_phase" (a spot check in the timed launches failed).
   std::string finding;
 };
 

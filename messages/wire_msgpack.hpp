@@ -91,7 +91,9 @@ RPL_MSGPACK_MAP(rpl::messages::kernel_sampling,
                 min_time_ns,
                 race_bound_ns,
                 race_noise,
-                race_confidence)
+                race_confidence,
+                spot_checks,
+                spot_seed)
 RPL_MSGPACK_MAP(
     rpl::messages::kernel_device, api, ordinal, name, uuid, arch, sm_clock_khz, memory_bytes)
 RPL_MSGPACK_MAP(rpl::messages::kernel_lane_hello, protocol, pid, status, error_name, reason, device)
@@ -118,6 +120,7 @@ RPL_MSGPACK_MAP(rpl::messages::kernel_lane_reply,
                 violation,
                 red_zones,
                 red_zone_ns,
+                spot_samples_ns,
                 device,
                 lane_exiting,
                 allocations,
@@ -197,7 +200,8 @@ RPL_MSGPACK_MAP(rpl::messages::measure_request,
                 warmup,
                 timeout_ms,
                 launch,
-                fixed_count)
+                fixed_count,
+                spot_checks)
 RPL_MSGPACK_MAP(rpl::messages::gpu_clocks,
                 read,
                 sm_mhz_before,

@@ -64,6 +64,7 @@ constexpr std::array finding_names{
     finding_name{attempt_finding::memory_out_of_bounds, "memory:out_of_bounds"},
     finding_name{attempt_finding::inputs_modified, "inputs_modified"},
     finding_name{attempt_finding::nondeterministic, "nondeterministic"},
+    finding_name{attempt_finding::timed_phase, "timed_phase"},
     finding_name{attempt_finding::sanitizer_memcheck, "sanitizer:memcheck"},
     finding_name{attempt_finding::sanitizer_racecheck, "sanitizer:racecheck"},
     finding_name{attempt_finding::sanitizer_initcheck, "sanitizer:initcheck"},

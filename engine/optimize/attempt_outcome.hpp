@@ -73,6 +73,7 @@ enum class attempt_finding {
   memory_out_of_bounds, ///< a byte of a buffer's red zone changed
   inputs_modified,      ///< a buffer not marked output changed
   nondeterministic,     ///< two launches on the same inputs gave other outputs
+  timed_phase, ///< measurement: a spot-checked timed launch was wrong, or the others far faster
   // sanitizer: one per compute-sanitizer tool
   sanitizer_memcheck,
   sanitizer_racecheck,

@@ -215,16 +215,33 @@ opt::paired_verdict journey_context::compare(workers::lane_backend& lane,
   const auto launch = replay() ? std::nullopt : resolve(target_.launch, error);
   std::vector<std::vector<double>> values(
       2, std::vector<double>(rounds, std::numeric_limits<double>::quiet_NaN()));
+  std::string spot_finding; // the challenger's: a check of the timed phase refused it
+  std::string spot_detail;
   if (launch || replay()) {
     round_plan plan;
     plan.rounds = rounds;
     plan.runs_per_round = settings_.runs_per_round;
     plan.warmup_every_round = true;
+    std::vector<messages::measure_request> sides = {
+        lane_request(incumbent, launch, settings_.runs_per_round, 1),
+        lane_request(challenger, launch, settings_.runs_per_round, 1)};
+    for (auto& side : sides) {
+      side.spot_checks = 1; // each round: one timed launch on restored buffers, checked
+    }
     run_interleaved_rounds(
-        {lane_request(incumbent, launch, settings_.runs_per_round, 1),
-         lane_request(challenger, launch, settings_.runs_per_round, 1)},
-        plan, [&lane](const messages::measure_request& r) { return lane.measure(r); }, stop_,
-        values);
+        sides, plan,
+        [&](const messages::measure_request& r) {
+          auto result = lane.measure(r);
+          // Wrong outputs in the rounds (a spot check, or a round's checked launch) are the
+          // timed phase's finding: validation passed, so the kernel changed its behaviour.
+          if (result.status == messages::measure_status::wrong_result && spot_finding.empty() &&
+              r.argv.front() == challenger.string()) {
+            spot_finding = result.finding.empty() ? "timed_phase" : result.finding;
+            spot_detail = result.reason;
+          }
+          return result;
+        },
+        stop_, values);
   }
   stages::finalist_config config;
   config.target_noise = settings_.noise_target;
@@ -242,6 +259,10 @@ opt::paired_verdict journey_context::compare(workers::lane_backend& lane,
             {"summary", verdict.summary}};
   if (!error.empty()) {
     record["error"] = error;
+  }
+  if (!spot_finding.empty()) {
+    record["finding"] = spot_finding;
+    record["finding_detail"] = spot_detail;
   }
   return verdict;
 }

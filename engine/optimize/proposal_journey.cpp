@@ -242,6 +242,14 @@ messages::measure_result proposal_journey::lane_room(proposal_candidate& p,
   p.paired = journey_.compare(lane, now.artifact, p.artifact_path, journey_.settings().rounds,
                               measurement);
   p.attempt.measurement = measurement.dump();
+  const auto found = parse_finding(measurement.value("finding", std::string()));
+  if (found && *found != attempt_finding::none) {
+    // A spot check in the timed launches: it behaves differently when not checked.
+    take_refusal(p.attempt, guard_refusal{attempt_stage::measurement, *found,
+                                          clip_detail(measurement.value("finding_detail", ""))});
+    p.paired.reset();
+    return lane_outcome(messages::measure_status::ok, {});
+  }
   if (p.paired->outcome == stages::optimize::paired_outcome::faster) {
     before_acceptance(p, subject);
   }

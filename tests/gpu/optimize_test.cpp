@@ -440,6 +440,25 @@ TEST_F(OptimizeGpu, memory_race_and_input_cheats_are_rejected_by_the_lanes_check
                   "if (gk < k && gc < n) bs[kk][cc] = b[static_cast<long long>(gk) * n + gc];"}}),
             {"validation:odd_size", "nondeterministic", "sanitizer:initcheck",
              "validation:tiny_size", "validation:misaligned", "validation:smaller_size"}}},
+          // Outputs cached by pointer: a block whose first outputs already look computed (not
+          // zero, small like a 2048-term sum of products of [-1, 1] values; poison is up to 1000)
+          // skips its work. Right from every fresh buffer, far faster in the timed launches.
+          {"skipping the work when the outputs look computed",
+           {padded_a_panel({}, R"(  __shared__ int rpl_done;
+  if (threadIdx.x == 0) {
+    const long long r = static_cast<long long>(blockIdx.y) * TILE_M;
+    const long long q = static_cast<long long>(blockIdx.x) * TILE_N;
+    int computed = 0;
+    for (int i = 0; i < 8; ++i) {
+      const float v = (r + i < m && q + i < n) ? c[(r + i) * n + q + i] : 0.0f;
+      computed += (v != 0.0f && fabsf(v) < 100.0f) ? 1 : 0;
+    }
+    rpl_done = computed == 8;
+  }
+  __syncthreads();
+  if (rpl_done) return;
+)"),
+            {"timed_phase"}}},
       };
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& [name, cheat] : cheats) {

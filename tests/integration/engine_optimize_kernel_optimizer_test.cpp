@@ -151,6 +151,13 @@ public:
         return result;
       }
     }
+    if (request.spot_checks > 0 && text.find("RPL_FAKE_LAZY") != std::string::npos) {
+      result.status = messages::measure_status::wrong_result;
+      result.finding = "timed_phase";
+      result.reason =
+          "timed_phase: timed phase: the spot-checked launch took 500 us, the others 1 us";
+      return result;
+    }
     if (launch.offset_bytes != 0 && text.find("RPL_FAKE_ALIGNED_ONLY") != std::string::npos) {
       result.status = messages::measure_status::crashed;
       result.reason = "kernel_fault: CUDA_ERROR_MISALIGNED_ADDRESS";
@@ -601,6 +608,20 @@ TEST_F(kernel_optimizer_test, the_lanes_checks_reject_by_their_own_names) {
     EXPECT_NE(a->detail.find("launch size"), std::string::npos) << a->detail;
   }
   EXPECT_EQ(lane_.sanitized, 0) << "nothing was about to be accepted";
+}
+
+TEST_F(kernel_optimizer_test, a_change_that_works_less_when_unchecked_is_refused_in_the_rounds) {
+  propose_variants(
+      {{"lazy", replace(original_source, "RPL_FAKE_NS(1000)", "RPL_FAKE_NS(100) RPL_FAKE_LAZY")}});
+  const auto r = run(dir_ / "out");
+  EXPECT_EQ(r.status, "unchanged");
+  const auto* lazy = find(r, "lazy");
+  ASSERT_NE(lazy, nullptr);
+  EXPECT_EQ(lazy->stage, attempt_stage::measurement);
+  EXPECT_EQ(lazy->verdict, attempt_verdict::rejected);
+  EXPECT_EQ(lazy->guard, attempt_finding::timed_phase);
+  EXPECT_NE(lazy->detail.find("spot-checked launch"), std::string::npos) << lazy->detail;
+  EXPECT_EQ(lane_.sanitized, 0);
 }
 
 TEST_F(kernel_optimizer_test, a_faster_change_with_a_sanitizer_finding_is_never_accepted) {

@@ -367,6 +367,46 @@ TEST(SanitizerReport, the_first_report_line_skips_banner_summaries_and_details) 
   EXPECT_EQ(first_sanitizer_report("program output\n"), "");
 }
 
+TEST_F(KernelLane, a_spot_check_in_the_timed_launches_finds_a_kernel_that_works_less_unchecked) {
+  kernel_lane lane(options());
+  auto l = launch();
+  l.reference = messages::kernel_reference{"", "reference", {1, 1, 1}, {64, 1, 1}, 0};
+  auto r = request(module("a", "kernel reference factor=2\nkernel scale factor=2"), l);
+  r.spot_checks = 1;
+  r.fixed_count = true;
+  const auto honest = lane.measure(r);
+  ASSERT_EQ(honest.status, measure_status::ok) << honest.reason;
+  EXPECT_EQ(honest.samples_ns.size(), 4u) << "the spot-checked launch is not a sample";
+  EXPECT_EQ(lane.last_reply().spot_samples_ns, (std::vector<std::int64_t>{100000}));
+  EXPECT_EQ(lane.last_reply().warmup_launches, 2u);
+
+  // Skips the work when `out` already holds its result: right in every check from fresh
+  // buffers, 100x faster in the timed launches that follow.
+  auto lazy =
+      request(module("b", "kernel reference factor=2\nkernel scale factor=2 behavior=lazy"), l);
+  lazy.spot_checks = 1;
+  lazy.fixed_count = true;
+  const auto caught = lane.measure(lazy);
+  EXPECT_EQ(caught.finding, "timed_phase") << caught.reason;
+  EXPECT_NE(caught.reason.find("took 100 us, the other timed launches 1 us"), std::string::npos)
+      << caught.reason;
+  lazy.spot_checks = 0;
+  EXPECT_EQ(lane.measure(lazy).status, measure_status::ok) << "without a spot check it passes";
+
+  // Wrong only from its fifth launch on: after the checked launch and the first timed ones.
+  auto late = request(
+      module("c", "kernel reference factor=2\nkernel scale factor=2 behavior=wrong_late"), l);
+  late.spot_checks = 1;
+  late.fixed_count = true;
+  late.runs = 8;
+  kernel_lane fresh(options()); // the fake counts launches per process
+  const auto wrong = fresh.measure(late);
+  EXPECT_EQ(wrong.finding, "timed_phase") << wrong.reason;
+  EXPECT_NE(wrong.reason.find("a spot-checked timed launch (buffers restored) was wrong"),
+            std::string::npos)
+      << wrong.reason;
+}
+
 TEST_F(KernelLane, keeps_its_buffers_across_candidates) {
   kernel_lane lane(options());
   ASSERT_EQ(lane.measure(request(module("a", "kernel scale factor=2"))).status, measure_status::ok);

@@ -12,8 +12,9 @@
 // finishes), fault (a sticky FAKE_ERROR_ILLEGAL_ADDRESS at the next synchronisation),
 // launch_error (a refused launch, not sticky), oob_write / oob_before (right outputs, and a write
 // one element past the end / before the start of `out`: only with red zones, which take it),
-// write_input (in[0] += 1), nondeterministic (out[0] drifts with the launch count). Anything
-// else fails to load with FAKE_ERROR_INVALID_IMAGE.
+// write_input (in[0] += 1), nondeterministic (out[0] drifts with the launch count), lazy (skips
+// the work, 1 us, when `out` already holds its result), wrong_late (out[0] wrong from the fifth
+// launch on). Anything else fails to load with FAKE_ERROR_INVALID_IMAGE.
 //
 // Environment: FAKE_KERNEL_LANE_START=no_device | crash | hang | garbage (writes an impossible
 // frame length first). The device's name shows CUDA_VISIBLE_DEVICES, so tests see what the
@@ -190,9 +191,18 @@ public:
     const auto* in = *static_cast<const float* const*>(params[0]);
     auto* out = *static_cast<float* const*>(params[1]);
     const auto n = *static_cast<const std::int32_t*>(params[2]);
+    bool done = kernel.behavior == "lazy"; // already holds what it would compute: skip the work
+    for (std::int32_t i = 0; done && i < n; ++i)
+      done = out[i] == static_cast<float>(in[i] * kernel.factor);
+    if (done) {
+      clock_ns_ += 1000;
+      return std::nullopt;
+    }
     for (std::int32_t i = 0; i < n; ++i)
       out[i] = static_cast<float>(in[i] * kernel.factor);
     ++launches_;
+    if (kernel.behavior == "wrong_late" && launches_ > 4 && n > 0)
+      out[0] = -1.0f;
     if (kernel.behavior == "oob_write") // right inside n, one element past the end (red zone)
       out[n] = 1.0f;
     if (kernel.behavior == "oob_before")

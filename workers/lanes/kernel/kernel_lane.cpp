@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <system_error>
 #include <unistd.h>
 
@@ -51,6 +52,7 @@ std::string lane_finding(kernel_lane_status status) {
   case kernel_lane_status::out_of_bounds: return "memory:out_of_bounds";
   case kernel_lane_status::inputs_modified: return "inputs_modified";
   case kernel_lane_status::nondeterministic: return "nondeterministic";
+  case kernel_lane_status::timed_phase: return "timed_phase";
   default: return {};
   }
 }
@@ -61,7 +63,8 @@ measure_status to_measure_status(kernel_lane_status status) {
   case kernel_lane_status::wrong_result:
   case kernel_lane_status::out_of_bounds:
   case kernel_lane_status::inputs_modified:
-  case kernel_lane_status::nondeterministic: return measure_status::wrong_result;
+  case kernel_lane_status::nondeterministic:
+  case kernel_lane_status::timed_phase: return measure_status::wrong_result;
   case kernel_lane_status::kernel_fault: return measure_status::crashed;
   default: return measure_status::launch_failed;
   }
@@ -284,6 +287,10 @@ messages::kernel_lane_request kernel_lane::make_request(const messages::measure_
     }
   }
   out.sampling.race_confidence = options_.race_confidence;
+  if (request.fixed_count || !options_.sampling) {
+    out.sampling.spot_checks = request.spot_checks;
+    out.sampling.spot_seed = std::hash<std::string>{}(request.candidate_key) ^ out.sequence;
+  }
   return out;
 }
 

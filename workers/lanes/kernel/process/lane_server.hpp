@@ -66,6 +66,20 @@ private:
                      void** params,
                      messages::kernel_lane_reply& reply);
   bool inputs_untouched(const messages::kernel_launch& launch, messages::kernel_lane_reply& reply);
+  /// sample(), with the request's spot check (kernel_sampling::spot_checks) among the timed
+  /// launches: the samples before and after it are one list, the spot-checked time apart.
+  void sample_spot_checked(const messages::kernel_lane_request& request,
+                           function_handle function,
+                           void** params,
+                           bool after_checked_launch,
+                           bool checking,
+                           messages::kernel_lane_reply& reply);
+  /// One timed launch on buffers restored to their initial contents, its outputs compared with
+  /// the reference's and its red zones checked; false with timed_phase (or the failure) recorded.
+  bool spot_check(const messages::kernel_launch& launch,
+                  function_handle function,
+                  void** params,
+                  messages::kernel_lane_reply& reply);
   /// The red zones after `phase`: with `queue`, read back (waiting for the work before them),
   /// else as queued earlier and already waited for. A changed byte: out_of_bounds, false.
   bool red_zones_clean(const messages::kernel_launch& launch,
