@@ -129,6 +129,9 @@ std::optional<validation_failure> journey_context::validate(workers::lane_backen
     if (outcome(label, result)) {
       return std::nullopt;
     }
+    if (const auto check = lane_check_finding(result)) {
+      return validation_failure{*check, label + ": " + result.reason, false};
+    }
     return validation_failure{attempt_finding::validation_captured,
                               label + ": " + messages::to_string(result.status) + ": " +
                                   result.reason,

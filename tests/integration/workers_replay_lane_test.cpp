@@ -30,6 +30,7 @@ while [ $# -gt 0 ]; do
 done
 case "$(cat "$code")" in
   wrong) printf '{"verification": {"passed": false, "mode": "bit-exact", "mismatched_regions": [{"base": "0x7f0000200000", "first_offset": 64}]}, "timing": null}' > "$out"; exit 3 ;;
+  stray) printf '{"verification": {"passed": true}, "red_zones": {"zones": 2, "bytes": 4096, "violation": {"region": "0x7f0000200000", "side": "after", "offset": 4100, "changed": 4, "phase": "the replayed dispatch", "message": "memory out of bounds: the replayed dispatch wrote byte 4100 of region 0x7f0000200000, past its end (4 bytes of the red zones changed)"}}, "timing": null}' > "$out"; exit 3 ;;
   fail) echo "cuModuleLoadData(code_object.cubin): CUDA_ERROR_INVALID_IMAGE" >&2; exit 1 ;;
   *) printf '{"verification": {"passed": true}, "timing": {"samples_ns": [1000, 1100, 1200]}}' > "$out"; exit 0 ;;
 esac
@@ -83,6 +84,15 @@ TEST_F(replay_lane_test, an_output_unlike_the_capture_is_a_wrong_result_naming_t
             std::string::npos)
       << result.reason;
   EXPECT_TRUE(result.samples_ns.empty());
+}
+
+TEST_F(replay_lane_test, a_write_into_the_red_zones_is_out_of_bounds_naming_the_region) {
+  const auto result = measure("stray");
+  EXPECT_EQ(result.status, messages::measure_status::wrong_result);
+  EXPECT_EQ(result.finding, "memory:out_of_bounds");
+  EXPECT_NE(result.reason.find("wrote byte 4100 of region 0x7f0000200000, past its end"),
+            std::string::npos)
+      << result.reason;
 }
 
 TEST_F(replay_lane_test, a_replay_that_fails_says_what_the_program_said) {

@@ -9,6 +9,7 @@
 #include "stages/capture/aql_dispatch.hpp"
 #include "stages/capture/capture_manifest.hpp"
 #include "stages/capture/output_compare.hpp"
+#include "stages/capture/red_zones.hpp"
 #include "stages/capture/va_ranges.hpp"
 #include "support/json_schema.hpp"
 
@@ -255,6 +256,52 @@ TEST(aql_dispatch, the_manifest_takes_geometry_dynamic_lds_and_every_argument) {
   k.group_segment_fixed_size = 8192;
   EXPECT_NE(error_of([&] { hsa_manifest(recorded_packet(), k, "gfx942"); }).find("less than"),
             std::string::npos);
+}
+
+TEST(red_zones, are_the_reserved_bytes_outside_every_region) {
+  const std::vector<memory_region> regions = {{0x200000 + 4096, 1000, "a", "", 0},
+                                              {0x200000 + 8192, 8192, "b", "", 1},
+                                              {0x400000, 0x200000, "c", "", 2}};
+  const std::vector<va_range> ranges = {{0x200000, 0x200000}, {0x400000, 0x200000}};
+  const auto zones = red_zones(ranges, regions);
+  ASSERT_EQ(zones.size(), 3u) << "c fills its range: no zone there";
+  EXPECT_EQ(zones[0], (va_range{0x200000, 4096}));
+  EXPECT_EQ(zones[1], (va_range{0x200000 + 5096, 8192 - 5096}));
+  EXPECT_EQ(zones[2], (va_range{0x200000 + 16384, 0x200000 - 16384}));
+}
+
+TEST(red_zones, the_first_changed_byte_is_named_by_its_nearest_region) {
+  const std::vector<memory_region> regions = {{0x1000, 0x100, "a", "", 0},
+                                              {0x2000, 0x100, "b", "", 1}};
+  const va_range zone{0x1100, 0xf00};
+  std::vector<std::uint8_t> now(zone.size);
+  for (std::uint64_t i = 0; i < zone.size; ++i) {
+    now[i] = red_zone_byte(zone.base + i);
+  }
+  std::optional<red_zone_violation> found;
+  check_red_zone(zone, now, regions, found);
+  EXPECT_FALSE(found) << "the pattern as filled";
+  now[4] = 0; // a float written right past a's end: bytes 0x1104..0x1107
+  now[5] ^= 0xff;
+  check_red_zone(zone, now, regions, found);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->region, 0x1000u);
+  EXPECT_EQ(found->side, "after");
+  EXPECT_EQ(found->offset, 0x104);
+  EXPECT_EQ(found->changed, 2u);
+  EXPECT_EQ(describe(*found),
+            "wrote byte 260 of region 0x1000, past its end (2 bytes of the red zones changed)");
+  std::optional<red_zone_violation> before;
+  now.assign(now.size(), 0);
+  for (std::uint64_t i = 0; i < zone.size; ++i) {
+    now[i] = red_zone_byte(zone.base + i);
+  }
+  now[zone.size - 4] ^= 1; // 4 bytes before b
+  check_red_zone(zone, now, regions, before);
+  ASSERT_TRUE(before);
+  EXPECT_EQ(before->region, 0x2000u);
+  EXPECT_EQ(before->side, "before");
+  EXPECT_EQ(before->offset, -4);
 }
 
 } // namespace

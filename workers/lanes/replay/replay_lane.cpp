@@ -38,6 +38,14 @@ messages::measure_result replay_lane::measure(const messages::measure_request& r
     result.samples_ns = doc["timing"].value("samples_ns", std::vector<std::int64_t>{});
     return result;
   }
+  if (outcome.exit_code == 3 && doc.is_object() && doc.contains("red_zones") &&
+      doc["red_zones"].is_object() && doc["red_zones"]["violation"].is_object()) {
+    result.status = messages::measure_status::wrong_result;
+    result.finding = "memory:out_of_bounds";
+    result.reason =
+        "out_of_bounds: " + doc["red_zones"]["violation"].value("message", std::string());
+    return result;
+  }
   if (outcome.exit_code == 3 && doc.is_object()) {
     result.status = messages::measure_status::wrong_result;
     const auto& mismatched = doc["verification"]["mismatched_regions"];

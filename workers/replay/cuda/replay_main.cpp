@@ -10,7 +10,9 @@
 //   2. restore each region's captured contents, load the code object, launch with the captured
 //      parameter bytes and geometry;
 //   3. verify every region against the captured after-state (unchanged regions against their
-//      before-state): bit-exact, or float32 within a tolerance;
+//      before-state): bit-exact, or float32 within a tolerance; and the red zones, the reserved
+//      bytes outside every region, filled with a pattern before the launch, unchanged (again
+//      after the timed launches; stages/capture/red_zones.hpp);
 //   4. time warm-up + N launches, restoring the regions the kernel writes before each one
 //      (device-to-device from pristine copies on the stream, outside what is timed). --timing:
 //      cupti (the default): each launch's GPU start/end from CUPTI's kernel activity records, as
@@ -49,6 +51,7 @@
 #include <cuda.h>
 #include <nlohmann/json.hpp>
 
+#include "stages/capture/red_zones.hpp"
 #include "stages/capture/va_ranges.hpp"
 #include "workers/capture/capture_directory.hpp"
 #include "workers/replay/cuda/cupti_kernel_timer.hpp"
@@ -516,6 +519,65 @@ std::vector<std::vector<std::uint8_t>> restore_contents(const cap::capture_direc
   return before;
 }
 
+/// Red zones (stages/capture/red_zones.hpp): the reserved ranges' bytes outside every region,
+/// filled with the pattern; only where the regions sit at their own addresses in reservations of
+/// this process (not after an allocation walk, whose neighbours are the allocator's, nor with
+/// --relocate).
+std::vector<sc::va_range> fill_red_zones(const placement& placed,
+                                         const options& o,
+                                         const std::vector<sc::va_range>& ranges,
+                                         const cap::capture_directory& c) {
+  if (placed.originals.empty() || o.relocate) {
+    return {};
+  }
+  const auto zones = sc::red_zones(ranges, c.regions);
+  std::vector<std::uint8_t> bytes;
+  for (const auto& z : zones) {
+    bytes.resize(z.size);
+    for (std::uint64_t i = 0; i < z.size; ++i) {
+      bytes[i] = sc::red_zone_byte(z.base + i);
+    }
+    check(cuMemcpyHtoD(z.base, bytes.data(), z.size),
+          "filling the red zone at " + sc::hex_address(z.base));
+  }
+  return zones;
+}
+
+/// The first changed byte of the zones, after the work before it on `stream`.
+std::optional<sc::red_zone_violation> check_red_zones(const std::vector<sc::va_range>& zones,
+                                                      const cap::capture_directory& c,
+                                                      CUstream stream) {
+  check(cuStreamSynchronize(stream), "the launches before the red zones' check");
+  std::optional<sc::red_zone_violation> found;
+  std::vector<std::uint8_t> now;
+  for (const auto& z : zones) {
+    now.resize(z.size);
+    check(cuMemcpyDtoH(now.data(), z.base, z.size),
+          "reading the red zone at " + sc::hex_address(z.base));
+    sc::check_red_zone(z, now, c.regions, found);
+  }
+  return found;
+}
+
+nlohmann::json red_zones_json(const std::vector<sc::va_range>& zones,
+                              const std::optional<sc::red_zone_violation>& found,
+                              const std::string& phase) {
+  std::uint64_t bytes = 0;
+  for (const auto& z : zones) {
+    bytes += z.size;
+  }
+  nlohmann::json out = {{"zones", zones.size()}, {"bytes", bytes}, {"violation", nullptr}};
+  if (found) {
+    out["violation"] = {{"region", sc::hex_address(found->region)},
+                        {"side", found->side},
+                        {"offset", found->offset},
+                        {"changed", found->changed},
+                        {"phase", phase},
+                        {"message", "memory out of bounds: " + phase + " " + sc::describe(*found)}};
+  }
+  return out;
+}
+
 /// The captured kernel from the code object, allowed the dynamic shared memory it launches with.
 CUfunction load_kernel(const cap::capture_directory& c) {
   CUmodule module = nullptr;
@@ -797,8 +859,9 @@ int run(const options& o) {
   // ones, which still land where they were).
   release_unused_pools();
   const region_homes homes = home_regions(o, c, ranges, prop, gpu.device, granularity);
-  // 2. Contents, code, parameters.
+  // 2. Contents, red zones, code, parameters.
   const auto before = restore_contents(c, homes);
+  const auto zones = fill_red_zones(placed, o, ranges, c);
   const CUfunction function = load_kernel(c);
   auto [kernarg, translated] = parameter_bytes(o, c, homes);
   std::vector<void*> params;
@@ -832,7 +895,9 @@ int run(const options& o) {
       {"verification",
        rpl::workers::replay::verification_json(verified, c.regions.size(), o.tolerance)},
       {"timing", nullptr}};
-  if (!verified.passed()) {
+  const auto stray = check_red_zones(zones, c, stream);
+  out["red_zones"] = red_zones_json(zones, stray, "the replayed dispatch");
+  if (!verified.passed() || stray) {
     rpl::workers::replay::emit(o, out);
     return 3;
   }
@@ -840,6 +905,11 @@ int run(const options& o) {
     check_batch_repeats_its_output(o, c, before, homes, stream, launch);
   }
   const auto timed = time_launches(o, c, verified.written, before, homes, stream, launch);
+  if (const auto late = check_red_zones(zones, c, stream)) {
+    out["red_zones"] = red_zones_json(zones, late, "the timed launches");
+    rpl::workers::replay::emit(o, out);
+    return 3;
+  }
   out["timing"] = rp::timing_json(timed.samples_ns, o, timed.restored, timed.how);
   rpl::workers::replay::emit(o, out);
   return 0;
