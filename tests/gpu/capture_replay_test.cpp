@@ -250,5 +250,77 @@ TEST_F(capture_replay, autotune_times_each_candidate_on_the_captured_dispatch) {
   EXPECT_FALSE(doc["winner"].is_null()) << tuned.output;
 }
 
+TEST_F(capture_replay, a_candidate_writing_past_an_output_is_found_in_the_red_zones) {
+  const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
+  std::error_code ec;
+  if (!fs::exists(nvcc, ec))
+    GTEST_SKIP() << "no " << nvcc << " to build the candidate";
+  temp_dir dir;
+  const auto out = dir / "capture";
+  // 1,000,000 floats: each allocation ends short of its 2 MiB granule, leaving a red zone.
+  const auto captured =
+      rocm_perf({"isolate", "--kernel", "gather_scale", "--dispatch", "2", "--out", out.string(),
+                 "--", app_.string(), "--rounds", "4", "--elements", "1000000"});
+  ASSERT_EQ(captured.exit_code, 0) << captured.output;
+  const auto honest = rocm_perf({"replay", out.string(), "--iterations", "3", "--json"});
+  ASSERT_EQ(honest.exit_code, 0) << honest.output;
+  const auto clean = json_of(honest.output);
+  ASSERT_TRUE(clean.is_object()) << honest.output;
+  // Red zones need the regions in this process's own reservations; after the allocation walk the
+  // bytes between them are the allocator's (CUPTI allocates there later), so there are none.
+  if (clean["placement"] != "virtual memory reservation") {
+    EXPECT_EQ(clean["red_zones"]["zones"], 0) << clean.dump(1);
+    GTEST_SKIP() << "the replay placed the regions by " << clean["placement"]
+                 << ": no red zones there (docs/optimize.md, \"not caught\")";
+  }
+  EXPECT_GT(clean["red_zones"]["zones"].get<int>(), 0) << clean.dump(1);
+  EXPECT_TRUE(clean["red_zones"]["violation"].is_null()) << clean.dump(1);
+
+  // gather_scale as pointer_table_kernel.cuh has it (the same bits), and one float more past the
+  // end of every output.
+  const std::string source = R"(struct segment { const float* in; float* out; int n; float scale; };
+__device__ float device_value_of(float x, float scale) {
+  float acc = 0.0f;
+  float p = 1.0f;
+  for (int k = 0; k < 48; ++k) {
+    acc = fmaf(p, 1.0f / (k + 1), acc);
+    p = p * x * 0.999f;
+  }
+  return acc * scale;
+}
+__global__ void gather_scale(const segment* table, int count, float round) {
+  for (int s = 0; s < count; ++s) {
+    const segment seg = table[s];
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < seg.n; i += gridDim.x * blockDim.x)
+      seg.out[i] = device_value_of(seg.in[i], seg.scale) + round;
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+      seg.out[seg.n] = 0.0f;
+  }
+}
+)";
+  rpl::testing::write_file(dir / "stray.cu", source);
+  workers::child_options build;
+  build.argv = {nvcc.string(), "-arch=sm_90",
+                "-cubin",      (dir / "stray.cu").string(),
+                "-o",          (dir / "stray.cubin").string()};
+  ASSERT_EQ(workers::run_child(build, std::chrono::minutes(2)).exit_code, 0);
+  workers::replay::replay_run_options run;
+  run.program = rocm_perf_.parent_path() / "rpl-replay-cuda";
+  run.capture = out;
+  run.iterations = 3;
+  run.code_object = dir / "stray.cubin";
+  const auto stray = workers::replay::run_replay(run);
+  EXPECT_EQ(stray.exit_code, 3) << stray.message;
+  const auto& doc = stray.document;
+  ASSERT_TRUE(doc.is_object()) << stray.message;
+  EXPECT_TRUE(doc["verification"]["passed"].get<bool>()) << "every region is right";
+  const auto& v = doc["red_zones"]["violation"];
+  ASSERT_TRUE(v.is_object()) << doc.dump(1);
+  EXPECT_EQ(v["side"], "after");
+  EXPECT_EQ(v["offset"], 4000000) << "the first byte past a 1,000,000-float output";
+  EXPECT_EQ(v["changed"].get<int>() % 4, 0);
+  std::cout << "red zones: " << v["message"].get<std::string>() << "\n";
+}
+
 } // namespace
 } // namespace rpl
