@@ -1,6 +1,7 @@
 #include "engine/broker/broker.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -18,6 +19,20 @@ using clock_type = std::chrono::steady_clock;
 
 /// Dispatch, purge and heartbeats run once per turn; this bounds how late they see the clock.
 constexpr std::chrono::milliseconds max_poll_wait{100};
+
+/// socket.recv, again when a signal interrupted it (cppzmq throws EINTR rather than returning).
+zmq::recv_result_t
+recv_retrying(zmq::socket_t& socket, zmq::message_t& part, zmq::recv_flags flags) {
+  while (true) {
+    try {
+      return socket.recv(part, flags);
+    } catch (const zmq::error_t& error) {
+      if (error.num() != EINTR) {
+        throw;
+      }
+    }
+  }
+}
 
 zmq::message_t frame(const std::string& bytes) {
   return zmq::message_t(bytes.data(), bytes.size());
@@ -231,8 +246,17 @@ void broker::send(worker& w, std::uint64_t job_id, const std::string& run_id, co
   std::array<zmq::message_t, 4> frames{frame(w.identity), frame(messages::protocol_header),
                                        frame(messages::encode(env)), frame(messages::encode(body))};
   for (std::size_t i = 0; i < frames.size(); ++i) {
-    router_.send(frames[i],
-                 i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    const auto flags = i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+    while (true) {
+      try {
+        router_.send(frames[i], flags);
+        break;
+      } catch (const zmq::error_t& error) {
+        if (error.num() != EINTR) { // a signal on this thread: the frame was not sent, again
+          throw;
+        }
+      }
+    }
   }
   w.last_sent = config_.clock();
 }
@@ -751,13 +775,13 @@ void broker::receive_all() {
   while (true) {
     std::vector<zmq::message_t> frames;
     zmq::message_t part;
-    if (!router_.recv(part, zmq::recv_flags::dontwait)) {
+    if (!recv_retrying(router_, part, zmq::recv_flags::dontwait)) {
       return;
     }
     frames.push_back(std::move(part));
     while (frames.back().more()) {
       zmq::message_t next;
-      (void)router_.recv(next, zmq::recv_flags::none);
+      (void)recv_retrying(router_, next, zmq::recv_flags::none);
       frames.push_back(std::move(next));
     }
     try {
@@ -776,7 +800,15 @@ void broker::run() {
                                {nullptr, wake_fd_, ZMQ_POLLIN, 0},
                                {zap_ ? zap_->handle() : nullptr, -1, ZMQ_POLLIN, 0},
                                {monitor_ ? monitor_->handle() : nullptr, -1, ZMQ_POLLIN, 0}};
-    zmq::poll(items, zap_ ? 4 : 2, poll_interval);
+    try {
+      zmq::poll(items, zap_ ? 4 : 2, poll_interval);
+    } catch (const zmq::error_t& error) {
+      // A signal (the user's Ctrl-C) that landed on this thread: look again; stop() wakes it.
+      if (error.num() != EINTR) {
+        throw;
+      }
+      continue;
+    }
     if (zap_) {
       answer_zap();
       read_monitor();
