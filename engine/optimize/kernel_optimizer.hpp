@@ -66,9 +66,10 @@ struct kernel_target {
   std::vector<std::string> build_argv;        ///< the build template expanded, {OUT} left in place
   std::vector<std::string> compile_flags;     ///< -D/-I/-std words of build_argv, for parsing
   std::vector<messages::source_file> sources; ///< every --source; the target's is replaced
-  /// How candidates run: on the kernel lane from this launch file (validated at three sizes
-  /// against the original), or — when `replay_dir` is set — on the replay lane on a dispatch
-  /// captured from the application (validated against the captured outputs).
+  /// How candidates run: on the kernel lane from this launch file (validated in every case of
+  /// stages/optimize/validation_plan.hpp against the original), or — when `replay_dir` is set —
+  /// on the replay lane on a dispatch captured from the application (validated against the
+  /// captured outputs).
   stages::launch_spec launch;
   std::filesystem::path replay_dir;
   std::string symbol; ///< the code-object symbol the replay launches (mangled); empty: captured
