@@ -453,15 +453,11 @@ bool lane_server::inputs_untouched(const messages::kernel_launch& launch,
 
 bool lane_server::verify_readback(const messages::kernel_launch& launch,
                                   messages::kernel_lane_reply& reply) {
-  for (std::size_t i = 0; i < launch.args.size(); ++i) {
-    const messages::kernel_arg& arg = launch.args[i];
-    if (arg.kind != messages::kernel_arg_kind::buffer || !arg.output)
-      continue;
-    if (auto mismatch = compare_output(arg, readback_.output(i), reference_.outputs[i])) {
-      reply.mismatch = *mismatch;
-      record(reply, kernel_lane_status::wrong_result, describe_mismatch(*mismatch, arg.tolerance));
-      return false;
-    }
+  if (const auto wrong = wrong_output(launch, [&](std::size_t i) { return readback_.output(i); })) {
+    reply.mismatch = wrong->second;
+    record(reply, kernel_lane_status::wrong_result,
+           describe_mismatch(wrong->second, launch.args[wrong->first].tolerance));
+    return false;
   }
   reply.verified = true;
   return true;
@@ -552,20 +548,30 @@ bool lane_server::spot_check(const messages::kernel_launch& launch,
   if (!red_zones_clean(launch, "a spot-checked timed launch", true, reply) ||
       !download_outputs(launch, outputs, reply))
     return false;
+  if (const auto wrong = wrong_output(
+          launch, [&](std::size_t i) { return std::span<const std::byte>(outputs[i]); })) {
+    reply.mismatch = wrong->second;
+    reply.samples_ns.clear();
+    record(reply, kernel_lane_status::timed_phase,
+           "timed phase: a spot-checked timed launch (buffers restored) was wrong, " +
+               describe_mismatch(wrong->second, launch.args[wrong->first].tolerance) +
+               " (it passed the checked launch)");
+    return false;
+  }
+  return true;
+}
+
+std::optional<std::pair<std::size_t, messages::kernel_mismatch>> lane_server::wrong_output(
+    const messages::kernel_launch& launch,
+    const std::function<std::span<const std::byte>(std::size_t)>& output) const {
   for (std::size_t i = 0; i < launch.args.size(); ++i) {
     const messages::kernel_arg& arg = launch.args[i];
     if (arg.kind != messages::kernel_arg_kind::buffer || !arg.output)
       continue;
-    if (auto m = compare_output(arg, outputs[i], reference_.outputs[i])) {
-      reply.mismatch = *m;
-      reply.samples_ns.clear();
-      record(reply, kernel_lane_status::timed_phase,
-             "timed phase: a spot-checked timed launch (buffers restored) was wrong, " +
-                 describe_mismatch(*m, arg.tolerance) + " (it passed the checked launch)");
-      return false;
-    }
+    if (auto m = compare_output(arg, output(i), reference_.outputs[i]))
+      return std::pair{i, *m};
   }
-  return true;
+  return std::nullopt;
 }
 
 void lane_server::sample(const messages::kernel_lane_request& request,

@@ -9,8 +9,12 @@
 /// arguments, recomputed only when the reference or the arguments change.
 
 #include <cstddef>
+#include <functional>
+#include <optional>
 #include <set>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "messages/kernel_lane.hpp"
@@ -58,6 +62,11 @@ private:
                       bool checking,
                       messages::kernel_lane_reply& reply);
   bool verify_readback(const messages::kernel_launch& launch, messages::kernel_lane_reply& reply);
+  /// The first output buffer (its argument index and mismatch) whose bytes, `output(i)`, differ
+  /// from the reference's beyond its tolerance; nullopt when every one matches.
+  std::optional<std::pair<std::size_t, messages::kernel_mismatch>>
+  wrong_output(const messages::kernel_launch& launch,
+               const std::function<std::span<const std::byte>(std::size_t)>& output) const;
   /// A strict request's checks before the checked launch: two launches on fresh initial contents,
   /// whose outputs must agree (bit for bit unless nondeterministic) and after the first of which
   /// every buffer not marked output must hold its initial contents.
