@@ -111,10 +111,37 @@ find_at_depth0(const std::vector<token>& t, std::size_t from, std::size_t to, st
   return to;
 }
 
+bool is_identifier(const std::string& s) {
+  return !s.empty() && ident_start(s[0]);
+}
+
+bool is_assignment(const std::string& s) {
+  return s == "=" || s == "+=" || s == "-=" || s == "*=" || s == "/=" || s == "%=" || s == "&=" ||
+         s == "|=" || s == "^=" || s == "<<=" || s == ">>=";
+}
+
+std::string
+slice(std::string_view text, const std::vector<token>& t, std::size_t from, std::size_t to) {
+  return std::string(text.substr(t[from].begin, t[to - 1].end - t[from].begin));
+}
+
+/// What is known, at the loop, of a name declared before it: a pointer's element type, or the
+/// geometry expression an integer variable holds.
+struct scope_variable {
+  bool pointer = false;    ///< a single-level pointer
+  std::string element;     ///< its element type ("float"), when a pointer
+  bool restricted = false; ///< declared __restrict__
+  std::string geometry;    ///< "blockDim.x*gridDim.x": initialised so and never written after
+};
+using scope = std::map<std::string, scope_variable, std::less<>>;
+
 /// The thread-geometry terms of [from, to) joined, casts and the parentheses that do not change
-/// the meaning dropped: "blockIdx.x*blockDim.x+threadIdx.x"; empty when anything else (another
-/// variable, a constant) is there.
-std::string geometry_expression(const std::vector<token>& t, std::size_t from, std::size_t to) {
+/// the meaning dropped: "blockIdx.x*blockDim.x+threadIdx.x"; a variable of `known` holding such
+/// terms stands for them; empty when anything else (another variable, a constant) is there.
+std::string geometry_expression(const std::vector<token>& t,
+                                std::size_t from,
+                                std::size_t to,
+                                const scope& known) {
   static const std::set<std::string, std::less<>> cast_words = {
       "static_cast", "size_t",   "std",       "::", "int", "unsigned", "long",
       "int64_t",     "uint64_t", "ptrdiff_t", "<",  ">",   "const"};
@@ -123,9 +150,12 @@ std::string geometry_expression(const std::vector<token>& t, std::size_t from, s
   std::string out;
   for (std::size_t k = from; k < to; ++k) {
     const std::string& s = t[k].text;
+    const auto variable = known.find(s);
     if (geometry.count(s) != 0 && k + 2 < to && t[k + 1].text == "." && t[k + 2].text == "x") {
       out += s + ".x";
       k += 2;
+    } else if (variable != known.end() && !variable->second.geometry.empty()) {
+      out += "(" + variable->second.geometry + ")";
     } else if (s == "*" || s == "+" || s == "(" || s == ")") {
       out += s;
     } else if (cast_words.count(s) == 0) {
@@ -159,8 +189,8 @@ bool is_grid_size(const std::string& e) {
   return e == "gridDim.x*blockDim.x" || e == "blockDim.x*gridDim.x";
 }
 
-/// The element type of a pointer parameter's type ("const float *__restrict" -> "float"); empty
-/// when it is not a single-level pointer.
+/// The element type of a pointer's type ("const float *__restrict" -> "float"); empty when it is
+/// not a single-level pointer.
 std::string pointee(std::string_view type) {
   std::string out;
   int stars = 0;
@@ -179,6 +209,136 @@ std::string pointee(std::string_view type) {
   return stars == 1 ? out : std::string();
 }
 
+scope_variable pointer_variable(std::string_view type) {
+  scope_variable v;
+  v.element = pointee(type);
+  v.pointer = !v.element.empty();
+  v.restricted = v.pointer && type.find("restrict") != std::string_view::npos;
+  return v;
+}
+
+/// Whether the name at `k` is assigned, incremented or has its address taken there.
+bool written_at(const std::vector<token>& t, std::size_t k) {
+  const std::string none;
+  const std::string& next = k + 1 < t.size() ? t[k + 1].text : none;
+  const std::string& prev = k > 0 ? t[k - 1].text : none;
+  if (prev == "." || prev == "->") {
+    return false; // a member of the same name
+  }
+  if (is_assignment(next) || next == "++" || next == "--" || prev == "++" || prev == "--") {
+    return true;
+  }
+  const auto operand_end = [](const std::string& s) {
+    return is_identifier(s) || std::isdigit(static_cast<unsigned char>(s[0])) != 0 || s == ")" ||
+           s == "]";
+  };
+  return prev == "&" && (k < 2 || !operand_end(t[k - 2].text));
+}
+
+/// A variable declared at `k` (a statement's first token): `TYPE NAME =`, `TYPE NAME;` or `TYPE
+/// NAME,`; the index of NAME, or 0 when the statement is not such a declaration.
+std::size_t declared_name(const std::vector<token>& t, std::size_t k) {
+  static const std::set<std::string, std::less<>> stops = {"=", ";", ",", "(", ")",
+                                                           "[", "{", "}", "."};
+  std::size_t j = k;
+  while (j < t.size() && stops.count(t[j].text) == 0) {
+    ++j;
+  }
+  if (j >= t.size() || j < k + 2 || (t[j].text != "=" && t[j].text != ";" && t[j].text != ",") ||
+      !is_identifier(t[j - 1].text)) {
+    return 0;
+  }
+  return j - 1;
+}
+
+/// Whether every word of [from, to) names an integer type.
+bool integer_type(const std::vector<token>& t, std::size_t from, std::size_t to) {
+  static const std::set<std::string, std::less<>> words = {
+      "const", "int",     "unsigned", "long",    "short",    "signed",    "size_t", "std",
+      "::",    "int64_t", "uint64_t", "int32_t", "uint32_t", "ptrdiff_t", "auto"};
+  for (std::size_t k = from; k < to; ++k) {
+    if (words.count(t[k].text) == 0) {
+      return false;
+    }
+  }
+  return from < to;
+}
+
+/// The parameters, and the variables declared in the function from `scope_begin` up to the loop
+/// at `loop_offset` in blocks still open there (a later declaration hides an earlier one).
+scope scan_scope(std::string_view text,
+                 std::size_t scope_begin,
+                 std::size_t loop_offset,
+                 const std::vector<parameter_info>& parameters) {
+  struct declared {
+    std::string name;
+    int depth = 0;
+    scope_variable variable;
+  };
+  std::vector<declared> live;
+  const auto visible = [&] {
+    scope out;
+    for (const parameter_info& p : parameters) {
+      out[p.name] = pointer_variable(p.type);
+    }
+    for (const declared& d : live) {
+      out[d.name] = d.variable;
+    }
+    return out;
+  };
+  if (scope_begin >= loop_offset) {
+    return visible();
+  }
+  const std::vector<token> t = lex(text.substr(0, loop_offset), scope_begin, loop_offset);
+  int braces = 0;
+  int parens = 0;
+  bool statement_start = true;
+  for (std::size_t k = 0; k < t.size(); ++k) {
+    const std::string& s = t[k].text;
+    if (s == "{" || s == "}") {
+      if (s == "}") {
+        live.erase(std::remove_if(live.begin(), live.end(),
+                                  [&](const declared& d) { return d.depth == braces; }),
+                   live.end());
+      }
+      braces += s == "{" ? 1 : -1;
+      parens = 0;
+      statement_start = true;
+      continue;
+    }
+    parens += s == "(" ? 1 : s == ")" ? -1 : 0;
+    if (s == ";" && parens == 0) {
+      statement_start = true;
+      continue;
+    }
+    if (statement_start && parens == 0) {
+      statement_start = false;
+      if (const std::size_t name = declared_name(t, k); name != 0) {
+        declared d{t[name].text, braces, {}};
+        const std::string type = slice(text, t, k, name);
+        d.variable = pointer_variable(type);
+        if (!d.variable.pointer && integer_type(t, k, name) && t[name + 1].text == "=") {
+          const std::size_t end = std::min(find_at_depth0(t, name + 2, t.size(), ";"),
+                                           find_at_depth0(t, name + 2, t.size(), ","));
+          d.variable.geometry = geometry_expression(t, name + 2, end, visible());
+        }
+        live.push_back(std::move(d));
+        k = name; // the name itself is declared, not written
+        continue;
+      }
+    }
+    if (is_identifier(s) && written_at(t, k)) {
+      for (auto it = live.rbegin(); it != live.rend(); ++it) {
+        if (it->name == s) {
+          it->variable.geometry.clear();
+          break;
+        }
+      }
+    }
+  }
+  return visible();
+}
+
 struct vector_kind {
   const char* type;
   unsigned width;
@@ -194,16 +354,6 @@ std::optional<vector_kind> vector_of(const std::string& element) {
     return std::nullopt;
   }
   return it->second;
-}
-
-std::string
-slice(std::string_view text, const std::vector<token>& t, std::size_t from, std::size_t to) {
-  return std::string(text.substr(t[from].begin, t[to - 1].end - t[from].begin));
-}
-
-bool is_assignment(const std::string& s) {
-  return s == "=" || s == "+=" || s == "-=" || s == "*=" || s == "/=" || s == "%=" || s == "&=" ||
-         s == "|=" || s == "^=" || s == "<<=" || s == ">>=";
 }
 
 /// `text` with `extra` added after each newline: a block moved deeper keeps its shape.
@@ -228,50 +378,42 @@ struct grid_stride_loop {
   std::size_t body_from = 0, body_to = 0; ///< a block with its braces, or one statement
 };
 
-/// The loop's parts when `t` starts with a grid-stride loop over the global thread index whose
-/// bound does not use the index; nullopt otherwise.
-std::optional<grid_stride_loop> match_grid_stride_loop(std::string_view text,
-                                                       const std::vector<token>& t) {
-  if (t.size() < 12 || t[0].text != "for" || t[1].text != "(") {
+/// The loop's header parts when `t` starts with `for (T i = ...; i < ...; i += ...)` and a body;
+/// `why` says what differs otherwise.
+std::optional<grid_stride_loop>
+split_for_loop(std::string_view text, const std::vector<token>& t, std::string& why) {
+  if (t.empty() || t[0].text != "for") {
+    why = "not a `for` loop";
     return std::nullopt;
   }
-  const std::size_t header_end = matching(t, 1); // past ')'
+  const std::size_t header_end = t.size() > 1 && t[1].text == "(" ? matching(t, 1) : 0;
   if (header_end == 0 || header_end >= t.size()) {
+    why = "its header is not complete";
     return std::nullopt;
   }
   const std::size_t close = header_end - 1;
   grid_stride_loop loop;
-  // Init: T i = START ;
   const std::size_t semi1 = find_at_depth0(t, 2, close, ";");
   const std::size_t eq = find_at_depth0(t, 2, semi1, "=");
-  if (semi1 == close || eq == semi1 || eq < 4 || !ident_start(t[eq - 1].text[0])) {
+  if (semi1 == close || eq == semi1 || eq < 4 || !is_identifier(t[eq - 1].text)) {
+    why = "not a grid-stride loop: its init is not `T i = START`";
     return std::nullopt;
   }
   loop.index = t[eq - 1].text;
   loop.index_type = slice(text, t, 2, eq - 1);
-  // Condition: i < N ;
   const std::size_t semi2 = find_at_depth0(t, semi1 + 1, close, ";");
   if (semi2 == close || semi2 < semi1 + 4 || t[semi1 + 1].text != loop.index ||
       t[semi1 + 2].text != "<") {
+    why = "not a grid-stride loop: its condition is not `" + loop.index + " < N`";
     return std::nullopt;
   }
-  // Increment: i += STEP
   if (close < semi2 + 4 || t[semi2 + 1].text != loop.index || t[semi2 + 2].text != "+=") {
+    why = "not a grid-stride loop: its increment is not `" + loop.index + " += STEP`";
     return std::nullopt;
   }
   loop.start_from = eq + 1, loop.start_to = semi1;
   loop.bound_from = semi1 + 3, loop.bound_to = semi2;
   loop.step_from = semi2 + 3, loop.step_to = close;
-  if (!is_global_index(geometry_expression(t, loop.start_from, loop.start_to)) ||
-      !is_grid_size(geometry_expression(t, loop.step_from, loop.step_to))) {
-    return std::nullopt;
-  }
-  for (std::size_t k = loop.bound_from; k < loop.bound_to; ++k) {
-    if (t[k].text == loop.index) {
-      return std::nullopt;
-    }
-  }
-  // Body: a block or one statement.
   loop.body_from = header_end;
   if (t[loop.body_from].text == "{") {
     loop.body_to = matching(t, loop.body_from);
@@ -280,100 +422,318 @@ std::optional<grid_stride_loop> match_grid_stride_loop(std::string_view text,
     loop.body_to = loop.body_to == t.size() ? 0 : loop.body_to + 1;
   }
   if (loop.body_to == 0 || loop.body_to <= loop.body_from + 1) {
+    why = "its body is empty or longer than the vectoriser reads (4096 tokens)";
     return std::nullopt;
   }
   return loop;
 }
 
-/// What the loop body does with the pointer parameters.
+/// The loop's parts when `t` starts with a grid-stride loop over the global thread index whose
+/// bound does not use the index; `why` says what differs otherwise.
+std::optional<grid_stride_loop> match_grid_stride_loop(std::string_view text,
+                                                       const std::vector<token>& t,
+                                                       const scope& known,
+                                                       std::string& why) {
+  std::optional<grid_stride_loop> loop = split_for_loop(text, t, why);
+  if (!loop) {
+    return std::nullopt;
+  }
+  if (!is_global_index(geometry_expression(t, loop->start_from, loop->start_to, known))) {
+    why = "not a grid-stride loop: its start `" + slice(text, t, loop->start_from, loop->start_to) +
+          "` is not the thread's global x index (blockIdx.x * blockDim.x + threadIdx.x)";
+    return std::nullopt;
+  }
+  if (!is_grid_size(geometry_expression(t, loop->step_from, loop->step_to, known))) {
+    why = "not a grid-stride loop: its step `" + slice(text, t, loop->step_from, loop->step_to) +
+          "` is not the grid's x size (blockDim.x * gridDim.x)";
+    return std::nullopt;
+  }
+  for (std::size_t k = loop->bound_from; k < loop->bound_to; ++k) {
+    if (t[k].text == loop->index) {
+      why = "its bound `" + slice(text, t, loop->bound_from, loop->bound_to) + "` uses `" +
+            loop->index + "`";
+      return std::nullopt;
+    }
+  }
+  return loop;
+}
+
+/// What the loop body does with the pointers.
 struct body_accesses {
   struct access {
-    std::size_t from = 0, to = 0; ///< token range of `P [ i ]`
+    std::size_t from = 0, to = 0; ///< token range of `P [ ... ]`
     std::string array;
+    std::size_t statement = 0; ///< which statement of the body, counted by `;`
+    bool read = false, written = false;
   };
   std::vector<access> accesses;
-  std::vector<std::string> arrays; ///< in order of first use
+  std::vector<std::string> arrays;           ///< in order of first use
+  std::map<std::string, std::string> offset; ///< E of `P[E + i]`, "" for `P[i]`
+  std::map<std::string, std::string> first;  ///< the first access's text, for messages
   std::set<std::string> read, written;
+  std::vector<std::string> store_order; ///< written arrays, by their last write
+  std::set<std::string> names;          ///< what the bound, step, start and offsets read
   vector_kind kind{};
 };
 
-/// The body's accesses when every use of the index is `P[i]` of a pointer parameter, all of one
-/// vectorisable element type, at least one written, with no control flow, synchronisation or
-/// atomics, and no name the rewrite would add; nullopt otherwise.
-std::optional<body_accesses> scan_body(const std::vector<token>& t,
-                                       const grid_stride_loop& loop,
-                                       const std::vector<parameter_info>& parameters) {
-  static const std::set<std::string, std::less<>> refused = {
-      "if",     "else",          "for",      "while",      "do",       "switch", "case",
-      "return", "break",         "continue", "goto",       "?",        "&&",     "||",
-      "#",      "__syncthreads", "asm",      "__syncwarp", "atomicAdd"};
-  std::map<std::string, std::string> element_of; // pointer parameter -> element type
-  for (const parameter_info& p : parameters) {
-    const std::string element = pointee(p.type);
-    if (!element.empty()) {
-      element_of[p.name] = element;
+/// Why the body's token `s` makes the loop unrecognised, or empty.
+std::string refused_construct(const std::string& s) {
+  static const std::set<std::string, std::less<>> control = {
+      "if",     "else",  "for",      "while", "do", "switch", "case",
+      "return", "break", "continue", "goto",  "?",  "&&",     "||"};
+  static const std::set<std::string, std::less<>> geometry = {"threadIdx", "blockIdx", "blockDim",
+                                                              "gridDim", "warpSize"};
+  if (control.count(s) != 0) {
+    return "the loop body has control flow (`" + s + "`)";
+  }
+  if (s == "#") {
+    return "the loop body has a preprocessor directive";
+  }
+  if (s == "asm" || s == "__asm__") {
+    return "the loop body has inline assembly";
+  }
+  if (s.rfind("atomic", 0) == 0) {
+    return "the loop body calls " + s;
+  }
+  if (s.rfind("__sync", 0) == 0 || s.rfind("__threadfence", 0) == 0 || s == "__barrier_sync") {
+    return "the loop body has a barrier or fence (`" + s + "`)";
+  }
+  static const std::array<std::string_view, 8> warp = {
+      "__shfl", "__ballot", "__any", "__all", "__activemask", "__match", "__reduce", "__uni"};
+  for (const std::string_view w : warp) {
+    if (s.rfind(w, 0) == 0) {
+      return "the loop body uses the warp-level `" + s + "` (lanes change elements)";
     }
   }
-  const std::string& index = loop.index;
-  const std::size_t body_from = loop.body_from, body_to = loop.body_to;
-  body_accesses out;
-  std::string element;
-  for (std::size_t k = body_from; k < body_to; ++k) {
-    const std::string& s = t[k].text;
-    if (refused.count(s) != 0 || s.rfind("atomic", 0) == 0) {
-      return std::nullopt;
-    }
-    const bool array = element_of.count(s) != 0;
-    if (s == index) {
-      return std::nullopt; // the index outside an array subscript
-    }
-    if (!array) {
-      continue;
-    }
-    if (k > body_from && (t[k - 1].text == "." || t[k - 1].text == "->")) {
-      return std::nullopt; // a member of the same name: keep it simple
-    }
-    if (k + 3 >= body_to || t[k + 1].text != "[" || t[k + 2].text != index ||
-        t[k + 3].text != "]") {
-      return std::nullopt; // the pointer used otherwise than at [i]
-    }
-    if (element.empty()) {
-      element = element_of[s];
-    } else if (element_of[s] != element) {
-      return std::nullopt; // arrays of different element types
-    }
-    if (std::find(out.arrays.begin(), out.arrays.end(), s) == out.arrays.end()) {
-      out.arrays.push_back(s);
-    }
-    const std::string& next = t[k + 4].text;
-    const bool pre =
-        k > body_from && (t[k - 1].text == "++" || t[k - 1].text == "--" || t[k - 1].text == "&");
-    if (pre && t[k - 1].text == "&") {
-      return std::nullopt; // its address taken
-    }
-    if (is_assignment(next) || next == "++" || next == "--" || pre) {
-      out.written.insert(s);
-    }
-    if (next != "=" && next != "[") {
-      out.read.insert(s);
-    }
-    if (next == "[") {
-      return std::nullopt;
-    }
-    out.accesses.push_back({k, k + 4, s});
-    k += 3;
+  if (geometry.count(s) != 0) {
+    return "the loop body reads `" + s + "` (each thread handles other elements after the rewrite)";
   }
-  const std::optional<vector_kind> kind = vector_of(element);
-  if (!kind || out.written.empty()) {
+  if (s.rfind("rpl_", 0) == 0) {
+    return "the loop body uses `" + s + "`, a name the rewrite would introduce";
+  }
+  return {};
+}
+
+/// The offset E of a subscript [from, to) that is `i`, `E + i` or `i + E`; nullopt (with `why`)
+/// when it is something else or E uses a name the rewrite cannot hoist.
+std::optional<std::string> subscript_offset(std::string_view text,
+                                            const std::vector<token>& t,
+                                            std::size_t from,
+                                            std::size_t to,
+                                            const std::string& index,
+                                            std::set<std::string>& names,
+                                            std::string& why) {
+  if (to == from + 1 && t[from].text == index) {
+    return std::string();
+  }
+  std::size_t e_from = 0, e_to = 0;
+  if (to >= from + 3 && t[from].text == index && t[from + 1].text == "+") {
+    e_from = from + 2, e_to = to;
+  } else if (to >= from + 3 && t[to - 1].text == index && t[to - 2].text == "+") {
+    e_from = from, e_to = to - 2;
+  } else {
+    why = "`" + slice(text, t, from - 2, to + 1) + "`: a subscript other than " + index + ", E + " +
+          index + " or " + index + " + E";
     return std::nullopt;
   }
-  out.kind = *kind;
-  // Names the rewrite introduces must not be taken in the loop.
-  for (std::size_t k = 0; k < body_to; ++k) {
-    if (t[k].text.rfind("rpl_", 0) == 0) {
+  static const std::set<std::string, std::less<>> operators = {"*", "/", "%", "+",
+                                                               "-", "(", ")", "."};
+  for (std::size_t k = e_from; k < e_to; ++k) {
+    const std::string& s = t[k].text;
+    const bool name = is_identifier(s) && s != index && (k + 1 == e_to || t[k + 1].text != "(");
+    const bool number = std::isdigit(static_cast<unsigned char>(s[0])) != 0;
+    if (!name && !number && operators.count(s) == 0) {
+      why = "`" + slice(text, t, from - 2, to + 1) +
+            "`: the offset has more than names, numbers and + - * / %";
+      return std::nullopt;
+    }
+    if (name && (k == e_from || t[k - 1].text != ".")) {
+      names.insert(s);
+    }
+  }
+  return slice(text, t, e_from, e_to);
+}
+
+/// Records the access `P[...]` at `k` (P a pointer of `known`); false (with `why`) when it cannot
+/// be vectorised. `element` is the element type of the accesses so far.
+bool add_access(std::string_view text,
+                const std::vector<token>& t,
+                std::size_t k,
+                const grid_stride_loop& loop,
+                const scope_variable& pointer,
+                std::size_t statement,
+                std::string& element,
+                body_accesses& out,
+                std::string& why) {
+  const std::string& s = t[k].text;
+  if (k + 1 >= loop.body_to || t[k + 1].text != "[") {
+    why = "the pointer `" + s + "` is used other than as `" + s + "[" + loop.index + "]`";
+    return false;
+  }
+  const std::size_t close = matching(t, k + 1); // past `]`
+  if (close == 0 || close > loop.body_to) {
+    why = "the subscript of `" + s + "` is not closed";
+    return false;
+  }
+  const std::optional<std::string> offset =
+      subscript_offset(text, t, k + 2, close - 1, loop.index, out.names, why);
+  if (!offset) {
+    return false;
+  }
+  if (!vector_of(pointer.element)) {
+    why = "`" + s + "` points to `" + pointer.element +
+          "`, which has no 16-byte vector type here (float, int, unsigned, double)";
+    return false;
+  }
+  if (element.empty()) {
+    element = pointer.element;
+  } else if (pointer.element != element) {
+    why = "arrays of different element types (" + element + " and `" + s + "` " + pointer.element +
+          ")";
+    return false;
+  }
+  const auto seen = out.offset.find(s);
+  if (seen != out.offset.end() && seen->second != *offset) {
+    why = "`" + s + "` is accessed at two offsets (`" + out.first[s] + "` and `" +
+          slice(text, t, k, close) + "`)";
+    return false;
+  }
+  out.offset[s] = *offset;
+  out.first.emplace(s, slice(text, t, k, close));
+  if (std::find(out.arrays.begin(), out.arrays.end(), s) == out.arrays.end()) {
+    out.arrays.push_back(s);
+  }
+  const std::string& prev = k > loop.body_from ? t[k - 1].text : "";
+  const std::string& next = close < loop.body_to ? t[close].text : "";
+  if (prev == "&" || next == "[" || next == "." || next == "->") {
+    why = "`" + slice(text, t, k, close) + "` is used other than as a value";
+    return false;
+  }
+  body_accesses::access a{k, close, s, statement, false, false};
+  a.written = is_assignment(next) || next == "++" || next == "--" || prev == "++" || prev == "--";
+  a.read = next != "=";
+  if (a.written) {
+    out.written.insert(s);
+  }
+  if (a.read) {
+    out.read.insert(s);
+  }
+  out.accesses.push_back(a);
+  return true;
+}
+
+/// Whether the name at `k` of the body is declared (`T name`, `T* name`) or written there.
+bool declared_or_written(const std::vector<token>& t, std::size_t k, std::size_t body_from) {
+  if (written_at(t, k)) {
+    return true;
+  }
+  if (k <= body_from) {
+    return false;
+  }
+  const std::string& prev = t[k - 1].text;
+  if (is_identifier(prev)) {
+    return true;
+  }
+  return (prev == "*" || prev == "&") && k >= body_from + 3 && is_identifier(t[k - 2].text) &&
+         (t[k - 3].text == ";" || t[k - 3].text == "{" || t[k - 3].text == "}" ||
+          t[k - 3].text == "const");
+}
+
+/// The checks over all accesses: something is written, arrays that may alias are not read after
+/// another is written, the names the header and offsets read stay unchanged in the body.
+bool check_accesses(const std::vector<token>& t,
+                    const grid_stride_loop& loop,
+                    const scope& known,
+                    body_accesses& out,
+                    std::string& why) {
+  if (out.written.empty()) {
+    why = "nothing is written at the index (the loop only reads)";
+    return false;
+  }
+  for (const auto& w : out.accesses) {
+    for (const auto& r : out.accesses) {
+      if (w.written && r.read && r.array != w.array && r.statement > w.statement &&
+          !known.at(w.array).restricted && !known.at(r.array).restricted) {
+        why = "`" + r.array + "` is read after `" + w.array +
+              "` is written and they may be the same array (neither is __restrict__)";
+        return false;
+      }
+    }
+  }
+  static const std::set<std::string, std::less<>> keywords = {
+      "const", "int",     "unsigned", "long",     "short",     "signed",    "size_t",
+      "std",   "int64_t", "uint64_t", "int32_t",  "uint32_t",  "ptrdiff_t", "static_cast",
+      "float", "double",  "blockIdx", "blockDim", "threadIdx", "gridDim",   "x"};
+  for (std::size_t k = loop.start_from; k < loop.step_to; ++k) {
+    if (is_identifier(t[k].text) && t[k].text != loop.index && keywords.count(t[k].text) == 0) {
+      out.names.insert(t[k].text);
+    }
+  }
+  for (std::size_t k = loop.body_from; k < loop.body_to; ++k) {
+    if (is_identifier(t[k].text) && out.names.count(t[k].text) != 0 &&
+        declared_or_written(t, k, loop.body_from)) {
+      why = "the loop body declares or writes `" + t[k].text +
+            "`, which the loop's header or an offset reads";
+      return false;
+    }
+  }
+  for (auto it = out.accesses.rbegin(); it != out.accesses.rend(); ++it) {
+    if (it->written && std::find(out.store_order.begin(), out.store_order.end(), it->array) ==
+                           out.store_order.end()) {
+      out.store_order.insert(out.store_order.begin(), it->array);
+    }
+  }
+  return true;
+}
+
+/// The body's accesses when every use of the index is a subscript of a known pointer (see the
+/// header for the forms), all of one vectorisable element type, at least one written, with no
+/// construct refused_construct names; `why` says what is not so otherwise.
+std::optional<body_accesses> scan_body(std::string_view text,
+                                       const std::vector<token>& t,
+                                       const grid_stride_loop& loop,
+                                       const scope& known,
+                                       std::string& why) {
+  for (std::size_t k = loop.body_from; k < loop.body_to; ++k) {
+    if (why = refused_construct(t[k].text); !why.empty()) {
       return std::nullopt;
     }
   }
+  body_accesses out;
+  std::string element;
+  std::size_t statement = 0;
+  for (std::size_t k = loop.body_from; k < loop.body_to; ++k) {
+    const std::string& s = t[k].text;
+    statement += s == ";" ? 1 : 0;
+    if (s == loop.index) {
+      // The statement it is in, for the message.
+      std::size_t from = k;
+      while (from > loop.body_from + 1 && t[from - 1].text != ";" && t[from - 1].text != "{" &&
+             t[from - 1].text != "}") {
+        --from;
+      }
+      std::size_t to = k + 1;
+      while (to < loop.body_to && t[to - 1].text != ";") {
+        ++to;
+      }
+      why = "the index `" + s + "` is used other than as a subscript of a pointer parameter or " +
+            "of a pointer declared before the loop (`" + slice(text, t, from, to) + "`)";
+      return std::nullopt;
+    }
+    const auto pointer = known.find(s);
+    if (pointer == known.end() || !pointer->second.pointer ||
+        (k > loop.body_from && (t[k - 1].text == "." || t[k - 1].text == "->"))) {
+      continue;
+    }
+    if (!add_access(text, t, k, loop, pointer->second, statement, element, out, why)) {
+      return std::nullopt;
+    }
+    k = out.accesses.back().to - 1;
+  }
+  if (!check_accesses(t, loop, known, out, why)) {
+    return std::nullopt;
+  }
+  out.kind = *vector_of(element);
   return out;
 }
 
@@ -393,51 +753,32 @@ std::string loop_indent(std::string_view text, std::size_t loop_offset) {
   return indent;
 }
 
-/// The replacement: when every array is 16-byte aligned, the vector loop (one vector load per
-/// array read, the body once per lane, one vector store per array written) and the scalar tail;
-/// else the original loop.
-std::string vector_loop_text(std::string_view text,
+/// The vector loop's body: one vector load per array read, the body once per lane, one vector
+/// store per array written.
+std::string vector_body_text(std::string_view text,
                              const std::vector<token>& t,
                              const grid_stride_loop& loop,
                              const body_accesses& body,
-                             const std::string& indent) {
+                             const std::string& in2) {
   static const std::array<const char*, 4> lanes = {"x", "y", "z", "w"};
-  const std::size_t body_from = loop.body_from, body_to = loop.body_to;
-  const std::string start = slice(text, t, loop.start_from, loop.start_to);
-  const std::string bound = slice(text, t, loop.bound_from, loop.bound_to);
-  const std::string step = slice(text, t, loop.step_from, loop.step_to);
-  const std::string original(text.substr(t[0].begin, t[body_to - 1].end - t[0].begin));
-  const std::string body_text =
-      std::string(text.substr(t[body_from].begin, t[body_to - 1].end - t[body_from].begin));
-  const std::size_t body_base = t[body_from].begin;
-  const bool braced = t[body_from].text == "{";
   const std::string vec(body.kind.type);
-  const std::string w = std::to_string(body.kind.width);
-  const std::string& index = loop.index;
-  const std::string& index_type = loop.index_type;
-  const std::string in1 = indent + "  ", in2 = indent + "    ";
-
-  std::string aligned;
+  const auto base = [&](const std::string& a) {
+    const std::string& e = body.offset.at(a);
+    return e.empty() ? a : a + " + (" + e + ")";
+  };
+  std::string out;
   for (const std::string& a : body.arrays) {
-    aligned += std::string(aligned.empty() ? "" : " &&\n" + in1 + "    ") +
-               "reinterpret_cast<unsigned long long>(" + a + ") % 16 == 0";
-  }
-  const std::string header_gap = in1 + "     "; // under the first clause of `for (`
-  std::string out = "if (" + aligned + ") {\n";
-  out += in1 + std::string(vectorized_marker) + w + " elements per " + vec +
-         " access, then the last (" + bound + ") % " + w + " one at a time.\n";
-  out += in1 + "for (" + index_type + " " + local("v") + " = " + start + ";\n" + header_gap +
-         local("v") + " < (" + bound + ") / " + w + ";\n" + header_gap + local("v") +
-         " += " + step + ") {\n";
-  for (const std::string& a : body.arrays) {
-    const bool is_read = body.read.count(a) != 0;
-    if (is_read) {
+    if (body.read.count(a) != 0) {
       out += in2 + (body.written.count(a) != 0 ? "" : "const ") + vec + " " + local(a) +
-             " = reinterpret_cast<const " + vec + "*>(" + a + ")[" + local("v") + "];\n";
+             " = reinterpret_cast<const " + vec + "*>(" + base(a) + ")[" + local("v") + "];\n";
     } else {
       out += in2 + vec + " " + local(a) + ";\n";
     }
   }
+  const std::size_t body_base = t[loop.body_from].begin;
+  const std::string body_text(
+      text.substr(body_base, t[loop.body_to - 1].end - t[loop.body_from].begin));
+  const bool braced = t[loop.body_from].text == "{";
   for (unsigned lane = 0; lane < body.kind.width; ++lane) {
     std::string b = body_text;
     for (auto it = body.accesses.rbegin(); it != body.accesses.rend(); ++it) {
@@ -446,12 +787,47 @@ std::string vector_loop_text(std::string_view text,
     }
     out += in2 + reindent(braced ? b : "{ " + b + " }", "    ") + "\n";
   }
-  for (const std::string& a : body.arrays) {
-    if (body.written.count(a) != 0) {
-      out += in2 + "reinterpret_cast<" + vec + "*>(" + a + ")[" + local("v") + "] = " + local(a) +
-             ";\n";
-    }
+  for (const std::string& a : body.store_order) {
+    out += in2 + "reinterpret_cast<" + vec + "*>(" + base(a) + ")[" + local("v") +
+           "] = " + local(a) + ";\n";
   }
+  return out;
+}
+
+/// The replacement: when every array is 16-byte aligned, the vector loop and the scalar tail;
+/// else the original loop.
+std::string vector_loop_text(std::string_view text,
+                             const std::vector<token>& t,
+                             const grid_stride_loop& loop,
+                             const body_accesses& body,
+                             const std::string& indent) {
+  const std::string start = slice(text, t, loop.start_from, loop.start_to);
+  const std::string bound = slice(text, t, loop.bound_from, loop.bound_to);
+  const std::string step = slice(text, t, loop.step_from, loop.step_to);
+  const std::string original = slice(text, t, 0, loop.body_to);
+  const std::string body_text = slice(text, t, loop.body_from, loop.body_to);
+  const bool braced = t[loop.body_from].text == "{";
+  const std::string vec(body.kind.type);
+  const std::string w = std::to_string(body.kind.width);
+  const std::string& index = loop.index;
+  const std::string& index_type = loop.index_type;
+  const std::string in1 = indent + "  ", in2 = indent + "    ";
+
+  std::string aligned;
+  for (const std::string& a : body.arrays) {
+    const std::string& e = body.offset.at(a);
+    aligned += std::string(aligned.empty() ? "" : " &&\n" + in1 + "    ") +
+               "reinterpret_cast<unsigned long long>(" + (e.empty() ? a : a + " + (" + e + ")") +
+               ") % 16 == 0";
+  }
+  const std::string header_gap = in1 + "     "; // under the first clause of `for (`
+  std::string out = "if (" + aligned + ") {\n";
+  out += in1 + std::string(vectorized_marker) + w + " elements per " + vec +
+         " access, then the last (" + bound + ") % " + w + " one at a time.\n";
+  out += in1 + "for (" + index_type + " " + local("v") + " = " + start + ";\n" + header_gap +
+         local("v") + " < (" + bound + ") / " + w + ";\n" + header_gap + local("v") +
+         " += " + step + ") {\n";
+  out += vector_body_text(text, t, loop, body, in2);
   out += in1 + "}\n";
   out += in1 + "for (" + index_type + " " + index + " = (" + bound + ") / " + w + " * " + w +
          " + " + start + ";\n" + header_gap + index + " < " + bound + ";\n" + header_gap + index +
@@ -464,23 +840,30 @@ std::string vector_loop_text(std::string_view text,
 
 } // namespace
 
-std::optional<vectorized_loop> vectorize_grid_stride_loop(
-    std::string_view text, std::size_t loop_offset, const std::vector<parameter_info>& parameters) {
+vectorize_outcome vectorize_grid_stride_loop(std::string_view text,
+                                             std::size_t loop_offset,
+                                             const std::vector<parameter_info>& parameters,
+                                             std::size_t scope_begin) {
+  vectorize_outcome result;
   const std::vector<token> t = lex(text, loop_offset, 4096);
-  const std::optional<grid_stride_loop> loop = match_grid_stride_loop(text, t);
+  const scope known = scan_scope(text, scope_begin, loop_offset, parameters);
+  const std::optional<grid_stride_loop> loop =
+      match_grid_stride_loop(text, t, known, result.refusal);
   if (!loop) {
-    return std::nullopt;
+    return result;
   }
-  const std::optional<body_accesses> body = scan_body(t, *loop, parameters);
+  const std::optional<body_accesses> body = scan_body(text, t, *loop, known, result.refusal);
   if (!body) {
-    return std::nullopt;
+    return result;
   }
-  vectorized_loop result;
-  result.replaced = {t[0].begin, t[loop->body_to - 1].end};
-  result.replacement = vector_loop_text(text, t, *loop, *body, loop_indent(text, loop_offset));
-  result.vector_type = body->kind.type;
-  result.width = body->kind.width;
-  result.arrays = body->arrays;
+  vectorized_loop v;
+  v.replaced = {t[0].begin, t[loop->body_to - 1].end};
+  v.replacement = vector_loop_text(text, t, *loop, *body, loop_indent(text, loop_offset));
+  v.vector_type = body->kind.type;
+  v.width = body->kind.width;
+  v.arrays = body->arrays;
+  result.rewrite = std::move(v);
+  result.refusal.clear();
   return result;
 }
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -124,7 +125,7 @@ public:
       : model_(model), text_(text), source_name_(source_name), kernel_name_(kernel),
         skip_(skip_ids.begin(), skip_ids.end()) {}
 
-  std::vector<messages::proposal> run(std::uint32_t block_threads) {
+  rule_transforms_result run(std::uint32_t block_threads) {
     kernel_ = nullptr;
     for (const declaration& d : model_.declarations) {
       if (d.kind == decl_kind::kernel && d.is_definition && d.has_body &&
@@ -133,17 +134,29 @@ public:
       }
     }
     if (kernel_ == nullptr) {
-      return {};
+      for (const std::string_view rule : all_rules) {
+        explain(rule, "the kernel `" + std::string(kernel_name_) + "` is not defined in " +
+                          std::string(source_name_));
+      }
+      return finish();
     }
     region_ = target_region(model_, kernel_name_);
     // Most promising first: a loop with a run on a time budget may not reach the last ones.
+    rule_ = rule_shared_padding;
     for (const loop_owner& owner : owners(true)) {
       propose_padding(owner);
     }
+    rule_ = rule_vector_loads;
     for (const loop_owner& owner : owners()) {
       propose_vector_loads(owner);
     }
+    if (owners().empty()) {
+      explain("no loop (without an unroll pragma) in the kernel or the device functions it calls");
+    }
+    rule_ = rule_launch_bounds;
     propose_launch_bounds(block_threads);
+    std::size_t loops = 0;
+    std::size_t knob_loops = 0;
     for (loop_owner& owner : owners()) {
       // Loops that can take an unroll knob are tuned together; the others get fixed factors.
       std::vector<const loop_info*> fixed;
@@ -153,14 +166,85 @@ public:
           (takes_knob(*loop) ? knobs : fixed).push_back(loop);
         }
       }
+      loops += owner.loops.size();
+      knob_loops += knobs.size();
+      rule_ = rule_unroll_knobs;
       propose_unroll_knobs(owner, knobs);
       owner.loops = fixed;
+      rule_ = rule_unroll_pragmas;
       propose_unrolls(owner);
     }
-    return std::move(out_);
+    explain_unrolls(loops, knob_loops);
+    return finish();
   }
 
 private:
+  static constexpr std::array<std::string_view, 5> all_rules = {
+      rule_shared_padding, rule_vector_loads, rule_launch_bounds, rule_unroll_knobs,
+      rule_unroll_pragmas};
+
+  /// What one rule did: proposals made, ids left out as tried, and why it found nothing.
+  struct rule_log {
+    std::size_t emitted = 0;
+    std::vector<std::string> skipped;
+    std::vector<std::string> why;
+  };
+
+  /// Records why `rule` (the current one by default) found nothing to propose, once per reason.
+  void explain(std::string_view rule, const std::string& why) {
+    std::vector<std::string>& reasons = log_[std::string(rule)].why;
+    if (std::find(reasons.begin(), reasons.end(), why) == reasons.end()) {
+      reasons.push_back(why);
+    }
+  }
+  void explain(const std::string& why) { explain(rule_, why); }
+
+  /// The unroll rules' reasons when they looked at no loop or every loop went elsewhere.
+  void explain_unrolls(std::size_t loops, std::size_t knob_loops) {
+    if (loops == 0) {
+      explain(rule_unroll_knobs, "no loop without an unroll pragma");
+      explain(rule_unroll_pragmas, "no loop without an unroll pragma");
+      return;
+    }
+    if (knob_loops == 0) {
+      explain(rule_unroll_knobs, "no loop without an unroll pragma or a knob that starts a "
+                                 "statement (a knob's declaration goes before its loop)");
+    }
+    explain(rule_unroll_pragmas,
+            knob_loops == loops ? "every loop without an unroll pragma takes a knob instead"
+                                : "no loop without an unroll pragma, a knob, or a place for one");
+  }
+
+  /// The proposals and, for each rule that made none, its reasons joined.
+  rule_transforms_result finish() {
+    rule_transforms_result result;
+    result.proposals = std::move(out_);
+    for (const std::string_view rule : all_rules) {
+      const rule_log& log = log_[std::string(rule)];
+      if (log.emitted != 0) {
+        continue;
+      }
+      std::string reason;
+      constexpr std::size_t shown = 4;
+      for (std::size_t i = 0; i < log.why.size() && i < shown; ++i) {
+        reason += (reason.empty() ? "" : "; ") + log.why[i];
+      }
+      if (log.why.size() > shown) {
+        reason += "; and " + std::to_string(log.why.size() - shown) + " more";
+      }
+      if (!log.skipped.empty()) {
+        std::string ids;
+        for (const std::string& id : log.skipped) {
+          ids += (ids.empty() ? "" : ", ") + id;
+        }
+        reason += (reason.empty() ? "" : "; ") + std::string("already tried: ") + ids;
+      }
+      result.not_applied.push_back(
+          {std::string(rule), reason.empty() ? "its change leaves the source as it is" : reason});
+    }
+    return result;
+  }
+
   std::vector<const declaration*> region_functions() const {
     std::vector<const declaration*> out;
     for (const declaration& d : model_.declarations) {
@@ -216,9 +300,14 @@ private:
   }
 
   void emit(std::string id, std::string title, std::string rationale, const std::string& after) {
-    if (skip_.count(id) != 0 || after == text_) {
+    if (skip_.count(id) != 0) {
+      log_[std::string(rule_)].skipped.push_back(std::move(id));
       return;
     }
+    if (after == text_) {
+      return;
+    }
+    ++log_[std::string(rule_)].emitted;
     messages::proposal p;
     p.id = std::move(id);
     p.title = std::move(title);
@@ -249,6 +338,7 @@ private:
     const std::vector<std::size_t> declarator =
         call_sites(original, f.name, 0, f.body_offset - f.range.begin);
     if (declarator.empty()) {
+      explain("`" + f.name + "`, which other kernels share, has no declarator to rename in a copy");
       return false;
     }
     std::vector<text_edit> copy_edits = edits;
@@ -265,7 +355,10 @@ private:
       const std::vector<std::size_t> sites =
           call_sites(text_, f.name, caller->body_offset, caller->range.end);
       if (sites.empty()) {
-        return false; // called through a macro or a pointer: cannot redirect
+        explain("`" + caller->name + "` calls `" + f.name +
+                "` (shared with other kernels) through a macro or a pointer, so a copy for this "
+                "kernel cannot be called instead");
+        return false;
       }
       for (const std::size_t site : sites) {
         file_edits.push_back({site, f.name.size(), copy_name});
@@ -275,7 +368,10 @@ private:
       }
     }
     if (first_caller == nullptr || first_caller->range.begin < f.range.end) {
-      return false; // the copy must follow what the original declares before it
+      // The copy must follow what the original declares before it.
+      explain("`" + f.name + "` (shared with other kernels) is defined after its caller, so a " +
+              "copy for this kernel has no place");
+      return false;
     }
     file_edits.push_back({insertion_point(text_, *first_caller), 0, copy + "\n\n"});
     after = apply_edits(text_, file_edits);
@@ -366,9 +462,14 @@ private:
     const std::size_t configurations = static_cast<std::size_t>(
         std::pow(static_cast<double>(unroll_knob_values().size()), knobs.tunables.size()));
     const std::string id = "rule:unroll-knobs:" + f.name;
-    if (skip_.count(id) != 0 || after == text_) {
+    if (skip_.count(id) != 0) {
+      log_[std::string(rule_)].skipped.push_back(id);
       return;
     }
+    if (after == text_) {
+      return;
+    }
+    ++log_[std::string(rule_)].emitted;
     knobs.id = id;
     knobs.title = "tunable unroll factors " + names + " for the " +
                   std::to_string(knobs.tunables.size()) + " loop" +
@@ -439,14 +540,19 @@ private:
     const declaration& f = *owner.function;
     if (text_.substr(f.range.begin, f.range.end - f.range.begin).find(vectorized_marker) !=
         std::string_view::npos) {
-      return; // vectorised already: its tail and fallback loops stay scalar
+      // Its tail and fallback loops stay scalar.
+      explain("`" + f.name + "` is vectorised already");
+      return;
     }
     for (const loop_info* loop : owner.loops) {
-      const std::optional<vectorized_loop> v =
-          vectorize_grid_stride_loop(text_, loop->keyword_offset, f.parameters);
-      if (!v) {
+      const vectorize_outcome outcome =
+          vectorize_grid_stride_loop(text_, loop->keyword_offset, f.parameters, f.body_offset);
+      if (!outcome.rewrite) {
+        explain("the loop at line " + std::to_string(loop->line) + " of `" + f.name +
+                "`: " + outcome.refusal);
         continue;
       }
+      const vectorized_loop* v = &*outcome.rewrite;
       std::string after;
       if (!patched(owner,
                    {{v->replaced.begin - f.range.begin, v->replaced.end - v->replaced.begin,
@@ -532,6 +638,10 @@ private:
     const declaration& f = *owner.function;
     const std::string_view body = text_.substr(f.range.begin, f.range.end - f.range.begin);
     const auto arrays = shared_arrays(body);
+    if (arrays.empty()) {
+      explain("no two-dimensional `__shared__` array that every use indexes in both dimensions "
+              "and that has no padding yet");
+    }
     const std::string where = owner.copy ? " of `" + f.name + "` (in a copy that only `" +
                                                std::string(kernel_name_) + "` calls)"
                                          : " of `" + f.name + "`";
@@ -571,6 +681,7 @@ private:
   void propose_launch_bounds(std::uint32_t block_threads) {
     const declaration& k = *kernel_;
     if (k.from_macro) {
+      explain("`" + k.name + "` is written by a macro, so its declarator cannot be edited");
       return;
     }
     const std::size_t head_end = k.body_offset;
@@ -578,11 +689,13 @@ private:
     const std::size_t bounds = head.find("__launch_bounds__");
     if (bounds == std::string_view::npos) {
       if (block_threads == 0) {
+        explain("the block size of the launch is unknown");
         return;
       }
       const std::vector<std::size_t> declarator =
           call_sites(text_, k.name, k.range.begin, head_end);
       if (declarator.empty()) {
+        explain("the declarator of `" + k.name + "` was not found in its declaration");
         return;
       }
       const std::string n = std::to_string(block_threads);
@@ -597,6 +710,7 @@ private:
     // Launch bounds with one argument: ask for a minimum of blocks per multiprocessor too.
     const std::size_t open = head.find('(', bounds);
     if (open == std::string_view::npos) {
+      explain("the `__launch_bounds__` of `" + k.name + "` has no arguments in its text");
       return;
     }
     int depth = 0;
@@ -611,6 +725,7 @@ private:
       }
     }
     if (close == std::string_view::npos || comma) {
+      explain("`" + k.name + "` has `__launch_bounds__` with a minimum of blocks already");
       return;
     }
     const std::string m = std::to_string(min_blocks_per_sm);
@@ -631,9 +746,24 @@ private:
   const declaration* kernel_ = nullptr;
   std::set<std::string> region_;
   std::vector<messages::proposal> out_;
+  std::string_view rule_; ///< the rule running, for emit() and explain()
+  std::map<std::string, rule_log, std::less<>> log_;
 };
 
 } // namespace
+
+std::string to_line(const rule_not_applied& entry) {
+  return entry.rule + ": " + entry.reason;
+}
+
+rule_transforms_result run_rule_transforms(const source_model& model,
+                                           std::string_view text,
+                                           std::string_view source_name,
+                                           std::string_view kernel,
+                                           std::uint32_t block_threads,
+                                           const std::vector<std::string>& skip_ids) {
+  return proposer(model, text, source_name, kernel, skip_ids).run(block_threads);
+}
 
 std::vector<messages::proposal> rule_proposals(const source_model& model,
                                                std::string_view text,
@@ -641,7 +771,7 @@ std::vector<messages::proposal> rule_proposals(const source_model& model,
                                                std::string_view kernel,
                                                std::uint32_t block_threads,
                                                const std::vector<std::string>& skip_ids) {
-  return proposer(model, text, source_name, kernel, skip_ids).run(block_threads);
+  return run_rule_transforms(model, text, source_name, kernel, block_threads, skip_ids).proposals;
 }
 
 } // namespace rpl::stages::optimize

@@ -25,9 +25,41 @@
 
 namespace rpl::stages::optimize {
 
+/// The rules, by the names rule_not_applied uses, in priority order.
+inline constexpr std::string_view rule_shared_padding = "shared padding";
+inline constexpr std::string_view rule_vector_loads = "vector loads";
+inline constexpr std::string_view rule_launch_bounds = "launch bounds";
+inline constexpr std::string_view rule_unroll_knobs = "unroll knobs";
+inline constexpr std::string_view rule_unroll_pragmas = "unroll pragmas";
+
+/// A rule that looked at the kernel and proposed nothing: its name (one of the `rule_*` names
+/// above) and why, one clause ("the loop at line 12: the loop body calls atomicAdd").
+struct rule_not_applied {
+  std::string rule;
+  std::string reason;
+};
+
+/// "vector loads: the loop at line 12: the loop body calls atomicAdd": one line for a report.
+std::string to_line(const rule_not_applied& entry);
+
+struct rule_transforms_result {
+  std::vector<messages::proposal> proposals; ///< most promising first
+  /// Every rule that proposed nothing, in priority order; a rule with a proposal is not here.
+  std::vector<rule_not_applied> not_applied;
+};
+
 /// The proposals for `kernel` of the source `text` (parsed into `model`), whose diffs name
-/// `source_name`; those whose id is in `skip_ids` (already tried) are left out. Empty when the
-/// kernel is not defined or nothing applies.
+/// `source_name`; those whose id is in `skip_ids` (already tried) are left out, and a rule whose
+/// only proposals were left out so says ("already tried: rule:vector:L12:float4"). When the kernel
+/// is not defined every rule says so.
+rule_transforms_result run_rule_transforms(const source_model& model,
+                                           std::string_view text,
+                                           std::string_view source_name,
+                                           std::string_view kernel,
+                                           std::uint32_t block_threads,
+                                           const std::vector<std::string>& skip_ids);
+
+/// run_rule_transforms' proposals only. Empty when the kernel is not defined or nothing applies.
 std::vector<messages::proposal> rule_proposals(const source_model& model,
                                                std::string_view text,
                                                std::string_view source_name,

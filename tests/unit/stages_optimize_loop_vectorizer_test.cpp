@@ -16,7 +16,7 @@ const std::vector<parameter_info> scale_parameters = {{"float *__restrict", "out
 std::optional<vectorized_loop>
 vectorize(const std::string& text,
           const std::vector<parameter_info>& parameters = scale_parameters) {
-  return vectorize_grid_stride_loop(text, text.find("for"), parameters);
+  return vectorize_grid_stride_loop(text, text.find("for"), parameters).rewrite;
 }
 
 std::string scale_loop(const std::string& start, const std::string& step, const std::string& body) {
@@ -93,7 +93,7 @@ TEST(loop_vectorizer, refuses_what_it_cannot_prove) {
       {"a per-thread loop", "  for (size_t i = 0; i < n; i += 1) out[i] = in[i];\n"},
       {"a block-stride loop", scale_loop("threadIdx.x", "blockDim.x", "out[i] = in[i];")},
       {"the index as a value", scale_loop(grid_start, grid_step, "out[i] = a * i;")},
-      {"a neighbour", scale_loop(grid_start, grid_step, "out[i] = in[i + 1];")},
+      {"two neighbours", scale_loop(grid_start, grid_step, "out[i] = in[i] + in[i + 1];")},
       {"control flow", scale_loop(grid_start, grid_step, "{ if (in[i] > 0) out[i] = in[i]; }")},
       {"a conditional", scale_loop(grid_start, grid_step, "out[i] = in[i] > 0 ? in[i] : a;")},
       {"a barrier", scale_loop(grid_start, grid_step, "{ out[i] = in[i]; __syncthreads(); }")},
@@ -117,6 +117,78 @@ TEST(loop_vectorizer, refuses_what_it_cannot_prove) {
                    .has_value());
   EXPECT_FALSE(vectorize(scale_loop(grid_start, grid_step, "out[i] = in[i];"), {{"size_t", "n"}})
                    .has_value());
+}
+
+TEST(loop_vectorizer, a_row_offset_is_checked_for_alignment_at_the_row_base) {
+  const std::vector<parameter_info> parameters = {
+      {"float *", "out"}, {"const float *", "in"}, {"int", "rows"}, {"int", "width"}};
+  const std::string text =
+      "{\n  for (int r = blockIdx.y; r < rows; r += gridDim.y) {\n"
+      "    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < width; i += blockDim.x * "
+      "gridDim.x)\n      out[r * width + i] = in[i + r * width];\n  }\n}\n";
+  const auto v = vectorize_grid_stride_loop(text, text.rfind("for"), parameters);
+  ASSERT_TRUE(v.rewrite.has_value()) << v.refusal;
+  const std::string& r = v.rewrite->replacement;
+  EXPECT_NE(r.find("reinterpret_cast<unsigned long long>(out + (r * width)) % 16 == 0 &&"),
+            std::string::npos)
+      << r;
+  EXPECT_NE(r.find("reinterpret_cast<unsigned long long>(in + (r * width)) % 16 == 0"),
+            std::string::npos)
+      << r;
+  EXPECT_NE(
+      r.find("const float4 rpl_in = reinterpret_cast<const float4*>(in + (r * width))[rpl_v];"),
+      std::string::npos)
+      << r;
+  EXPECT_NE(r.find("reinterpret_cast<float4*>(out + (r * width))[rpl_v] = rpl_out;"),
+            std::string::npos)
+      << r;
+  // The outer loop's header is not a grid-stride loop over x.
+  const auto outer = vectorize_grid_stride_loop(text, text.find("for"), parameters);
+  EXPECT_FALSE(outer.rewrite.has_value());
+  EXPECT_NE(outer.refusal.find("is not the thread's global x index"), std::string::npos)
+      << outer.refusal;
+}
+
+TEST(loop_vectorizer, knows_a_hoisted_stride_and_row_pointers_in_open_blocks_only) {
+  const std::vector<parameter_info> parameters = {
+      {"float *", "out"}, {"const float *", "in"}, {"int", "n"}};
+  const std::string loop = "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += "
+                           "stride) dst[i] = 2.0f * in[i];\n";
+  const std::string open = "{\n  const int stride = gridDim.x * blockDim.x;\n"
+                           "  float* __restrict__ dst = out + 4;\n  " +
+                           loop + "}\n";
+  const auto v = vectorize_grid_stride_loop(open, open.find("for ("), parameters, 0);
+  ASSERT_TRUE(v.rewrite.has_value()) << v.refusal;
+  EXPECT_EQ(v.rewrite->arrays, (std::vector<std::string>{"dst", "in"}));
+  // Declared in a block closed before the loop: not known there.
+  const std::string closed = "{\n  const int stride = gridDim.x * blockDim.x;\n"
+                             "  { float* dst = out + 4; }\n  " +
+                             loop + "}\n";
+  const auto c = vectorize_grid_stride_loop(closed, closed.find("for ("), parameters, 0);
+  EXPECT_FALSE(c.rewrite.has_value());
+  EXPECT_NE(c.refusal.find("the index `i` is used other than as a subscript"), std::string::npos)
+      << c.refusal;
+  // Before the scope given (another function's body): not known either.
+  const auto s =
+      vectorize_grid_stride_loop(open, open.find("for ("), parameters, open.find("for ("));
+  EXPECT_FALSE(s.rewrite.has_value());
+  EXPECT_NE(s.refusal.find("its step `stride`"), std::string::npos) << s.refusal;
+}
+
+TEST(loop_vectorizer, stores_follow_the_last_write_and_each_lane_keeps_its_locals) {
+  const std::vector<parameter_info> parameters = {
+      {"unsigned *", "a"}, {"unsigned *", "b"}, {"unsigned", "key"}, {"int", "n"}};
+  const std::string text =
+      "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {\n"
+      "  unsigned v = key;\n  a[i] = v;\n  b[i] = v;\n  a[i] = v + 1u;\n}\n";
+  const auto v = vectorize_grid_stride_loop(text, 0, parameters);
+  ASSERT_TRUE(v.rewrite.has_value()) << v.refusal;
+  const std::string& r = v.rewrite->replacement;
+  const std::size_t store_b = r.find("reinterpret_cast<uint4*>(b)[rpl_v] = rpl_b;");
+  const std::size_t store_a = r.find("reinterpret_cast<uint4*>(a)[rpl_v] = rpl_a;");
+  ASSERT_NE(store_a, std::string::npos) << r;
+  EXPECT_LT(store_b, store_a) << r; // a's last write is the body's last
+  EXPECT_NE(r.find("{\n      unsigned v = key;\n      rpl_a.w = v;"), std::string::npos) << r;
 }
 
 } // namespace

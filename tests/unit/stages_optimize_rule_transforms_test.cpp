@@ -305,5 +305,75 @@ TEST(rule_transforms, does_not_pad_an_array_used_through_a_row_pointer) {
   EXPECT_TRUE(rule_proposals(one_kernel(text, "t"), text, "t.cu", "t", 0, {}).empty());
 }
 
+/// A kernel with one grid-stride loop whose body is `body`.
+source_model grid_stride_kernel(const std::string& text) {
+  source_model m = one_kernel(text, "t");
+  declaration& d = m.declarations.front();
+  d.parameters = {{"float *", "out"}, {"const float *", "in"}, {"int", "n"}};
+  loop_info loop;
+  loop.keyword = "for";
+  loop.keyword_offset = text.find("for (");
+  loop.line = 2;
+  d.loops.push_back(loop);
+  return m;
+}
+
+std::string grid_stride_text(const std::string& body) {
+  return "__global__ void t(float* out, const float* in, int n) {\n"
+         "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * "
+         "gridDim.x) {\n    " +
+         body + "\n  }\n}\n";
+}
+
+std::vector<std::string> not_applied_lines(const rule_transforms_result& result) {
+  std::vector<std::string> out;
+  for (const rule_not_applied& entry : result.not_applied) {
+    out.push_back(to_line(entry));
+  }
+  return out;
+}
+
+TEST(rule_transforms, says_for_each_rule_that_proposed_nothing_why) {
+  const std::string text = grid_stride_text("atomicAdd(&out[i], in[i]);");
+  const rule_transforms_result result =
+      run_rule_transforms(grid_stride_kernel(text), text, "t.cu", "t", 0, {});
+  EXPECT_EQ(ids(result.proposals), std::vector<std::string>{"rule:unroll-knobs:t"});
+  EXPECT_EQ(not_applied_lines(result),
+            (std::vector<std::string>{
+                "shared padding: no two-dimensional `__shared__` array that every use indexes in "
+                "both dimensions and that has no padding yet",
+                "vector loads: the loop at line 2 of `t`: the loop body calls atomicAdd",
+                "launch bounds: the block size of the launch is unknown",
+                "unroll pragmas: every loop without an unroll pragma takes a knob instead"}));
+}
+
+TEST(rule_transforms, a_rule_whose_proposals_were_tried_says_so) {
+  const std::string text = grid_stride_text("out[i] = 2.0f * in[i];");
+  const source_model model = grid_stride_kernel(text);
+  const rule_transforms_result fresh = run_rule_transforms(model, text, "t.cu", "t", 256, {});
+  EXPECT_EQ(ids(fresh.proposals),
+            (std::vector<std::string>{"rule:vector:L2:float4", "rule:launch-bounds:256",
+                                      "rule:unroll-knobs:t"}));
+  EXPECT_EQ(fresh.not_applied.size(), 2U); // padding, pragmas
+  const rule_transforms_result again =
+      run_rule_transforms(model, text, "t.cu", "t", 256, {"rule:vector:L2:float4"});
+  ASSERT_EQ(again.not_applied.size(), 3U);
+  EXPECT_EQ(to_line(again.not_applied[1]), "vector loads: already tried: rule:vector:L2:float4");
+}
+
+TEST(rule_transforms, every_rule_says_when_the_kernel_is_missing) {
+  const std::string text = grid_stride_text("out[i] = in[i];");
+  const rule_transforms_result result =
+      run_rule_transforms(grid_stride_kernel(text), text, "t.cu", "missing", 256, {});
+  EXPECT_TRUE(result.proposals.empty());
+  const std::vector<std::string> rules = {"shared padding", "vector loads", "launch bounds",
+                                          "unroll knobs", "unroll pragmas"};
+  ASSERT_EQ(result.not_applied.size(), rules.size());
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    EXPECT_EQ(result.not_applied[i].rule, rules[i]);
+    EXPECT_EQ(result.not_applied[i].reason, "the kernel `missing` is not defined in t.cu");
+  }
+}
+
 } // namespace
 } // namespace rpl::stages::optimize
