@@ -79,6 +79,10 @@ struct propose_reply {
   std::string error;     ///< for any status but ok: what went wrong and how to fix it
   std::vector<proposal> proposals;
   std::int64_t elapsed_ns = 0;
+  /// For the report, one line each: why a transform did not apply ("vector loads: the loop at line
+  /// 12 of `k`: the loop body calls atomicAdd"), proposals left out over max_proposals. Added
+  /// after elapsed_ns; a reply without it decodes with none.
+  std::vector<std::string> notes{};
 };
 
 const char* to_string(propose_status status);

@@ -253,4 +253,4 @@ RPL_MSGPACK_MAP(rpl::messages::propose_request,
 RPL_MSGPACK_MAP(rpl::messages::tunable_macro, name, values, default_value)
 RPL_MSGPACK_MAP(rpl::messages::proposal, id, title, rationale, diff, tunables)
 RPL_MSGPACK_MAP(
-    rpl::messages::propose_reply, status, proposer, worker_id, error, proposals, elapsed_ns)
+    rpl::messages::propose_reply, status, proposer, worker_id, error, proposals, elapsed_ns, notes)

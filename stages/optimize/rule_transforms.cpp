@@ -146,12 +146,25 @@ public:
     for (const loop_owner& owner : owners(true)) {
       propose_padding(owner);
     }
+    if (padding_candidates_ == 0) {
+      explain("no two-dimensional `__shared__` array that every use indexes in both dimensions "
+              "and that has no padding yet");
+    }
     rule_ = rule_vector_loads;
     for (const loop_owner& owner : owners()) {
       propose_vector_loads(owner);
     }
     if (owners().empty()) {
       explain("no loop (without an unroll pragma) in the kernel or the device functions it calls");
+    } else if (!not_grid_stride_.empty()) {
+      // Loops of another shape, said once: "no grid-stride loop (line 4 of `k`: ...; ...)".
+      std::string lines;
+      for (const std::string& line : not_grid_stride_) {
+        lines += (lines.empty() ? "" : "; ") + line;
+      }
+      explain((log_[std::string(rule_)].why.empty() ? "no grid-stride loop ("
+                                                    : "other loops are not grid-stride loops (") +
+              lines + ")");
     }
     rule_ = rule_launch_bounds;
     propose_launch_bounds(block_threads);
@@ -548,8 +561,15 @@ private:
       const vectorize_outcome outcome =
           vectorize_grid_stride_loop(text_, loop->keyword_offset, f.parameters, f.body_offset);
       if (!outcome.rewrite) {
-        explain("the loop at line " + std::to_string(loop->line) + " of `" + f.name +
-                "`: " + outcome.refusal);
+        const std::string where = "line " + std::to_string(loop->line) + " of `" + f.name + "`: ";
+        static constexpr std::string_view shape = "not a grid-stride loop: ";
+        if (outcome.refusal.rfind(shape, 0) == 0) {
+          not_grid_stride_.push_back(where + outcome.refusal.substr(shape.size()));
+        } else if (outcome.refusal.rfind("not a", 0) == 0) {
+          not_grid_stride_.push_back(where + outcome.refusal);
+        } else {
+          explain("the loop at " + where + outcome.refusal);
+        }
         continue;
       }
       const vectorized_loop* v = &*outcome.rewrite;
@@ -638,10 +658,7 @@ private:
     const declaration& f = *owner.function;
     const std::string_view body = text_.substr(f.range.begin, f.range.end - f.range.begin);
     const auto arrays = shared_arrays(body);
-    if (arrays.empty()) {
-      explain("no two-dimensional `__shared__` array that every use indexes in both dimensions "
-              "and that has no padding yet");
-    }
+    padding_candidates_ += arrays.size();
     const std::string where = owner.copy ? " of `" + f.name + "` (in a copy that only `" +
                                                std::string(kernel_name_) + "` calls)"
                                          : " of `" + f.name + "`";
@@ -746,7 +763,9 @@ private:
   const declaration* kernel_ = nullptr;
   std::set<std::string> region_;
   std::vector<messages::proposal> out_;
-  std::string_view rule_; ///< the rule running, for emit() and explain()
+  std::string_view rule_;                    ///< the rule running, for emit() and explain()
+  std::size_t padding_candidates_ = 0;       ///< shared arrays the padding rule could pad
+  std::vector<std::string> not_grid_stride_; ///< loops the vector rule found of another shape
   std::map<std::string, rule_log, std::less<>> log_;
 };
 

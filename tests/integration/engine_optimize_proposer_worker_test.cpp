@@ -92,6 +92,13 @@ TEST(proposer_worker, a_rule_worker_process_answers_with_diffs_that_apply) {
       EXPECT_NE(p.id, h.proposal_id);
     }
   }
+  // The notes say, for each rule that proposed nothing, why: those that did before were tried.
+  ASSERT_FALSE(again.notes.empty());
+  bool tried_note = false;
+  for (const auto& note : again.notes) {
+    tried_note = tried_note || note.find(": already tried: ") != std::string::npos;
+  }
+  EXPECT_TRUE(tried_note) << ::testing::PrintToString(again.notes);
   pool.stop();
   b.stop();
 }

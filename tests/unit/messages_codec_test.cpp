@@ -112,6 +112,30 @@ TEST(codec, a_reader_ignores_unknown_fields_and_defaults_missing_ones) {
   EXPECT_TRUE(request.argv.empty());
 }
 
+TEST(codec, a_propose_reply_carries_its_notes_and_an_older_one_decodes_without) {
+  propose_reply reply;
+  reply.status = propose_status::ok;
+  reply.proposer = "rule";
+  reply.elapsed_ns = 42;
+  reply.notes = {"vector loads: the loop at line 12 of `k`: the loop body calls atomicAdd",
+                 "launch bounds: the block size of the launch is unknown"};
+  const auto back = decode<propose_reply>(encode(reply));
+  EXPECT_EQ(back.notes, reply.notes);
+  EXPECT_EQ(back.elapsed_ns, 42);
+
+  // A reply from a worker before notes: the map without the key.
+  msgpack::sbuffer buffer;
+  msgpack::packer<msgpack::sbuffer> packer(buffer);
+  packer.pack_map(2);
+  packer.pack(std::string("proposer"));
+  packer.pack(std::string("rule"));
+  packer.pack(std::string("elapsed_ns"));
+  packer.pack(7);
+  const auto old = decode<propose_reply>(std::string_view(buffer.data(), buffer.size()));
+  EXPECT_EQ(old.proposer, "rule");
+  EXPECT_TRUE(old.notes.empty());
+}
+
 TEST(codec, malformed_bytes_are_a_decode_error_not_a_crash) {
   EXPECT_THROW(decode<compile_reply>(std::string_view("\xc1\xc1", 2)), decode_error);
   EXPECT_THROW(decode<compile_reply>(std::string_view("")), decode_error);

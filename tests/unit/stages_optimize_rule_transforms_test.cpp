@@ -347,6 +347,18 @@ TEST(rule_transforms, says_for_each_rule_that_proposed_nothing_why) {
                 "unroll pragmas: every loop without an unroll pragma takes a knob instead"}));
 }
 
+TEST(rule_transforms, loops_of_another_shape_read_as_no_grid_stride_loop) {
+  std::string text = grid_stride_text("out[i] = in[i];");
+  const std::string start = "blockIdx.x * blockDim.x + threadIdx.x";
+  text.replace(text.find(start), start.size(), "0");
+  const rule_transforms_result result =
+      run_rule_transforms(grid_stride_kernel(text), text, "t.cu", "t", 0, {});
+  ASSERT_GE(result.not_applied.size(), 2U);
+  EXPECT_EQ(to_line(result.not_applied[1]),
+            "vector loads: no grid-stride loop (line 2 of `t`: its start `0` is not the thread's "
+            "global x index (blockIdx.x * blockDim.x + threadIdx.x))");
+}
+
 TEST(rule_transforms, a_rule_whose_proposals_were_tried_says_so) {
   const std::string text = grid_stride_text("out[i] = 2.0f * in[i];");
   const source_model model = grid_stride_kernel(text);

@@ -18,6 +18,8 @@ messages::propose_reply rule_proposer::propose(const messages::propose_request& 
   }
   if (request.repair_round > 0) {
     reply.status = messages::propose_status::ok; // rules are not repaired: nothing new to offer
+    reply.notes.push_back("rules: a rule's change is not repaired; nothing new in repair round " +
+                          std::to_string(request.repair_round));
     return reply;
   }
   std::string error;
@@ -37,9 +39,21 @@ messages::propose_reply rule_proposer::propose(const messages::propose_request& 
   for (const auto& attempt : request.history) {
     tried.push_back(attempt.proposal_id);
   }
-  reply.proposals = stages::optimize::rule_proposals(model, request.source, request.source_name,
-                                                     request.kernel, request.block_threads, tried);
+  stages::optimize::rule_transforms_result result = stages::optimize::run_rule_transforms(
+      model, request.source, request.source_name, request.kernel, request.block_threads, tried);
+  reply.proposals = std::move(result.proposals);
+  for (const auto& entry : result.not_applied) {
+    reply.notes.push_back(stages::optimize::to_line(entry));
+  }
   if (reply.proposals.size() > request.max_proposals) {
+    std::string ids;
+    for (std::size_t i = request.max_proposals; i < reply.proposals.size(); ++i) {
+      ids += (ids.empty() ? "" : ", ") + reply.proposals[i].id;
+    }
+    reply.notes.push_back(
+        "rules: " + std::to_string(reply.proposals.size() - request.max_proposals) +
+        " proposals over max_proposals (" + std::to_string(request.max_proposals) +
+        ") left out: " + ids);
     reply.proposals.resize(request.max_proposals);
   }
   reply.status = messages::propose_status::ok;

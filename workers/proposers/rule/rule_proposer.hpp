@@ -3,7 +3,9 @@
 /// workers/source/clang_source.hpp), chosen by stages/optimize/rule_transforms.hpp: unroll
 /// pragmas, __launch_bounds__, a private copy of a device function the kernel shares. Each reply
 /// carries every transform that applies and was not tried before (request.history), so a repair
-/// round asks for nothing new: a rule's patch does not get repaired, it is simply dropped.
+/// round asks for nothing new: a rule's patch does not get repaired, it is simply dropped. The
+/// reply's notes say, one line per rule that proposed nothing, why ("vector loads: ..."; the rules'
+/// names are stages/optimize/rule_transforms.hpp's), and which proposals max_proposals left out.
 
 #include "workers/proposers/proposer.hpp"
 
