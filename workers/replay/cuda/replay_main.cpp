@@ -54,6 +54,8 @@
 #include "stages/capture/red_zones.hpp"
 #include "stages/capture/va_ranges.hpp"
 #include "workers/capture/capture_directory.hpp"
+#include "workers/lanes/kernel/process/run_lane.hpp"
+#include "workers/lanes/replay/process/replay_server.hpp"
 #include "workers/replay/cuda/cupti_kernel_timer.hpp"
 #include "workers/replay/replay_report.hpp"
 #include "workers/replay/replay_timing.hpp"
@@ -88,6 +90,9 @@ struct options : rpl::workers::replay::replay_arguments {
   std::string kernel;
   rp::timing_method timing = rp::timing_method::cupti_kernel_activity;
   int batch_size = 10; ///< --timing batch: launches per event pair
+  /// --serve: the long-lived replay lane (workers/lanes/replay/process/): after placing and
+  /// restoring the capture, answer kernel-lane request frames on stdin until it closes.
+  bool serve = false;
 };
 
 options parse(int argc, char** argv) {
@@ -101,6 +106,8 @@ options parse(int argc, char** argv) {
               o.kernel = value();
             } else if (flag == "--relocate") {
               o.relocate = true;
+            } else if (flag == "--serve") {
+              o.serve = true;
             } else if (flag == "--timing") {
               const auto text = value();
               const auto method = rp::parse_timing_flag(text);
@@ -118,6 +125,10 @@ options parse(int argc, char** argv) {
             }
             return true;
           });
+  if (o.serve && o.relocate) {
+    throw bad_input("--serve and --relocate exclude each other: the lane replays at the "
+                    "original addresses; fix: drop --relocate");
+  }
   return o;
 }
 
@@ -519,18 +530,44 @@ std::vector<std::vector<std::uint8_t>> restore_contents(const cap::capture_direc
   return before;
 }
 
-/// Red zones (stages/capture/red_zones.hpp): the reserved ranges' bytes outside every region,
-/// filled with the pattern; only where the regions sit at their own addresses in reservations of
-/// this process (not after an allocation walk, whose neighbours are the allocator's, nor with
-/// --relocate).
+/// The allocation walk's red zones: each region was cuMemAlloc'd at its size, and where the
+/// allocation the driver reports for its base reaches past the region's end (the allocator's
+/// rounding, or a region that is the front of a larger allocation), the bytes between belong to
+/// that allocation and to no other region: they are a zone after the region. Nothing is known
+/// before a region (its neighbour is the allocator's), nor after one the allocation ends with.
+std::vector<sc::va_range> walk_zones(const cap::capture_directory& c) {
+  std::vector<sc::va_range> zones;
+  for (const auto& r : c.regions) {
+    CUdeviceptr base = 0;
+    std::size_t size = 0;
+    if (cuMemGetAddressRange(&base, &size, r.base) != CUDA_SUCCESS) {
+      continue;
+    }
+    std::uint64_t end = base + size;
+    for (const auto& other : c.regions) { // never into another region
+      if (other.base >= r.base + r.size && other.base < end) {
+        end = other.base;
+      }
+    }
+    if (end > r.base + r.size) {
+      zones.push_back({r.base + r.size, end - (r.base + r.size)});
+    }
+  }
+  return zones;
+}
+
+/// Red zones (stages/capture/red_zones.hpp), filled with the pattern: the reserved ranges' bytes
+/// outside every region where the regions sit at their own addresses in reservations of this
+/// process; after an allocation walk, only the slack of each region's own allocation
+/// (walk_zones); none with --relocate.
 std::vector<sc::va_range> fill_red_zones(const placement& placed,
                                          const options& o,
                                          const std::vector<sc::va_range>& ranges,
                                          const cap::capture_directory& c) {
-  if (placed.originals.empty() || o.relocate) {
+  if (o.relocate) {
     return {};
   }
-  const auto zones = sc::red_zones(ranges, c.regions);
+  const auto zones = placed.originals.empty() ? walk_zones(c) : sc::red_zones(ranges, c.regions);
   std::vector<std::uint8_t> bytes;
   for (const auto& z : zones) {
     bytes.resize(z.size);
@@ -840,6 +877,51 @@ void check_batch_repeats_its_output(const options& o,
   }
 }
 
+/// --serve: the capture (placed and restored, its red zones filled) handed to the replay lane's
+/// server, which answers request frames until the engine closes stdin (exit 0; 4 after a fault
+/// that lost the context; 3 with no device).
+int serve(const options& o,
+          const cap::capture_directory& c,
+          const placement& placed,
+          std::vector<std::vector<std::uint8_t>> before,
+          const std::vector<sc::va_range>& zones) {
+  namespace kp = rpl::workers::kernel_process;
+  namespace rs = rpl::workers::replay_process;
+  rs::served_capture s;
+  s.kernel = c.dispatch.kernel;
+  const auto& d = c.dispatch;
+  s.shape.grid = {d.grid[0], d.grid[1], d.grid[2]};
+  s.shape.block = {d.block[0], d.block[1], d.block[2]};
+  s.shape.shared_bytes = d.dynamic_shared_bytes;
+  s.kernarg = c.kernarg;
+  for (const auto& p : d.params) {
+    s.param_offsets.push_back(p.offset);
+  }
+  s.regions = c.regions;
+  s.before = std::move(before);
+  for (const auto& r : c.regions) {
+    s.after.push_back(r.after_file.empty() ? std::vector<std::uint8_t>()
+                                           : cap::read_bytes(c.dir, r.after_file, r.size));
+  }
+  s.zones = zones;
+  s.placement = placed.how;
+  s.tolerance = o.tolerance;
+  const int frames_out = kp::frame_output_fd("rpl-replay-cuda --serve");
+  if (frames_out < 0) {
+    return kp::exit_broken_stream;
+  }
+  std::fprintf(stderr, "rpl-replay-cuda --serve: %s placed by %s (%zu regions, %zu red zones)\n",
+               o.dir.c_str(), placed.how.c_str(), c.regions.size(), zones.size());
+  const auto api = kp::make_device_api();
+  rs::replay_server server(*api, std::move(s));
+  auto hello = server.open(0);
+  hello.pid = ::getpid();
+  return kp::serve_frames(
+      STDIN_FILENO, frames_out, hello,
+      [&](const rpl::messages::kernel_lane_request& request) { return server.handle(request); },
+      "rpl-replay-cuda --serve");
+}
+
 int run(const options& o) {
   cap::capture_directory c = load_replay_capture(o);
   hold_driver_pools(c);
@@ -862,6 +944,9 @@ int run(const options& o) {
   // 2. Contents, red zones, code, parameters.
   const auto before = restore_contents(c, homes);
   const auto zones = fill_red_zones(placed, o, ranges, c);
+  if (o.serve) {
+    return serve(o, c, placed, before, zones);
+  }
   const CUfunction function = load_kernel(c);
   auto [kernarg, translated] = parameter_bytes(o, c, homes);
   std::vector<void*> params;

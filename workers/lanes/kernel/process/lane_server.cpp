@@ -477,10 +477,7 @@ void lane_server::sample_spot_checked(const messages::kernel_lane_request& reque
     return;
   }
   // The spot check follows 1 to `runs` of the timed launches, the place drawn from the seed.
-  std::uint64_t x = s.spot_seed + 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  const auto before = static_cast<std::uint32_t>(1 + (x ^ (x >> 31)) % runs);
+  const std::uint32_t before = spot_position(s.spot_seed, runs);
   messages::kernel_lane_request part = request;
   part.sampling.min_samples = part.sampling.max_samples = before;
   sample(part, function, params, after_checked_launch, checking, reply);
@@ -505,17 +502,10 @@ void lane_server::sample_spot_checked(const messages::kernel_lane_request& reque
   reply.interval_low_ns = interval.n > 0 ? interval.low : 0.0;
   reply.interval_high_ns = interval.n > 0 ? interval.high : 0.0;
   // Working less when unchecked: the checked launch took over twice the others' median.
-  const std::int64_t spot = reply.spot_samples_ns.back();
-  std::vector<std::int64_t> sorted = reply.samples_ns;
-  std::sort(sorted.begin(), sorted.end());
-  const std::int64_t median = sorted[sorted.size() / 2];
-  if (median > 0 && spot > 2 * median) {
+  if (const std::string less = works_less_unchecked(reply.spot_samples_ns.back(), reply.samples_ns);
+      !less.empty()) {
     reply.samples_ns.clear();
-    record(reply, kernel_lane_status::timed_phase,
-           "timed phase: the spot-checked launch (buffers restored, outputs checked) took " +
-               std::to_string(spot / 1000) + " us, the other timed launches " +
-               std::to_string(median / 1000) +
-               " us (median): it works less when its outputs are not checked");
+    record(reply, kernel_lane_status::timed_phase, less);
   }
 }
 
@@ -586,42 +576,7 @@ void lane_server::sample(const messages::kernel_lane_request& request,
   // The checked launch ran the kernel, untimed, right before: it is the first warm-up.
   const std::uint32_t checked_warmup = after_checked_launch && sampling.warmup_launches > 0 ? 1 : 0;
   sampling.warmup_launches -= checked_warmup;
-  const bool adaptive = sampling.max_noise > 0.0;
-  const stages::race_bound bound{sampling.race_bound_ns, sampling.race_noise,
-                                 sampling.race_confidence};
-  // Racing mode (race_noise > 0): a candidate that cannot win stops at once (race_bound_ns), and
-  // one whose median is pinned to within the noise target stops too, even where the samples'
-  // spread stays above it (the sweep ranks medians; more samples would not move this one).
-  const bool racing = adaptive && bound.separating_noise > 0.0;
-  const std::size_t race_min = stages::race_min_samples(bound.confidence);
-  if (racing) // the first batch is enough for an interval at the race's confidence
-    sampling.min_samples =
-        std::max<std::uint32_t>(sampling.min_samples, static_cast<std::uint32_t>(race_min));
-  sampling.max_samples = std::max(sampling.max_samples, sampling.min_samples);
-  stages::sampling_criterion criterion(target_of(sampling));
-  const stop_criterion quiet = adaptive ? until_quiet(criterion) : fixed_count();
-  const char* racing_end = nullptr;
-  const stop_criterion enough = [&](std::span<const std::int64_t> samples) {
-    if (racing && samples.size() >= race_min) {
-      const stages::race_check check = stages::judge_race(samples, bound);
-      if (check.raced) {
-        racing_end = "raced";
-        return true;
-      }
-      if (quiet(samples))
-        return true;
-      const stages::median_interval& m = check.interval;
-      if (m.confidence >= bound.confidence && m.median > 0.0 &&
-          (m.high - m.low) / m.median <= sampling.max_noise &&
-          static_cast<double>(criterion.total_time_ns()) >
-              static_cast<double>(sampling.min_time_ns)) {
-        racing_end = "median_converged";
-        return true;
-      }
-      return false;
-    }
-    return quiet(samples);
-  };
+  sampling_rule rule(sampling);
   // The output check runs on the host while the GPU works through the first batch.
   device_status check_error;
   bool wrong = false;
@@ -636,7 +591,7 @@ void lane_server::sample(const messages::kernel_lane_request& request,
   };
   sampling_outcome outcome = take_samples(
       api_, events_, function, launch_shape{launch.grid, launch.block, launch.shared_bytes}, params,
-      sampling, enough, checking ? check : alongside_work{});
+      rule.sampling(), rule.enough(), checking ? check : alongside_work{});
   reply.sampling_ns = ns_since(start) - reply.check_ns;
   if (check_error) {
     record(reply, kernel_lane_status::launch_failed, *check_error, "running " + launch.symbol);
@@ -651,28 +606,8 @@ void lane_server::sample(const messages::kernel_lane_request& request,
   }
   if (!red_zones_clean(launch, "the timed launches", true, reply))
     return;
-  reply.samples_ns = std::move(outcome.samples_ns);
-  reply.warmup_launches = outcome.warmups + checked_warmup;
-  reply.time_capped = outcome.time_capped;
-  if (adaptive) {
-    const stages::sampling_state state = criterion.state();
-    reply.sampling_state = racing_end != nullptr                                ? racing_end
-                           : state != stages::sampling_state::continue_sampling ? to_string(state)
-                           : outcome.time_capped                                ? "time_cap"
-                                                                                : "max_samples";
-    // The noise of every sample kept (a race may stop before the criterion saw the last batch).
-    reply.noise =
-        racing_end != nullptr ? stages::summarize(reply.samples_ns).cv : criterion.noise();
-    reply.noisy = racing_end == nullptr &&
-                  (state == stages::sampling_state::continue_sampling || stages::is_noisy(state));
-  }
-  const stages::median_interval interval =
-      stages::judge_race(reply.samples_ns, stages::race_bound{0.0, 0.0, bound.confidence}).interval;
-  if (interval.n > 0) {
-    reply.interval_low_ns = interval.low;
-    reply.interval_high_ns = interval.high;
-  }
-  reply.status = kernel_lane_status::ok;
+  reply.warmup_launches = checked_warmup;
+  rule.finish(outcome, reply);
 }
 
 } // namespace rpl::workers::kernel_process

@@ -1,8 +1,10 @@
 #include "workers/lanes/kernel/process/run_lane.hpp"
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
 #include <string>
 #include <unistd.h>
@@ -35,10 +37,13 @@ int usage(const char* self) {
 
 } // namespace
 
-int run_lane(device_api& api, int in_fd, int out_fd, int ordinal, bool red_zones) {
+int serve_frames(
+    int in_fd,
+    int out_fd,
+    const messages::kernel_lane_hello& hello,
+    const std::function<messages::kernel_lane_reply(const messages::kernel_lane_request&)>& serve,
+    const char* program) {
   frame_stream stream(in_fd, out_fd);
-  lane_server server(api, red_zones);
-  const messages::kernel_lane_hello hello = server.open(ordinal);
   if (!stream.write(messages::encode(hello)))
     return exit_broken_stream;
   if (hello.status != messages::kernel_lane_status::ok)
@@ -50,12 +55,12 @@ int run_lane(device_api& api, int in_fd, int out_fd, int ordinal, bool red_zones
     if (got == frame_read::end_of_stream)
       return 0;
     if (got == frame_read::broken) {
-      std::fprintf(stderr, "rpl-kernel-lane: %s\n", error.c_str());
+      std::fprintf(stderr, "%s: %s\n", program, error.c_str());
       return exit_broken_stream;
     }
     messages::kernel_lane_reply reply;
     try {
-      reply = server.handle(messages::decode<messages::kernel_lane_request>(payload));
+      reply = serve(messages::decode<messages::kernel_lane_request>(payload));
     } catch (const messages::decode_error& e) {
       reply = undecodable(e.what());
     }
@@ -64,6 +69,26 @@ int run_lane(device_api& api, int in_fd, int out_fd, int ordinal, bool red_zones
     if (reply.lane_exiting)
       return exit_context_lost;
   }
+}
+
+int frame_output_fd(const char* program) {
+  const int frames_out = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (frames_out < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    std::fprintf(stderr, "%s: setting up the frame descriptor: %s\n", program,
+                 std::strerror(errno));
+    return -1;
+  }
+  std::signal(SIGPIPE, SIG_DFL); // the engine gone: nothing left to answer
+  return frames_out;
+}
+
+int run_lane(device_api& api, int in_fd, int out_fd, int ordinal, bool red_zones) {
+  lane_server server(api, red_zones);
+  const messages::kernel_lane_hello hello = server.open(ordinal);
+  return serve_frames(
+      in_fd, out_fd, hello,
+      [&](const messages::kernel_lane_request& request) { return server.handle(request); },
+      "rpl-kernel-lane");
 }
 
 int lane_main(int argc, char** argv) {
@@ -84,12 +109,9 @@ int lane_main(int argc, char** argv) {
     }
   }
   // Frames go to a private copy of fd 1; fd 1 itself becomes stderr.
-  const int frames_out = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-  if (frames_out < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
-    std::perror("rpl-kernel-lane: setting up the frame descriptor");
+  const int frames_out = frame_output_fd("rpl-kernel-lane");
+  if (frames_out < 0)
     return exit_broken_stream;
-  }
-  std::signal(SIGPIPE, SIG_DFL); // the engine gone: nothing left to answer
   const auto api = make_device_api();
   return run_lane(*api, STDIN_FILENO, frames_out, ordinal, red_zones);
 }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "messages/kernel_lane.hpp"
@@ -51,6 +52,10 @@ struct sampling_outcome {
 /// Largest number of launches between two synchronisations (event pairs in the pool).
 inline constexpr std::uint32_t max_batch = 64;
 
+/// Queued before every launch (warm-ups and timed ones), outside the timed span: the replay
+/// lane's restore of the regions a kernel writes. An error stops sampling.
+using before_launch = std::function<device_status()>;
+
 sampling_outcome take_samples(device_api& api,
                               event_pool& events,
                               function_handle function,
@@ -58,6 +63,42 @@ sampling_outcome take_samples(device_api& api,
                               void** params,
                               const messages::kernel_sampling& sampling,
                               const stop_criterion& enough,
-                              const alongside_work& alongside = {});
+                              const alongside_work& alongside = {},
+                              const before_launch& before_each = {});
+
+/// A request's stop rule (fixed count, adaptive sampling, racing) and what it tells the reply
+/// afterwards; shared by the kernel lane and the replay lane. Construct it with the request's
+/// sampling, whose min_samples it raises for racing; pass sampling() to take_samples.
+class sampling_rule {
+public:
+  explicit sampling_rule(messages::kernel_sampling sampling);
+  sampling_rule(const sampling_rule&) = delete;
+  sampling_rule& operator=(const sampling_rule&) = delete;
+
+  const messages::kernel_sampling& sampling() const { return sampling_; }
+  /// The criterion for take_samples (refers to this object).
+  stop_criterion enough();
+  /// The reply's samples, warm-up count and time cap from `outcome` (moved), and its sampling
+  /// state, noise and median interval; status ok.
+  void finish(sampling_outcome& outcome, messages::kernel_lane_reply& reply) const;
+
+private:
+  static messages::kernel_sampling raised_for_race(messages::kernel_sampling sampling);
+
+  messages::kernel_sampling sampling_;
+  bool adaptive_ = false;
+  bool racing_ = false;
+  std::size_t race_min_ = 0;
+  stages::sampling_criterion criterion_;
+  stop_criterion quiet_;
+  const char* racing_end_ = nullptr;
+};
+
+/// After how many of `runs` timed launches the spot check goes (1..runs), drawn from `seed`.
+std::uint32_t spot_position(std::uint64_t seed, std::uint32_t runs);
+
+/// The timed-phase finding when the spot-checked launch took over twice the others' median (a
+/// kernel that works less when its outputs are not checked); empty otherwise.
+std::string works_less_unchecked(std::int64_t spot_ns, const std::vector<std::int64_t>& samples);
 
 } // namespace rpl::workers::kernel_process

@@ -1,0 +1,381 @@
+#include "workers/lanes/replay/process/replay_server.hpp"
+
+#include <chrono>
+#include <sstream>
+
+#include "stages/capture/red_zones.hpp"
+#include "stages/statistics/race_rule.hpp"
+#include "workers/lanes/kernel/process/sample_loop.hpp"
+
+namespace rpl::workers::replay_process {
+
+namespace {
+
+namespace sc = stages::capture;
+using kernel_process::device_status;
+using messages::kernel_lane_status;
+using clock_type = std::chrono::steady_clock;
+
+std::int64_t ns_since(clock_type::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - start).count();
+}
+
+void record(messages::kernel_lane_reply& reply, kernel_lane_status status, std::string reason) {
+  reply.status = status;
+  reply.reason = std::move(reason);
+}
+
+} // namespace
+
+replay_server::replay_server(device_api& api, served_capture capture)
+    : api_(api), capture_(std::move(capture)), modules_(api), events_(api) {
+  for (const std::size_t offset : capture_.param_offsets)
+    params_.push_back(capture_.kernarg.data() + offset);
+}
+
+replay_server::~replay_server() {
+  for (const device_pointer p : pristine_)
+    if (p != 0)
+      api_.release(p);
+  if (staging_ != nullptr)
+    api_.release_host(staging_);
+}
+
+device_status replay_server::read_back(device_pointer source,
+                                       std::size_t bytes,
+                                       std::span<const std::uint8_t>& out) {
+  if (bytes > staging_bytes_) {
+    if (staging_ != nullptr)
+      api_.release_host(staging_);
+    staging_ = nullptr;
+    staging_bytes_ = 0;
+    void* p = nullptr;
+    if (device_status e = api_.allocate_host(bytes, p))
+      return e;
+    staging_ = static_cast<std::uint8_t*>(p);
+    staging_bytes_ = bytes;
+  }
+  out = std::span<const std::uint8_t>(staging_, bytes);
+  return api_.copy_to_host(staging_, source, bytes);
+}
+
+messages::kernel_lane_hello replay_server::open(int ordinal) {
+  messages::kernel_lane_hello hello;
+  hello.pid = 0;
+  if (const device_status e = api_.open(ordinal, device_)) {
+    hello.status = kernel_lane_status::device_unavailable;
+    hello.error_name = e->name;
+    hello.reason = e->message;
+    hello.device = device_;
+    return hello;
+  }
+  hello.device = device_;
+  pristine_.assign(capture_.regions.size(), 0);
+  for (std::size_t i = 0; i < capture_.regions.size(); ++i) {
+    if (capture_.after[i].empty())
+      continue;
+    device_status e = api_.allocate(capture_.before[i].size(), pristine_[i]);
+    if (!e)
+      e = api_.copy_to_device(pristine_[i], capture_.before[i].data(), capture_.before[i].size());
+    if (e) {
+      hello.status = kernel_lane_status::device_unavailable;
+      hello.error_name = e->name;
+      hello.reason = "the device copy of region " + sc::hex_address(capture_.regions[i].base) +
+                     " (" + std::to_string(capture_.before[i].size()) + " bytes): " + e->message;
+      return hello;
+    }
+  }
+  hello.status = kernel_lane_status::ok;
+  return hello;
+}
+
+void replay_server::failed(messages::kernel_lane_reply& reply,
+                           kernel_lane_status status,
+                           const kernel_process::device_error& error,
+                           const std::string& what) const {
+  reply.status = error.sticky ? kernel_lane_status::kernel_fault : status;
+  reply.error_name = error.name;
+  reply.reason = what + ": " + error.name + " (" + error.message + ")";
+  reply.lane_exiting = error.sticky;
+}
+
+device_status replay_server::restore_written() {
+  for (std::size_t i = 0; i < pristine_.size(); ++i)
+    if (pristine_[i] != 0)
+      if (device_status e = api_.copy_on_device(capture_.regions[i].base, pristine_[i],
+                                                capture_.before[i].size()))
+        return e;
+  return std::nullopt;
+}
+
+bool replay_server::zones_clean(const char* phase, messages::kernel_lane_reply& reply) {
+  const auto start = clock_type::now();
+  std::optional<sc::red_zone_violation> found;
+  std::span<const std::uint8_t> now;
+  for (const auto& z : capture_.zones) {
+    if (const device_status e = read_back(z.base, z.size, now)) {
+      failed(reply, kernel_lane_status::launch_failed, *e, "reading a red zone");
+      return false;
+    }
+    sc::check_red_zone(z, now, capture_.regions, found);
+  }
+  reply.red_zone_ns += ns_since(start);
+  if (!found)
+    return true;
+  reply.violation.buffer = sc::hex_address(found->region);
+  reply.violation.side = found->side;
+  reply.violation.offset = found->offset;
+  reply.violation.changed = found->changed;
+  reply.violation.phase = phase;
+  record(reply, kernel_lane_status::out_of_bounds,
+         std::string("memory out of bounds: ") + phase + " " + sc::describe(*found));
+  // Filled again for the next candidate.
+  std::vector<std::uint8_t> bytes;
+  for (const auto& z : capture_.zones) {
+    bytes.resize(z.size);
+    for (std::uint64_t i = 0; i < z.size; ++i)
+      bytes[i] = sc::red_zone_byte(z.base + i);
+    api_.copy_to_device(z.base, bytes.data(), z.size);
+  }
+  return false;
+}
+
+bool replay_server::out_of_bounds_into(std::size_t changed,
+                                       std::uint64_t first_offset,
+                                       const char* phase,
+                                       messages::kernel_lane_reply& reply) {
+  const auto& r = capture_.regions[changed];
+  if (first_offset >= neighbour_zone_bytes)
+    return false;
+  for (std::size_t j = 0; j < capture_.regions.size(); ++j) {
+    const auto& before = capture_.regions[j];
+    if (j == changed || capture_.after[j].empty() || before.base + before.size != r.base)
+      continue;
+    reply.violation.buffer = sc::hex_address(before.base);
+    reply.violation.side = "after";
+    reply.violation.offset = static_cast<std::int64_t>(before.size + first_offset);
+    reply.violation.changed = 0;
+    reply.violation.phase = phase;
+    record(reply, kernel_lane_status::out_of_bounds,
+           std::string("memory out of bounds: ") + phase + " wrote byte " +
+               std::to_string(before.size + first_offset) + " of region " +
+               sc::hex_address(before.base) + ", past its end: that byte is byte " +
+               std::to_string(first_offset) + " of region " + sc::hex_address(r.base) +
+               ", which the captured dispatch does not write and which begins where " +
+               sc::hex_address(before.base) + " ends (the allocator placed them side by side)");
+    return true;
+  }
+  return false;
+}
+
+bool replay_server::regions_match(const char* phase,
+                                  kernel_lane_status status,
+                                  bool written_only,
+                                  messages::kernel_lane_reply& reply) {
+  std::span<const std::uint8_t> now;
+  for (std::size_t i = 0; i < capture_.regions.size(); ++i) {
+    const bool written = !capture_.after[i].empty();
+    if (written_only && !written)
+      continue;
+    const auto& r = capture_.regions[i];
+    if (const device_status e = read_back(r.base, r.size, now)) {
+      failed(reply, kernel_lane_status::launch_failed, *e,
+             "reading region " + sc::hex_address(r.base));
+      return false;
+    }
+    const auto& expected = written ? capture_.after[i] : capture_.before[i];
+    const sc::compare_result result = sc::compare_output(expected, now, capture_.tolerance);
+    if (result.equal())
+      continue;
+    // Repaired for the next launch: a written region is restored before every launch anyway.
+    if (!written)
+      api_.copy_to_device(r.base, capture_.before[i].data(), r.size);
+    if (!written && out_of_bounds_into(i, result.first_mismatch_offset, phase, reply))
+      return false;
+    reply.mismatch.buffer = "region " + sc::hex_address(r.base);
+    reply.mismatch.index = result.first_mismatch_offset;
+    reply.mismatch.count = result.mismatched;
+    reply.mismatch.compared = r.size;
+    std::ostringstream out;
+    out << phase << " left region " << sc::hex_address(r.base) << " ("
+        << (written ? "written by the captured dispatch" : "not written by the captured dispatch")
+        << ", " << r.size << " bytes) unlike the capture's " << (written ? "after" : "before")
+        << "-state: " << result.mismatched << (capture_.tolerance ? " float32 elements" : " bytes")
+        << " differ, the first at byte " << result.first_mismatch_offset << " ("
+        << sc::describe(capture_.tolerance) << ")";
+    // A region the dispatch does not write, written: the candidate changed its inputs.
+    record(reply,
+           !written && status == kernel_lane_status::wrong_result
+               ? kernel_lane_status::inputs_modified
+               : status,
+           out.str());
+    return false;
+  }
+  return true;
+}
+
+bool replay_server::checked_launch(function_handle function,
+                                   const char* phase,
+                                   kernel_lane_status status,
+                                   bool written_only,
+                                   messages::kernel_lane_reply& reply) {
+  device_status e = restore_written();
+  if (!e)
+    e = api_.launch(function, capture_.shape, params_.empty() ? nullptr : params_.data());
+  if (!e)
+    e = api_.synchronize();
+  if (e) {
+    failed(reply, kernel_lane_status::launch_failed, *e,
+           std::string("running the candidate (") + phase + ")");
+    return false;
+  }
+  const auto start = clock_type::now();
+  const bool ok = zones_clean(phase, reply) && regions_match(phase, status, written_only, reply);
+  reply.check_ns += ns_since(start);
+  return ok;
+}
+
+void replay_server::sample(const messages::kernel_lane_request& request,
+                           function_handle function,
+                           bool after_checked_launch,
+                           messages::kernel_lane_reply& reply) {
+  const auto start = clock_type::now();
+  messages::kernel_sampling sampling = request.sampling;
+  const std::uint32_t checked_warmup = after_checked_launch && sampling.warmup_launches > 0 ? 1 : 0;
+  sampling.warmup_launches -= checked_warmup;
+  kernel_process::sampling_rule rule(sampling);
+  kernel_process::sampling_outcome outcome = kernel_process::take_samples(
+      api_, events_, function, capture_.shape, params_.empty() ? nullptr : params_.data(),
+      rule.sampling(), rule.enough(), {}, [this] { return restore_written(); });
+  reply.sampling_ns += ns_since(start);
+  if (outcome.error) {
+    failed(reply, kernel_lane_status::launch_failed, *outcome.error,
+           "timing the candidate (after its checked launch matched the capture)");
+    return;
+  }
+  if (!zones_clean("the timed launches", reply))
+    return;
+  reply.warmup_launches = checked_warmup;
+  rule.finish(outcome, reply);
+}
+
+bool replay_server::spot_check(function_handle function, messages::kernel_lane_reply& reply) {
+  std::int64_t ns = 0;
+  device_status e = events_.reserve(1);
+  if (!e)
+    e = restore_written();
+  if (!e)
+    e = api_.record_event(events_.start(0));
+  if (!e)
+    e = api_.launch(function, capture_.shape, params_.empty() ? nullptr : params_.data());
+  if (!e)
+    e = api_.record_event(events_.stop(0));
+  if (!e)
+    e = api_.synchronize();
+  if (!e)
+    e = api_.elapsed_ns(events_.start(0), events_.stop(0), ns);
+  if (e) {
+    failed(reply, kernel_lane_status::launch_failed, *e, "a spot-checked timed launch");
+    return false;
+  }
+  reply.spot_samples_ns.push_back(ns);
+  if (!zones_clean("a spot-checked timed launch", reply))
+    return false;
+  if (!regions_match("a spot-checked timed launch (it passed the checked launch)",
+                     kernel_lane_status::timed_phase, true, reply)) {
+    reply.reason = "timed phase: " + reply.reason;
+    return false;
+  }
+  return true;
+}
+
+void replay_server::sample_spot_checked(const messages::kernel_lane_request& request,
+                                        function_handle function,
+                                        bool after_checked_launch,
+                                        messages::kernel_lane_reply& reply) {
+  const messages::kernel_sampling& s = request.sampling;
+  const std::uint32_t runs = s.min_samples;
+  if (s.spot_checks == 0 || s.max_noise > 0.0 || runs == 0 || s.max_samples != runs) {
+    sample(request, function, after_checked_launch, reply);
+    return;
+  }
+  const std::uint32_t before = kernel_process::spot_position(s.spot_seed, runs);
+  messages::kernel_lane_request part = request;
+  part.sampling.min_samples = part.sampling.max_samples = before;
+  sample(part, function, after_checked_launch, reply);
+  if (reply.status != kernel_lane_status::ok || !spot_check(function, reply))
+    return;
+  std::vector<std::int64_t> samples = std::move(reply.samples_ns);
+  const std::uint32_t warmups = reply.warmup_launches;
+  if (before < runs) {
+    part.sampling.min_samples = part.sampling.max_samples = runs - before;
+    part.sampling.warmup_launches = 0;
+    sample(part, function, false, reply);
+    if (reply.status != kernel_lane_status::ok)
+      return;
+    samples.insert(samples.end(), reply.samples_ns.begin(), reply.samples_ns.end());
+  }
+  reply.samples_ns = std::move(samples);
+  reply.warmup_launches = warmups;
+  const stages::median_interval interval =
+      stages::judge_race(reply.samples_ns, stages::race_bound{0.0, 0.0, s.race_confidence})
+          .interval;
+  reply.interval_low_ns = interval.n > 0 ? interval.low : 0.0;
+  reply.interval_high_ns = interval.n > 0 ? interval.high : 0.0;
+  if (const std::string less =
+          kernel_process::works_less_unchecked(reply.spot_samples_ns.back(), reply.samples_ns);
+      !less.empty()) {
+    reply.samples_ns.clear();
+    record(reply, kernel_lane_status::timed_phase, less);
+  }
+}
+
+messages::kernel_lane_reply replay_server::handle(const messages::kernel_lane_request& request) {
+  const auto start = clock_type::now();
+  messages::kernel_lane_reply reply;
+  reply.sequence = request.sequence;
+  reply.device = device_;
+  reply.red_zones = !capture_.zones.empty();
+  if (request.protocol != messages::kernel_lane_protocol) {
+    record(reply, kernel_lane_status::bad_request,
+           "protocol " + std::to_string(request.protocol) + ", this replay lane speaks " +
+               std::to_string(messages::kernel_lane_protocol));
+    return reply;
+  }
+  const auto loaded = modules_.get(request.code_object_path);
+  reply.module_cached = loaded.cached;
+  reply.load_ns = ns_since(start);
+  if (!loaded.file_error.empty()) {
+    record(reply, kernel_lane_status::bad_request, loaded.file_error);
+    return reply;
+  }
+  if (loaded.load_error) {
+    failed(reply, kernel_lane_status::load_failed, *loaded.load_error,
+           "loading " + request.code_object_path);
+    return reply;
+  }
+  const std::string symbol =
+      request.launch.symbol.empty() ? capture_.kernel : request.launch.symbol;
+  function_handle function = nullptr;
+  if (const device_status e = api_.find_function(loaded.module, symbol, function)) {
+    failed(reply, kernel_lane_status::symbol_not_found, *e,
+           "finding " + symbol + " in " + request.code_object_path +
+               " (the replay launches it with the captured parameters; fix: keep the kernel's "
+               "name and parameter list)");
+    return reply;
+  }
+  const std::string key = request.code_object_path + "\n" + symbol;
+  const bool check = !verified_.contains(key);
+  if (check && !checked_launch(function, "the checked launch", kernel_lane_status::wrong_result,
+                               false, reply)) {
+    reply.setup_ns = ns_since(start);
+    return reply;
+  }
+  verified_.insert(key);
+  reply.verified = true;
+  reply.setup_ns = ns_since(start);
+  sample_spot_checked(request, function, check, reply);
+  return reply;
+}
+
+} // namespace rpl::workers::replay_process

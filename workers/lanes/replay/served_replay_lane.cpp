@@ -1,0 +1,38 @@
+#include "workers/lanes/replay/served_replay_lane.hpp"
+
+namespace rpl::workers {
+
+namespace {
+
+kernel_lane_options lane_options(const served_replay_lane_options& o) {
+  kernel_lane_options out;
+  out.name = o.name;
+  out.program = o.program;
+  out.program_args = {"--serve", o.capture.string()};
+  out.device = o.device;
+  out.start_timeout = o.start_timeout;
+  out.reply_allowance = o.reply_allowance;
+  out.sampling = o.sampling;
+  out.race = o.race;
+  return out;
+}
+
+} // namespace
+
+served_replay_lane::served_replay_lane(served_replay_lane_options options)
+    : lane_(lane_options(options)) {}
+
+messages::measure_result served_replay_lane::measure(const messages::measure_request& request) {
+  messages::measure_request r = request;
+  if (!r.launch) {
+    messages::kernel_launch launch; // the capture's geometry and parameters
+    if (r.argv.size() > 1)
+      launch.symbol = r.argv[1];
+    r.launch = std::move(launch);
+  }
+  if (r.argv.size() > 1)
+    r.argv.resize(1);
+  return lane_.measure(r);
+}
+
+} // namespace rpl::workers
