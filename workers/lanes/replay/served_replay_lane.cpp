@@ -35,4 +35,15 @@ messages::measure_result served_replay_lane::measure(const messages::measure_req
   return lane_.measure(r);
 }
 
+std::vector<sanitizer_outcome> served_replay_lane::sanitize(const sanitizer_plan& plan,
+                                                            std::string& unavailable) {
+  (void)plan;
+  unavailable = "no sanitizer pass on a replayed dispatch: compute-sanitizer's own allocations "
+                "take the captured addresses, so the capture cannot be placed under it; the "
+                "replay's own checks (every region against the capture, red zones where the "
+                "placement leaves them, the region next door after the allocation walk) checked "
+                "memory";
+  return {};
+}
+
 } // namespace rpl::workers
