@@ -105,6 +105,35 @@ void print(const lane_figures& f) {
                 "", median(f.setup_ms), median(f.sampling_ms), median(f.check_ms));
 }
 
+/// --check: one candidate on the long-lived replay lane, as optimize's validation asks (one
+/// checked launch, one timed launch).
+int check_candidate(const std::string& capture,
+                    const std::string& code,
+                    const std::string& symbol) {
+  const auto program = rpl::workers::replay::find_cuda_replay_program();
+  if (!program) {
+    std::fprintf(stderr, "replay_lane: rpl-replay-cuda not found (RPL_REPLAY_CUDA)\n");
+    return 2;
+  }
+  rpl::workers::served_replay_lane_options o;
+  o.name = "replay";
+  o.capture = capture;
+  o.program = *program;
+  rpl::workers::served_replay_lane lane(o);
+  rpl::messages::measure_request request;
+  request.argv = {code};
+  if (!symbol.empty())
+    request.argv.push_back(symbol);
+  request.runs = 1;
+  request.timeout_ms = 60000;
+  request.fixed_count = true;
+  const auto result = lane.measure(request);
+  std::printf("candidate %s: %s, finding '%s'\n  %s\n", code.c_str(),
+              rpl::messages::to_string(result.status), result.finding.c_str(),
+              result.reason.c_str());
+  return result.status == rpl::messages::measure_status::ok ? 1 : 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -115,8 +144,14 @@ int main(int argc, char** argv) {
   std::uint32_t rounds = 30;
   std::uint32_t legacy_rounds = 3;
   std::uint32_t runs = 5;
-  app.add_option("--code-object", code_object, "the kernel's cubin")->required();
-  app.add_option("--launch", launch_path, "its launch file, sized as the capture")->required();
+  std::string check_code;
+  std::string check_symbol;
+  app.add_option("--check", check_code,
+                 "instead: measure this one candidate's cubin on the long-lived replay lane and "
+                 "print its status, finding and reason (exit 0 when it is refused)");
+  app.add_option("--symbol", check_symbol, "--check's kernel symbol (default: the captured one)");
+  app.add_option("--code-object", code_object, "the kernel's cubin");
+  app.add_option("--launch", launch_path, "its launch file, sized as the capture");
   app.add_option("--capture", capture, "a capture of the same kernel (rocm-perf isolate)")
       ->required();
   app.add_option("--rounds", rounds, "paired rounds per lane (default 30)");
@@ -125,6 +160,12 @@ int main(int argc, char** argv) {
   app.add_option("--runs", runs, "timed launches per measurement (default 5, optimize's)");
   CLI11_PARSE(app, argc, argv);
 
+  if (!check_code.empty())
+    return check_candidate(capture, check_code, check_symbol);
+  if (code_object.empty() || launch_path.empty()) {
+    std::fprintf(stderr, "replay_lane: --code-object and --launch are needed (or --check)\n");
+    return 2;
+  }
   const auto resolved = rpl::stages::resolve_launch(rpl::stages::load_launch_spec(launch_path), {});
   if (!resolved.ok()) {
     std::fprintf(stderr, "replay_lane: %s\n", resolved.error.c_str());

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What the replay sees of a write past a region's end (issue 36), on a GPU machine, after
 # bench/replay_lane/run_gpu.sh made the capture (/tmp/rpl-replay-bench/capture) and unpacked the
-# bundle: the one-shot replay of oob_scale.cu (pl_scale plus one write past the end of `out`)
-# without a checker, then under compute-sanitizer memcheck; and the original under memcheck
+# bundle: oob_scale.cu (pl_scale plus one write past the end of `out`), measured
+# on the long-lived replay lane (bench/replay_lane --check), then one-shot without a checker, then
+# under compute-sanitizer memcheck; and the original under memcheck
 # (whether the replay's placement survives the tool at all).
 #   bash bench/replay_lane/oob_probe.sh OUT
 set -u
@@ -18,7 +19,10 @@ try:
 except Exception as e:
     print("  no JSON:", e); sys.exit()
 print("  placement:", d.get("placement"), "| verification passed:", d["verification"]["passed"], "| red zones:", d.get("red_zones"))' "$1"; }
-echo "== the candidate, no checker"
+echo "== the candidate on the long-lived replay lane (optimize's)"
+replay_lane --capture "$work/capture" --check "$work/oob.cubin" --symbol oob_scale
+echo "exit $? (0: refused)"
+echo "== the candidate, one-shot replay, no checker"
 rpl-replay-cuda "$work/capture" --code-object "$work/oob.cubin" --kernel oob_scale --timing events \
   --iterations 2 --warmup 0 --json-out "$out/oob.json" > "$out/oob.log" 2>&1
 echo "exit $?"; summary "$out/oob.json"
