@@ -132,6 +132,10 @@ struct scope_variable {
   std::string element;     ///< its element type ("float"), when a pointer
   bool restricted = false; ///< declared __restrict__
   std::string geometry;    ///< "blockDim.x*gridDim.x": initialised so and never written after
+  /// Its value may differ between threads of one row of the grid (it was computed from
+  /// threadIdx.x, blockIdx.x, an intrinsic or such a variable): the rewrite changes which thread
+  /// handles an element, so the body must not read it.
+  bool thread_x_dependent = false;
 };
 using scope = std::map<std::string, scope_variable, std::less<>>;
 
@@ -217,6 +221,37 @@ scope_variable pointer_variable(std::string_view type) {
   return v;
 }
 
+/// Whether `t[k]` is the thread's or the block's x index (threadIdx, blockIdx without .y or .z).
+bool x_geometry_at(const std::vector<token>& t, std::size_t k) {
+  if (t[k].text != "threadIdx" && t[k].text != "blockIdx") {
+    return false;
+  }
+  return k + 2 >= t.size() || t[k + 1].text != "." ||
+         (t[k + 2].text != "y" && t[k + 2].text != "z");
+}
+
+/// Whether [from, to) computes something that may differ between threads of one grid row: the x
+/// index, a warp or lane intrinsic, inline assembly, or a variable of `known` that does.
+bool thread_x_dependent(const std::vector<token>& t,
+                        std::size_t from,
+                        std::size_t to,
+                        const scope& known) {
+  static const std::array<std::string_view, 13> per_lane = {
+      "__shfl", "__ballot", "__activemask", "__match", "__reduce", "__any", "__all",
+      "__lane", "__smid",   "__warpid",     "asm",     "__asm",    "clock"};
+  for (std::size_t k = from; k < to; ++k) {
+    const std::string& s = t[k].text;
+    const auto variable = known.find(s);
+    const auto intrinsic = [&](std::string_view prefix) { return s.rfind(prefix, 0) == 0; };
+    if (x_geometry_at(t, k) || std::any_of(per_lane.begin(), per_lane.end(), intrinsic) ||
+        (variable != known.end() && variable->second.thread_x_dependent &&
+         (k == from || t[k - 1].text != "."))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 /// Whether the name at `k` is assigned, incremented or has its address taken there.
 bool written_at(const std::vector<token>& t, std::size_t k) {
   const std::string none;
@@ -264,30 +299,76 @@ bool integer_type(const std::vector<token>& t, std::size_t from, std::size_t to)
   return from < to;
 }
 
+/// A variable declared before the loop, at brace depth `depth`.
+struct declared {
+  std::string name;
+  int depth = 0;
+  scope_variable variable;
+};
+
+scope visible_scope(const std::vector<parameter_info>& parameters,
+                    const std::vector<declared>& live) {
+  scope out;
+  for (const parameter_info& p : parameters) {
+    out[p.name] = pointer_variable(p.type);
+  }
+  for (const declared& d : live) {
+    out[d.name] = d.variable; // a later declaration hides an earlier one
+  }
+  return out;
+}
+
+/// The variable declared by the statement [k, ...) whose name is at `name`.
+declared declaration_at(std::string_view text,
+                        const std::vector<token>& t,
+                        std::size_t k,
+                        std::size_t name,
+                        int depth,
+                        const scope& now) {
+  declared d{t[name].text, depth, pointer_variable(slice(text, t, k, name))};
+  if (t[name + 1].text == "=") {
+    const std::size_t end = std::min(find_at_depth0(t, name + 2, t.size(), ";"),
+                                     find_at_depth0(t, name + 2, t.size(), ","));
+    if (!d.variable.pointer && integer_type(t, k, name)) {
+      d.variable.geometry = geometry_expression(t, name + 2, end, now);
+    }
+    d.variable.thread_x_dependent = thread_x_dependent(t, name + 2, end, now);
+  }
+  return d;
+}
+
+/// The write of the name at `k` (written_at): it no longer holds its geometry, and it depends on
+/// the thread when what is assigned does (or its address is taken).
+void record_write(const std::vector<token>& t,
+                  std::size_t k,
+                  std::vector<declared>& live,
+                  const scope& now) {
+  for (auto it = live.rbegin(); it != live.rend(); ++it) {
+    if (it->name != t[k].text) {
+      continue;
+    }
+    it->variable.geometry.clear();
+    std::size_t end = k + 1;
+    while (end < t.size() && t[end].text != ";" && t[end].text != ")") {
+      ++end;
+    }
+    it->variable.thread_x_dependent = it->variable.thread_x_dependent ||
+                                      thread_x_dependent(t, k + 1, end, now) ||
+                                      (k > 0 && t[k - 1].text == "&");
+    return;
+  }
+}
+
 /// The parameters, and the variables declared in the function from `scope_begin` up to the loop
-/// at `loop_offset` in blocks still open there (a later declaration hides an earlier one).
+/// at `loop_offset` in blocks still open there (a later declaration hides an earlier one); the
+/// index of a `for` header counts as declared in the block around the `for`.
 scope scan_scope(std::string_view text,
                  std::size_t scope_begin,
                  std::size_t loop_offset,
                  const std::vector<parameter_info>& parameters) {
-  struct declared {
-    std::string name;
-    int depth = 0;
-    scope_variable variable;
-  };
   std::vector<declared> live;
-  const auto visible = [&] {
-    scope out;
-    for (const parameter_info& p : parameters) {
-      out[p.name] = pointer_variable(p.type);
-    }
-    for (const declared& d : live) {
-      out[d.name] = d.variable;
-    }
-    return out;
-  };
   if (scope_begin >= loop_offset) {
-    return visible();
+    return visible_scope(parameters, live);
   }
   const std::vector<token> t = lex(text.substr(0, loop_offset), scope_begin, loop_offset);
   int braces = 0;
@@ -306,37 +387,24 @@ scope scan_scope(std::string_view text,
       statement_start = true;
       continue;
     }
+    const bool for_header = s == "(" && k > 0 && t[k - 1].text == "for";
     parens += s == "(" ? 1 : s == ")" ? -1 : 0;
-    if (s == ";" && parens == 0) {
+    if ((s == ";" && parens == 0) || for_header) {
       statement_start = true;
       continue;
     }
-    if (statement_start && parens == 0) {
-      statement_start = false;
-      if (const std::size_t name = declared_name(t, k); name != 0) {
-        declared d{t[name].text, braces, {}};
-        const std::string type = slice(text, t, k, name);
-        d.variable = pointer_variable(type);
-        if (!d.variable.pointer && integer_type(t, k, name) && t[name + 1].text == "=") {
-          const std::size_t end = std::min(find_at_depth0(t, name + 2, t.size(), ";"),
-                                           find_at_depth0(t, name + 2, t.size(), ","));
-          d.variable.geometry = geometry_expression(t, name + 2, end, visible());
-        }
-        live.push_back(std::move(d));
-        k = name; // the name itself is declared, not written
-        continue;
-      }
+    const bool at_start = statement_start && (parens == 0 || t[k - 1].text == "(");
+    statement_start = false;
+    if (const std::size_t name = at_start ? declared_name(t, k) : 0; name != 0) {
+      live.push_back(declaration_at(text, t, k, name, braces, visible_scope(parameters, live)));
+      k = name; // the name itself is declared, not written
+      continue;
     }
     if (is_identifier(s) && written_at(t, k)) {
-      for (auto it = live.rbegin(); it != live.rend(); ++it) {
-        if (it->name == s) {
-          it->variable.geometry.clear();
-          break;
-        }
-      }
+      record_write(t, k, live, visible_scope(parameters, live));
     }
   }
-  return visible();
+  return visible_scope(parameters, live);
 }
 
 struct vector_kind {
@@ -481,8 +549,6 @@ std::string refused_construct(const std::string& s) {
   static const std::set<std::string, std::less<>> control = {
       "if",     "else",  "for",      "while", "do", "switch", "case",
       "return", "break", "continue", "goto",  "?",  "&&",     "||"};
-  static const std::set<std::string, std::less<>> geometry = {"threadIdx", "blockIdx", "blockDim",
-                                                              "gridDim", "warpSize"};
   if (control.count(s) != 0) {
     return "the loop body has control flow (`" + s + "`)";
   }
@@ -504,9 +570,6 @@ std::string refused_construct(const std::string& s) {
     if (s.rfind(w, 0) == 0) {
       return "the loop body uses the warp-level `" + s + "` (lanes change elements)";
     }
-  }
-  if (geometry.count(s) != 0) {
-    return "the loop body reads `" + s + "` (each thread handles other elements after the rewrite)";
   }
   if (s.rfind("rpl_", 0) == 0) {
     return "the loop body uses `" + s + "`, a name the rewrite would introduce";
@@ -560,6 +623,7 @@ bool add_access(std::string_view text,
                 const std::vector<token>& t,
                 std::size_t k,
                 const grid_stride_loop& loop,
+                const scope& known,
                 const scope_variable& pointer,
                 std::size_t statement,
                 std::string& element,
@@ -575,11 +639,21 @@ bool add_access(std::string_view text,
     why = "the subscript of `" + s + "` is not closed";
     return false;
   }
+  std::set<std::string> names;
   const std::optional<std::string> offset =
-      subscript_offset(text, t, k + 2, close - 1, loop.index, out.names, why);
+      subscript_offset(text, t, k + 2, close - 1, loop.index, names, why);
   if (!offset) {
     return false;
   }
+  for (const std::string& name : names) {
+    const auto variable = known.find(name);
+    if (variable != known.end() && variable->second.thread_x_dependent) {
+      why = "the offset of `" + slice(text, t, k, close) + "` reads `" + name +
+            "`, which depends on the thread's x index";
+      return false;
+    }
+  }
+  out.names.insert(names.begin(), names.end());
   if (!vector_of(pointer.element)) {
     why = "`" + s + "` points to `" + pointer.element +
           "`, which has no 16-byte vector type here (float, int, unsigned, double)";
@@ -720,12 +794,22 @@ std::optional<body_accesses> scan_body(std::string_view text,
             "of a pointer declared before the loop (`" + slice(text, t, from, to) + "`)";
       return std::nullopt;
     }
+    const bool member = k > loop.body_from && (t[k - 1].text == "." || t[k - 1].text == "->");
+    if (x_geometry_at(t, k)) {
+      why = "the loop body reads `" + s +
+            ".x` (each thread handles other elements after the rewrite)";
+      return std::nullopt;
+    }
     const auto pointer = known.find(s);
-    if (pointer == known.end() || !pointer->second.pointer ||
-        (k > loop.body_from && (t[k - 1].text == "." || t[k - 1].text == "->"))) {
+    if (pointer != known.end() && pointer->second.thread_x_dependent && !member) {
+      why = "the loop body reads `" + s + "`, which depends on the thread's x index (each " +
+            "thread handles other elements after the rewrite)";
+      return std::nullopt;
+    }
+    if (pointer == known.end() || !pointer->second.pointer || member) {
       continue;
     }
-    if (!add_access(text, t, k, loop, pointer->second, statement, element, out, why)) {
+    if (!add_access(text, t, k, loop, known, pointer->second, statement, element, out, why)) {
       return std::nullopt;
     }
     k = out.accesses.back().to - 1;

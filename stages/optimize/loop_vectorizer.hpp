@@ -17,19 +17,24 @@
 ///     blockDim.x * gridDim.x;`), so that every element belongs to exactly one thread before and
 ///     after;
 ///   - N does not use `i`;
-///   - every use of `i` in BODY is a subscript `P[i]`, `P[E + i]` or `P[i + E]`, where P is a
-///     single-level pointer parameter of the function or a single-level pointer variable declared
-///     before the loop in an enclosing block of the function (a row pointer `const float* row = in
-///     + r * width;`), and E (the row offset) is made of names, numbers, `.`, parentheses and
-///     + - * / %; each pointer is accessed at one offset only; the names in N, STEP, START and E
-///     are neither declared nor written in BODY;
+///   - the index rule: every use of `i` in BODY is the subscript of an access `P[i]`, `P[E + i]`
+///     or `P[i + E]`, where P is a single-level pointer parameter of the function or a
+///     single-level pointer variable declared before the loop in a block of the function still
+///     open at the loop, a `for` header's included (a row pointer `const float* row = in + r *
+///     width;`), and E (the row offset) is made of names, numbers, `.`, parentheses and + - * / %
+///     and does not use `i`; every such pointer named in BODY is named only in such accesses
+///     (no `P[0]`, no `P` passed on, no `&P[i]`); each pointer is accessed at one offset only;
+///     the names in N, STEP, START and E are neither declared nor written in BODY;
 ///   - all pointers accessed have one element type: float, int, unsigned, double; at least one is
 ///     written;
 ///   - BODY, one statement or a block of any number of statements (local temporaries included),
 ///     has no control flow (if, loops, ?:, &&, ||, return, break, continue, goto, switch), no
 ///     barrier or fence, no atomic, no warp-level primitive (shuffle, vote, match, reduce), no
-///     thread geometry (threadIdx, blockIdx, blockDim, gridDim: each thread handles other elements
-///     after the rewrite), no inline assembly, no preprocessor directive, no name starting `rpl_`;
+///     inline assembly, no preprocessor directive, no name starting `rpl_`, and reads nothing that
+///     may differ between the threads of one grid row, since each thread handles other elements
+///     after the rewrite: not threadIdx.x or blockIdx.x, nor a variable computed before the loop
+///     from them (or from a lane intrinsic), as a value, a pointer or in E (threadIdx.y,
+///     blockIdx.y, blockDim, gridDim and a 2-D nest's row are fine);
 ///   - pointers that may be the same array (neither declared `__restrict__`): none is read in a
 ///     statement after another is written (the rewrite loads every array before the body runs).
 /// Each lane runs BODY in its own `{ }` block with every access replaced by that lane's component,

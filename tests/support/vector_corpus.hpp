@@ -94,7 +94,7 @@ inline std::vector<vector_shape> vector_corpus() {
        "int* out, const int* in, const int* in2, unsigned n",
        "  unsigned stride = gridDim.x * blockDim.x;\n"
        "  for (unsigned i = threadIdx.x + blockDim.x * blockIdx.x; i < n; i += stride)\n"
-       "    out[i] = in[i] * 3 - in2[i];\n",
+       "    out[i] = in[i] * 3 - in2[i] + (int)(gridDim.x + blockDim.x + threadIdx.y);\n",
        "out, in, in2, static_cast<unsigned>(n)"},
       {"two_outputs_without_restrict", "float",
        "float* out, float* out2, const float* in, const float* in2, float a, int n",
@@ -140,7 +140,7 @@ inline std::vector<vector_shape> vector_corpus() {
        rows_loop +
            "    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < width; i += blockDim.x * "
            "gridDim.x) {\n"
-           "      out[row * width + i] = a * in[row * width + i] + 1.0f;\n    }\n  }\n",
+           "      out[row * width + i] = a * in[row * width + i] + (float)row;\n    }\n  }\n",
        "out, in, a, static_cast<int>(rows), static_cast<int>(n)", true},
       {"two_d_rows_offset_i_plus_e_hoisted_stride", "double",
        "double* io, const double* in, size_t rows, size_t width",
@@ -181,7 +181,13 @@ inline std::vector<refused_vector_shape> refused_vector_corpus() {
       {"a_shuffle", params, loop("out[i] = __shfl_down_sync(0xffffffffu, in[i], 1);"),
        "warp-level `__shfl_down_sync`"},
       {"thread_geometry_in_the_body", params, loop("out[i] = in[i] + threadIdx.x;"),
-       "reads `threadIdx`"},
+       "reads `threadIdx.x`"},
+      {"a_lane_computed_before_the_loop", params,
+       "  const int lane = threadIdx.x % 32;\n" + loop("out[i] = in[i] + lane;"),
+       "reads `lane`, which depends on the thread's x index"},
+      {"a_thread_dependent_row_offset", params,
+       "  const int t = blockIdx.x;\n" + loop("out[t + i] = in[t + i];"),
+       "the offset of `out[t + i]` reads `t`, which depends on the thread's x index"},
       {"the_index_as_a_value", params, loop("out[i] = in[i] * i;"),
        "the index `i` is used other than as a subscript of a pointer"},
       {"two_offsets_of_one_array", params, loop("out[i] = in[i] + in[i + 1];"),
