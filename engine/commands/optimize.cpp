@@ -17,7 +17,15 @@ public:
         "optimize",
         "Propose source changes to a kernel, guard, validate and measure them, keep only what is "
         "faster beyond the noise");
-    cmd_->add_option("--source", options_.sources, "Source file (repeatable; shipped by name)");
+    cmd_->add_option("--source", options_.sources,
+                     "Source file (repeatable; shipped by name); with -- APP it narrows the "
+                     "search to these files");
+    cmd_->add_option("--source-dir", options_.source_dir,
+                     "With -- APP and no --source: the folder searched for the kernels' "
+                     "definitions (default: the current directory) and copied for --app-build");
+    cmd_->add_option("--replay", options_.replay_dir,
+                     "A dispatch captured by rocm-perf isolate: optimize --kernel (the "
+                     "capture's) on the replay lane");
     cmd_->add_option("--kernel", options_.kernels,
                      "The kernel to optimize, as the source names it");
     cmd_->add_option("--launch", options_.launch,
@@ -32,7 +40,9 @@ public:
         ->check(CLI::IsMember(stages::optimize::proposer_choices()));
     cmd_->add_option("--iterations", options_.iterations, "Proposal rounds (default 3)")
         ->check(CLI::Range(1, 1000));
-    cmd_->add_option("--time-budget", budget_s_, "Stop proposing after this many seconds")
+    cmd_->add_option("--time-budget", budget_s_,
+                     "Seconds for the whole run: profile, captures, every kernel, the rebuild "
+                     "and re-profile (reserved first); kernels left over are not_reached")
         ->check(CLI::Range(0, 1000000));
     cmd_->add_option("--devices", options_.devices, "GPUs: all, or a comma list (default 0)");
     cmd_->add_option("--out", options_.out,
@@ -77,7 +87,8 @@ public:
         ->check(CLI::Range(1, 1000));
     cmd_->add_option("--app-build", options_.app_build,
                      "With -- APP: rebuild it from the patched sources ({SRC_DIR}: a scratch "
-                     "copy of them) and profile it again");
+                     "copy of --source-dir's tree, or of the --source files) and profile it "
+                     "again");
     cmd_->add_option("--listen", options_.listen,
                      "Endpoint for remote proposers and compile workers (with --curve-keys and "
                      "--allow-keys), e.g. tcp://0.0.0.0:5556");
@@ -110,6 +121,13 @@ public:
     options_.time_budget = std::chrono::seconds(budget_s_);
     install_signal_handlers("rocm-perf optimize: stopping after the attempt in flight (a second "
                             "Ctrl-C or SIGTERM exits at once)\n");
+    if (!options_.source_dir.empty() && options_.app.empty()) {
+      std::fprintf(stderr,
+                   "rocm-perf optimize: error: --source-dir %s needs the application "
+                   "after --; fix: ... --top K --source-dir DIR -- APP ARGS\n",
+                   options_.source_dir.c_str());
+      return bad_input;
+    }
     if (!options_.app_build.empty() && options_.app.empty()) {
       std::fprintf(stderr, "rocm-perf optimize: error: --app-build needs the application after "
                            "--; fix: ... --app-build STR -- APP ARGS\n");

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/commands/analysis_output.hpp"
+#include "engine/optimize/app_sources.hpp"
 #include "engine/optimize/run_optimize.hpp"
 #include "stages/analysis/application_analysis.hpp"
 #include "stages/analysis/fixed_text.hpp"
@@ -32,19 +33,9 @@ namespace {
 
 namespace analysis = stages::analysis;
 namespace fs = std::filesystem;
-using stages::optimize::decl_kind;
-using stages::optimize::declaration;
-using stages::optimize::source_model;
 
 /// The build command's output kept in app-build.log: enough for any compiler's errors.
 constexpr std::size_t build_log_bytes = 16u << 20;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 void write_file(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -63,14 +54,6 @@ std::string joined(const std::vector<std::string>& words, const char* separator 
   return out;
 }
 
-std::string source_names(const std::vector<fs::path>& sources) {
-  std::vector<std::string> names;
-  for (const auto& s : sources) {
-    names.push_back(s.string());
-  }
-  return joined(names, ", ");
-}
-
 void check_app(const std::vector<std::string>& app) {
   if (app.empty() || app.front().empty()) {
     throw optimize_input_error("optimize --top: no application given; fix: rocm-perf optimize "
@@ -78,142 +61,8 @@ void check_app(const std::vector<std::string>& app) {
   }
 }
 
-void check_sources(const std::vector<fs::path>& sources) {
-  if (sources.empty()) {
-    throw optimize_input_error("optimize --top: no --source given; fix: pass the files that "
-                               "define the application's kernels, --source FILE (repeatable)");
-  }
-  for (const auto& s : sources) {
-    std::error_code ec;
-    if (!fs::is_regular_file(s, ec)) {
-      throw optimize_input_error("--source " + s.string() +
-                                 ": no such file; fix: name a CUDA/HIP source file that exists");
-    }
-  }
-}
-
-/// The qualified function name of a demangled kernel name: "void ns::gemm<128>(float*, int)" ->
-/// "ns::gemm"; a name without a parameter list is returned as it is.
-std::string base_name(std::string name) {
-  // The parameter list: the last balanced (...) at the end.
-  if (!name.empty() && name.back() == ')') {
-    int depth = 0;
-    for (std::size_t i = name.size(); i-- > 0;) {
-      if (name[i] == ')') {
-        ++depth;
-      } else if (name[i] == '(' && --depth == 0) {
-        name.erase(i);
-        break;
-      }
-    }
-  }
-  // Template arguments at the end: "gemm<128, float>".
-  if (!name.empty() && name.back() == '>') {
-    int depth = 0;
-    for (std::size_t i = name.size(); i-- > 0;) {
-      if (name[i] == '>') {
-        ++depth;
-      } else if (name[i] == '<' && --depth == 0) {
-        name.erase(i);
-        break;
-      }
-    }
-  }
-  // A return type before the name (function templates): the last word outside <...>.
-  int depth = 0;
-  for (std::size_t i = name.size(); i-- > 0;) {
-    if (name[i] == '>') {
-      ++depth;
-    } else if (name[i] == '<') {
-      --depth;
-    } else if (name[i] == ' ' && depth == 0) {
-      return name.substr(i + 1);
-    }
-  }
-  return name;
-}
-
 bool looks_mangled(const std::string& name) {
   return name.rfind("_Z", 0) == 0;
-}
-
-/// The device symbol of a kernel declaration: libclang mangles a __global__ function as its host
-/// stub ("_Z24__device_stub__gemm_tilePKfS0_Pfi"); the code object's symbol lacks the prefix
-/// ("_Z9gemm_tilePKfS0_Pfi"), and its length in the source-name's <length><name> is 15 less.
-std::string device_symbol(const declaration& d) {
-  static constexpr std::string_view stub = "__device_stub__";
-  std::string symbol = d.mangled_name.empty() ? d.name : d.mangled_name;
-  const auto at = symbol.find(stub);
-  if (at == std::string::npos) {
-    return symbol;
-  }
-  std::size_t digits = at;
-  while (digits > 0 && symbol[digits - 1] >= '0' && symbol[digits - 1] <= '9') {
-    --digits;
-  }
-  if (digits == at) { // extern "C": the plain name with the prefix
-    return symbol.erase(at, stub.size());
-  }
-  const std::size_t length = std::stoul(symbol.substr(digits, at - digits));
-  if (length <= stub.size()) {
-    return symbol;
-  }
-  return symbol.replace(digits, at - digits + stub.size(), std::to_string(length - stub.size()));
-}
-
-/// One parsed --source.
-struct parsed_source {
-  fs::path path;
-  source_model model;
-};
-
-std::vector<parsed_source> parse_sources(const std::vector<fs::path>& sources) {
-  std::string why;
-  if (!workers::libclang_available(why)) {
-    throw optimize_input_error("optimize --top finds kernels in the sources with libclang: " + why);
-  }
-  std::vector<parsed_source> out;
-  for (const auto& path : sources) {
-    std::string error;
-    const std::vector<std::string> flags = {"-I" + fs::absolute(path).parent_path().string()};
-    auto model =
-        workers::parse_source(read_file(path), path.string(),
-                              stages::optimize::source_language(path.string(), {}), flags, error);
-    if (!error.empty()) {
-      throw optimize_input_error("--source " + path.string() + ": " + error);
-    }
-    out.push_back({path, std::move(model)});
-  }
-  return out;
-}
-
-/// Where a kernel is defined: the source and its declaration.
-struct definition {
-  const parsed_source* source = nullptr;
-  const declaration* decl = nullptr;
-};
-
-/// The kernel definitions matching the trace's `mangled` symbol (may be empty) or, failing that,
-/// its demangled `name`.
-std::vector<definition> find_definitions(const std::vector<parsed_source>& sources,
-                                         const std::string& mangled,
-                                         const std::string& name) {
-  std::vector<definition> by_symbol;
-  std::vector<definition> by_name;
-  const std::string wanted = base_name(name);
-  for (const auto& s : sources) {
-    for (const auto& d : s.model.declarations) {
-      if (d.kind != decl_kind::kernel || !d.is_definition) {
-        continue;
-      }
-      if (!mangled.empty() && (device_symbol(d) == mangled || d.name == mangled)) {
-        by_symbol.push_back({&s, &d});
-      } else if (d.qualified_name == wanted || d.name == wanted || device_symbol(d) == name) {
-        by_name.push_back({&s, &d});
-      }
-    }
-  }
-  return by_symbol.empty() ? by_name : by_symbol;
 }
 
 /// How far a kernel is from its roof, 0..1: 1 - the higher of its compute and memory % of peak;
@@ -363,16 +212,24 @@ profile_app(const std::vector<std::string>& argv, const fs::path& root, const ap
   p.gpu_time_ns = gpu_ns;
   const auto& a = out.analysis;
   p.critical_path_ns = a.critical_path_ns.value_or(a.makespan_ns.value_or(0.0));
+  if (a.critical_path_ns && *a.critical_path_ns > 0.0) {
+    double on_path = 0.0;
+    for (const auto& k : a.kernels) {
+      on_path += k.critical_path_ns.value_or(0.0);
+    }
+    p.gpu_share = std::clamp(on_path / *a.critical_path_ns, 0.0, 1.0);
+  }
   p.summary = "GPU time " + stages::fixed_text(gpu_ns / 1e6, 3) + " ms in " +
               std::to_string(dispatches) + " dispatches of " +
               std::to_string(report.kernels.size() + report.helper_kernels.size()) +
               " kernels (one run)\n";
   if (a.critical_path_ns) {
-    p.summary += "critical path " + stages::fixed_text(*a.critical_path_ns / 1e6, 3) + " ms" +
-                 (a.makespan_ns ? " of " + stages::fixed_text(*a.makespan_ns / 1e6, 3) +
-                                      " ms from first to last GPU operation"
-                                : std::string()) +
-                 "\n";
+    p.summary +=
+        "critical path " + stages::fixed_text(*a.critical_path_ns / 1e6, 3) + " ms" +
+        (a.makespan_ns ? " of " + stages::fixed_text(*a.makespan_ns / 1e6, 3) +
+                             " ms from first to last GPU operation"
+                       : std::string()) +
+        (p.gpu_share ? ", " + percent(*p.gpu_share) + " of it in kernels" : std::string()) + "\n";
   } else {
     p.summary += "no critical path (the trace gave no DAG): the figure is the makespan\n";
   }
@@ -433,35 +290,78 @@ app_tools default_app_tools() {
   return tools;
 }
 
-std::vector<app_kernel> rank_app_kernels(const std::vector<std::string>& app,
-                                         const std::vector<fs::path>& sources,
-                                         std::size_t k,
-                                         const fs::path& out_dir,
-                                         std::vector<std::string>& skipped,
-                                         app_profile& before) {
-  return rank_app_kernels(app, sources, k, out_dir, skipped, before, default_app_tools());
+namespace {
+
+/// A ranked kernel's definition, or why it has none (then `out` is set).
+std::optional<source_definition> definition_of(kernel_source_index& index,
+                                               const std::string& name,
+                                               const std::string& trace_symbol,
+                                               app_left_out& out) {
+  const auto found = index.find(trace_symbol, name);
+  out = {name, "skipped", {}, {}, 0.0};
+  if (found.empty()) {
+    out.reason = "not defined in " + index.searched() + " (looked for " +
+                 (trace_symbol.empty() ? "a __global__ function named " + kernel_base_name(name)
+                                       : "the symbol " + trace_symbol) +
+                 "); fix: point --source-dir at the application's sources, or add the file that "
+                 "defines it with --source";
+    return std::nullopt;
+  }
+  if (found.size() > 1) {
+    out.reason = "defined in both " + found[0].file.string() + " (line " +
+                 std::to_string(found[0].line) + ") and " + found[1].file.string() + " (line " +
+                 std::to_string(found[1].line) +
+                 "); fix: pass the file the application is built from with --source";
+    return std::nullopt;
+  }
+  return found.front();
 }
 
-std::vector<app_kernel> rank_app_kernels(const std::vector<std::string>& app,
-                                         const std::vector<fs::path>& sources,
-                                         std::size_t k,
-                                         const fs::path& out_dir,
-                                         std::vector<std::string>& skipped,
-                                         app_profile& before,
-                                         const app_tools& tools) {
+/// Captures `kernel`'s first dispatch; empty when captured, else why not.
+std::string capture_kernel(const std::vector<std::string>& app,
+                           const fs::path& out_dir,
+                           const app_tools& tools,
+                           app_kernel& kernel) {
+  kernel.capture_dir = out_dir / "captures" / folder_name(kernel.symbol);
+  std::error_code ec;
+  fs::remove_all(kernel.capture_dir, ec);
+  fs::create_directories(kernel.capture_dir.parent_path(), ec);
+  const auto started = std::chrono::steady_clock::now();
+  const std::string failed = tools.capture(app, kernel.symbol, kernel.capture_dir);
+  kernel.capture_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (failed.empty()) {
+    return {};
+  }
+  return "defined in " + kernel.source.string() +
+         ", but its first dispatch could not be captured (" + failed +
+         "); fix: see rocm-perf isolate --kernel '" + exact_regex(kernel.symbol) + "' -- " +
+         joined(app);
+}
+
+} // namespace
+
+app_ranking rank_app_kernels(const std::vector<std::string>& app,
+                             const app_source_search& search,
+                             std::size_t k,
+                             const fs::path& out_dir,
+                             const app_tools& tools,
+                             const app_walk_hooks& hooks) {
   check_app(app);
   if (k == 0) {
     throw optimize_input_error("--top 0: at least one kernel is needed; fix: --top 3");
   }
-  check_sources(sources);
-  // Parsed before the application runs: a source that cannot be read fails in a second.
-  const auto parsed = parse_sources(sources);
+  kernel_source_index index(search); // --source files parsed before the application runs
+  app_ranking ranking;
+  const auto started = std::chrono::steady_clock::now();
   auto run = profile_app(app, out_dir / "app-profile", tools);
-  before = run.profile;
-
-  std::vector<app_kernel> chosen;
+  if (hooks.profiled) {
+    hooks.profiled(std::chrono::steady_clock::now() - started);
+  }
+  ranking.before = run.profile;
+  std::size_t not_reached = 0; // ranked kernels of the top K whose turn never came
   for (const auto* k_analysis : ranked_kernels(run.analysis)) {
-    if (chosen.size() == k) {
+    if (ranking.chosen.size() + not_reached == k) {
       break;
     }
     const std::string& name = k_analysis->name;
@@ -469,65 +369,48 @@ std::vector<app_kernel> rank_app_kernels(const std::vector<std::string>& app,
     const std::string trace_symbol =
         recorded != run.symbols.end() && looks_mangled(recorded->second) ? recorded->second
                                                                          : std::string();
-    const auto found = find_definitions(parsed, trace_symbol, name);
-    if (found.empty()) {
-      skipped.push_back(name + ": not defined in " + source_names(sources) + " (looked for " +
-                        (trace_symbol.empty() ? "a __global__ function named " + base_name(name)
-                                              : "the symbol " + trace_symbol) +
-                        "); fix: add the file that defines it with --source");
-      continue;
-    }
-    if (found.size() > 1) {
-      skipped.push_back(name + ": defined in both " + found[0].source->path.string() + " (line " +
-                        std::to_string(found[0].decl->line) + ") and " +
-                        found[1].source->path.string() + " (line " +
-                        std::to_string(found[1].decl->line) +
-                        "); fix: pass only the file the application is built from");
+    app_left_out out;
+    const auto found = definition_of(index, name, trace_symbol, out);
+    if (!found) {
+      ranking.left_out.push_back(std::move(out));
       continue;
     }
     app_kernel kernel;
     kernel.name = name;
-    kernel.symbol = !trace_symbol.empty() ? trace_symbol : device_symbol(*found[0].decl);
-    kernel.function = found[0].decl->name;
-    kernel.source = found[0].source->path;
+    kernel.symbol = !trace_symbol.empty() ? trace_symbol : found->symbol;
+    kernel.function = found->function;
+    kernel.source = found->file;
     kernel.critical_path_share = k_analysis->critical_path_share.value_or(k_analysis->share);
     kernel.bottleneck = bottleneck_of(*k_analysis);
     kernel.analysis_text = analysis_text_of(*k_analysis);
-    kernel.capture_dir = out_dir / "captures" / folder_name(kernel.symbol);
-    std::error_code ec;
-    fs::remove_all(kernel.capture_dir, ec);
-    fs::create_directories(kernel.capture_dir.parent_path(), ec);
-    const std::string failed = tools.capture(app, kernel.symbol, kernel.capture_dir);
-    if (!failed.empty()) {
-      skipped.push_back(name + ": defined in " + kernel.source.string() +
-                        ", but its first dispatch could not be captured (" + failed +
-                        "); fix: see rocm-perf isolate --kernel '" + exact_regex(kernel.symbol) +
-                        "' -- " + joined(app));
+    out.source = kernel.source;
+    if (const std::string refused = hooks.may_capture ? hooks.may_capture() : std::string();
+        !refused.empty()) {
+      out.status = "not_reached";
+      out.reason = refused;
+      ++not_reached;
+      ranking.left_out.push_back(std::move(out));
       continue;
     }
-    chosen.push_back(std::move(kernel));
+    if (const std::string failed = capture_kernel(app, out_dir, tools, kernel); !failed.empty()) {
+      out.reason = failed;
+      out.seconds = kernel.capture_seconds;
+      ranking.left_out.push_back(std::move(out));
+      continue;
+    }
+    spdlog::info("{}: defined in {} (line {}); captured in {:.1f} s", name, kernel.source.string(),
+                 found->line, kernel.capture_seconds);
+    ranking.chosen.push_back(std::move(kernel));
   }
-  return chosen;
+  ranking.notes = index.notes();
+  return ranking;
 }
 
-app_profile reprofile_app(const std::string& build_command,
-                          const std::vector<fs::path>& sources,
-                          const std::map<std::string, std::string>& patched,
-                          const std::vector<std::string>& app,
-                          const fs::path& out_dir) {
-  return reprofile_app(build_command, sources, patched, app, out_dir, default_app_tools());
-}
+namespace {
 
-app_profile reprofile_app(const std::string& build_command,
-                          const std::vector<fs::path>& sources,
-                          const std::map<std::string, std::string>& patched,
-                          const std::vector<std::string>& app,
-                          const fs::path& out_dir,
-                          const app_tools& tools) {
-  check_app(app);
-  check_sources(sources);
+/// --app-build's argv with {SRC_DIR} = `scratch`.
+std::vector<std::string> app_build_argv(const std::string& build_command, const fs::path& scratch) {
   std::vector<std::string> argv;
-  const fs::path scratch = fs::absolute(out_dir / "app-build");
   try {
     const auto command = stages::command_template::parse(build_command, "--app-build");
     command.check({"SRC_DIR"});
@@ -540,32 +423,63 @@ app_profile reprofile_app(const std::string& build_command,
     throw optimize_input_error("--app-build is empty; fix: the command that builds the "
                                "application in {SRC_DIR}, e.g. --app-build 'make -C {SRC_DIR}'");
   }
-  // The scratch copy is flat, by file name: two sources of one name would overwrite each other.
-  std::map<std::string, fs::path> by_name;
-  for (const auto& s : sources) {
-    const auto [it, added] = by_name.emplace(s.filename().string(), s);
+  return argv;
+}
+
+/// What goes into the scratch copy: source files by their place there, and the patched texts.
+struct scratch_plan {
+  std::map<fs::path, fs::path> flat;     ///< file name -> the --source (flat copy)
+  std::map<fs::path, std::string> texts; ///< place in the copy -> patched text
+};
+
+/// Where a patched source goes in the copy: under the root at its relative path, or flat by name.
+scratch_plan plan_scratch(const app_build_sources& sources,
+                          const std::map<std::string, std::string>& patched) {
+  scratch_plan plan;
+  std::string names;
+  for (const auto& s : sources.files) {
+    names += (names.empty() ? "" : ", ") + s.string();
+    if (!sources.root.empty()) {
+      continue;
+    }
+    // The flat copy is one folder, by file name: two sources of one name would collide.
+    const auto [it, added] = plan.flat.emplace(s.filename(), s);
     if (!added) {
       throw optimize_input_error("--source " + it->second.string() + " and " + s.string() +
                                  " have the same file name, and the --app-build copy is one "
-                                 "folder; fix: rename one of them");
+                                 "folder; fix: rename one of them, or pass --source-dir");
     }
   }
-  std::map<std::string, std::string> texts; // file name -> text to write
   for (const auto& [name, text] : patched) {
-    std::string target;
-    for (const auto& s : sources) {
+    if (!sources.root.empty()) {
+      std::error_code ec;
+      const fs::path relative = fs::relative(fs::path(name), sources.root, ec);
+      if (ec || relative.empty() || *relative.begin() == "..") {
+        throw optimize_input_error(
+            "a patched file '" + name + "' is outside --source-dir " + sources.root.string() +
+            "; fix: pass the folder that holds every source as --source-dir");
+      }
+      plan.texts[relative] = text;
+      continue;
+    }
+    fs::path target;
+    for (const auto& s : sources.files) {
       if (name == s.filename().string() || name == s.string()) {
-        target = s.filename().string();
+        target = s.filename();
       }
     }
     if (target.empty()) {
       throw optimize_input_error("a patched file '" + name + "' is none of the --source files (" +
-                                 source_names(sources) +
-                                 "); fix: key patched sources by a --source's file name");
+                                 names + "); fix: key patched sources by a --source's file name");
     }
-    texts[target] = text;
+    plan.texts[target] = text;
   }
+  return plan;
+}
 
+/// Fills `scratch` (emptied first) as planned; returns the files copied, with their times then.
+std::map<fs::path, fs::file_time_type>
+fill_scratch(const app_build_sources& sources, const scratch_plan& plan, const fs::path& scratch) {
   std::error_code ec;
   fs::remove_all(scratch, ec);
   fs::create_directories(scratch, ec);
@@ -573,51 +487,101 @@ app_profile reprofile_app(const std::string& build_command,
     throw app_run_error("cannot create " + scratch.string() + " (" + ec.message() +
                         "); fix: check that --out is writable");
   }
-  std::set<fs::path> copied;
-  for (const auto& [name, path] : by_name) {
+  std::vector<fs::path> copied;
+  if (!sources.root.empty()) {
+    auto exclude = sources.exclude;
+    exclude.push_back(scratch.parent_path());
+    copied = copy_source_tree(sources.root, scratch, exclude);
+  }
+  for (const auto& [name, path] : plan.flat) {
     fs::copy_file(path, scratch / name, fs::copy_options::overwrite_existing, ec);
     if (ec) {
       throw app_run_error("cannot copy " + path.string() + " to " + scratch.string() + " (" +
                           ec.message() + ")");
     }
-    copied.insert(scratch / name);
+    copied.push_back(scratch / name);
   }
-  for (const auto& [name, text] : texts) {
-    write_file(scratch / name, text);
+  for (const auto& [place, text] : plan.texts) {
+    fs::create_directories((scratch / place).parent_path(), ec);
+    write_file(scratch / place, text);
   }
+  std::map<fs::path, fs::file_time_type> times;
+  for (const auto& c : copied) {
+    times[c.lexically_normal()] = fs::last_write_time(c, ec);
+  }
+  return times;
+}
+
+/// APP's argv with argv[0] from the scratch folder when the build made (or rewrote) a file of
+/// that name there; a source copied and left as it was is not the program.
+std::vector<std::string> built_app(const std::vector<std::string>& app,
+                                   const fs::path& scratch,
+                                   const std::map<fs::path, fs::file_time_type>& copied) {
+  std::vector<std::string> run_argv = app;
+  const fs::path program(app.front());
+  std::error_code ec;
+  for (const fs::path& candidate :
+       {program.is_relative() ? (scratch / program).lexically_normal() : fs::path(),
+        scratch / program.filename()}) {
+    if (candidate.empty() || !fs::is_regular_file(candidate, ec)) {
+      continue;
+    }
+    const auto was = copied.find(candidate.lexically_normal());
+    if (was == copied.end() || fs::last_write_time(candidate, ec) != was->second) {
+      run_argv.front() = candidate.string();
+      break;
+    }
+  }
+  return run_argv;
+}
+
+} // namespace
+
+app_profile reprofile_app(const std::string& build_command,
+                          const app_build_sources& sources,
+                          const std::map<std::string, std::string>& patched,
+                          const std::vector<std::string>& app,
+                          const fs::path& out_dir,
+                          const app_tools& tools,
+                          std::chrono::milliseconds build_timeout) {
+  check_app(app);
+  if (sources.root.empty() && sources.files.empty()) {
+    throw optimize_input_error("--app-build copies the sources, and none were given; fix: "
+                               "--source-dir DIR or --source FILE");
+  }
+  for (const auto& s : sources.files) {
+    std::error_code ec;
+    if (!fs::is_regular_file(s, ec)) {
+      throw optimize_input_error("--source " + s.string() +
+                                 ": no such file; fix: name a CUDA/HIP source file that exists");
+    }
+  }
+  const fs::path scratch = fs::absolute(out_dir / "app-build");
+  const auto argv = app_build_argv(build_command, scratch);
+  const auto copied = fill_scratch(sources, plan_scratch(sources, patched), scratch);
 
   workers::child_options child;
   child.argv = argv;
   child.cwd = scratch;
   child.max_output_bytes = build_log_bytes;
-  const auto built = workers::run_child(child, tools.build_timeout);
+  const auto timeout = build_timeout.count() > 0 ? std::min(build_timeout, tools.build_timeout)
+                                                 : tools.build_timeout;
+  const auto built = workers::run_child(child, timeout);
   const fs::path log = out_dir / "app-build.log";
   write_file(log, "$ " + joined(argv) + "\n(in " + scratch.string() + ")\n" + built.output +
                       (built.output_truncated ? "\n[output truncated]\n" : ""));
   if (!built.succeeded()) {
-    const std::string how = !built.launched   ? "could not start (" + built.launch_error + ")"
-                            : built.timed_out ? "timed out"
-                            : built.exit_code >= 0
-                                ? "exited with status " + std::to_string(built.exit_code)
-                                : "was killed by signal " + std::to_string(built.term_signal);
+    const std::string how =
+        !built.launched        ? "could not start (" + built.launch_error + ")"
+        : built.timed_out      ? "timed out after " + std::to_string(timeout.count() / 1000) + " s"
+        : built.exit_code >= 0 ? "exited with status " + std::to_string(built.exit_code)
+                               : "was killed by signal " + std::to_string(built.term_signal);
     throw app_run_error("--app-build: `" + joined(argv) + "` " + how + " in " + scratch.string() +
                         "; its output is in " + log.string() +
                         "; fix: make the command build the application from the sources in "
                         "{SRC_DIR}");
   }
-
-  // argv[0] from the scratch folder when the build made a file of that name there.
-  std::vector<std::string> run_argv = app;
-  const fs::path program(app.front());
-  for (const fs::path& candidate :
-       {program.is_relative() ? (scratch / program).lexically_normal() : fs::path(),
-        scratch / program.filename()}) {
-    if (!candidate.empty() && fs::is_regular_file(candidate, ec) && !copied.count(candidate)) {
-      run_argv.front() = candidate.string();
-      break;
-    }
-  }
-  return profile_app(run_argv, out_dir / "app-reprofile", tools).profile;
+  return profile_app(built_app(app, scratch, copied), out_dir / "app-reprofile", tools).profile;
 }
 
 } // namespace rpl::engine

@@ -1,8 +1,9 @@
 #pragma once
-/// The application mode of `rocm-perf optimize --source FILE... --top K [--app-build STR] -- APP`:
-/// profile the application once under the CUDA tracer, rank its kernels as `analyze` does
-/// (critical-path share, weighted by how far each kernel is from its roof), map the top K to
-/// their definitions in the sources with libclang, and capture each one's first dispatch
+/// The application mode of `rocm-perf optimize --top K [--source-dir DIR | --source FILE...]
+/// [--app-build STR] -- APP`: profile the application once under the CUDA tracer, rank its
+/// kernels as `analyze` does (critical-path share, weighted by how far each kernel is from its
+/// roof), find the top K's definitions in the sources with libclang, and capture each one's first
+/// dispatch
 /// (`rocm-perf isolate`'s format) so that the loop measures candidates on the replay lane. After
 /// the loop, `reprofile_app` rebuilds the application from the patched sources in a scratch copy
 /// and profiles it again for the before/after figures. The tracer and the capture are seams
@@ -10,9 +11,11 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -28,6 +31,20 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// Where the ranked kernels' definitions are looked for.
+struct app_source_search {
+  /// --source: only these files are searched (each must exist); empty: `dir` is searched.
+  std::vector<std::filesystem::path> files;
+  /// --source-dir (default: the current directory): searched recursively for .cu, .cuh, .hip,
+  /// .cpp, .cc, .cxx, .h and .hpp files when `files` is empty, leaving out hidden folders, build
+  /// folders (build*, cmake-build-*, CMakeFiles, _build) and `exclude`. With it, the --app-build
+  /// copy is this folder's tree.
+  std::filesystem::path dir;
+  std::vector<std::filesystem::path> exclude; ///< folders left out (--out)
+  std::size_t max_files = 5000;               ///< files read at most (the log says when hit)
+  std::uintmax_t max_file_bytes = 4u << 20;   ///< larger files are not read
+};
+
 /// One kernel chosen from the profile.
 struct app_kernel {
   std::string name;   ///< as the trace names it (demangled or mangled as recorded)
@@ -39,12 +56,27 @@ struct app_kernel {
   std::string bottleneck;    ///< "latency bound: <analyze's evidence>", or why there is no class
   std::string analysis_text; ///< a few lines: class, counters, occupancy limiter, share
   std::filesystem::path capture_dir; ///< its captured first dispatch, for the replay lane
+  double capture_seconds = 0;        ///< the capture's wall time
+};
+
+/// A ranked kernel left out before its loop: `skipped` (not in the sources, defined twice, its
+/// dispatch not capturable) or `not_reached` (no time left for its capture, or interrupted).
+struct app_left_out {
+  std::string name;
+  std::string status;           ///< "skipped" or "not_reached"
+  std::string reason;           ///< why, and a fix where there is one
+  std::filesystem::path source; ///< where it is defined, when known
+  double seconds = 0;           ///< spent on it (a failed capture)
 };
 
 /// One profiled run of the application.
 struct app_profile {
   double gpu_time_ns = 0;      ///< every kernel dispatch's duration, summed (helpers included)
   double critical_path_ns = 0; ///< the timeline DAG's critical path (the makespan without one)
+  /// Kernel time on the critical path (analyze's per-kernel critical_path_ns, summed) over its
+  /// length, 0..1; none without a critical path. The rest of the path is host work, copies and
+  /// waits, which kernel gains do not shorten.
+  std::optional<double> gpu_share;
   std::string summary;         ///< two lines for the report
   std::filesystem::path trace; ///< the folder of its rocpd databases
 };
@@ -69,48 +101,64 @@ struct app_tools {
 
 app_tools default_app_tools();
 
+/// What the walk down the ranking reports and asks as it goes (all optional): the before
+/// profile's wall time (the budget reserves the after phase from it), and before each capture
+/// whether it may start (empty: yes; else the reason the kernel is not_reached).
+struct app_walk_hooks {
+  std::function<void(std::chrono::steady_clock::duration)> profiled;
+  std::function<std::string()> may_capture;
+};
+
+/// rank_app_kernels' outcome.
+struct app_ranking {
+  std::vector<app_kernel> chosen;     ///< at most k, in ranking order
+  std::vector<app_left_out> left_out; ///< ranked kernels not kept, in ranking order
+  app_profile before;                 ///< the application's profile
+  std::vector<std::string> notes;     ///< how the sources were searched (files, caps)
+};
+
 /// Profiles `app` (argv) under the CUDA tracer into out_dir/app-profile/, ranks its kernels with
 /// analyze's analysis by critical-path share times distance to the roof (1 - the higher of the
 /// compute and memory % of peak; 1 where no counters say), and walks that ranking: a kernel
-/// defined in `sources` (libclang: the trace's mangled name against the declaration's device
-/// symbol, else its demangled name against the declaration's qualified name) is kept and its
-/// first dispatch captured into out_dir/captures/<symbol>/; one not found, defined twice, or
-/// whose capture failed gets one line in `skipped` and the walk goes on, until `k` are kept.
-/// `before` gets the run's profile. Throws optimize_input_error for bad input (k = 0, an empty
-/// app, no or a missing source, no libclang) and app_run_error when the application fails or
-/// leaves no trace.
-std::vector<app_kernel> rank_app_kernels(const std::vector<std::string>& app,
-                                         const std::vector<std::filesystem::path>& sources,
-                                         std::size_t k,
-                                         const std::filesystem::path& out_dir,
-                                         std::vector<std::string>& skipped,
-                                         app_profile& before);
-std::vector<app_kernel> rank_app_kernels(const std::vector<std::string>& app,
-                                         const std::vector<std::filesystem::path>& sources,
-                                         std::size_t k,
-                                         const std::filesystem::path& out_dir,
-                                         std::vector<std::string>& skipped,
-                                         app_profile& before,
-                                         const app_tools& tools);
+/// defined once in the sources (libclang: the trace's mangled name against the declaration's
+/// device symbol, else its demangled name against the declaration's qualified name; with
+/// source-dir discovery only files whose text holds `__global__` and the kernel's base name are
+/// parsed) is kept and its first dispatch captured into out_dir/captures/<symbol>/; one not
+/// found, defined twice, or whose capture failed is `skipped` with the reason, one whose capture
+/// the hooks refuse `not_reached`, and the walk goes on until `k` are kept. Throws
+/// optimize_input_error for bad input (k = 0, an empty app, a missing --source or --source-dir,
+/// no libclang) and app_run_error when the application fails or leaves no trace.
+app_ranking rank_app_kernels(const std::vector<std::string>& app,
+                             const app_source_search& search,
+                             std::size_t k,
+                             const std::filesystem::path& out_dir,
+                             const app_tools& tools,
+                             const app_walk_hooks& hooks = {});
 
-/// Copies `sources` into out_dir/app-build/ (by file name; emptied first), writes `patched` (a
-/// source's file name, or its path as given, -> text) over them, runs `build_command` there
-/// (split like a command template, {SRC_DIR} = that folder, no shell; its output in
-/// out_dir/app-build.log), then profiles `app` into out_dir/app-reprofile/, with argv[0] taken
-/// from the scratch folder when the build made a file of that name there. Throws
-/// optimize_input_error for bad input (an empty or malformed command, an unknown placeholder, two
-/// sources with one file name, a patched name that is no source) and app_run_error when the build
-/// fails (naming the log) or the application does.
+/// The sources the --app-build copy is made of: `root` (its tree is copied, less hidden and build
+/// folders and `exclude`; patched files keep their paths under it) or, without a root, `files`
+/// (copied flat by file name, as named with --source).
+struct app_build_sources {
+  std::filesystem::path root;
+  std::vector<std::filesystem::path> files;
+  std::vector<std::filesystem::path> exclude;
+};
+
+/// Copies the sources into out_dir/app-build/ (emptied first), writes `patched` (a source's path
+/// as the report names it, or its file name for a flat copy -> text) over them, runs
+/// `build_command` there (split like a command template, {SRC_DIR} = that folder, no shell; its
+/// output in out_dir/app-build.log; at most `build_timeout`, the tools' when zero), then profiles
+/// `app` into out_dir/app-reprofile/, with argv[0] taken from the scratch folder when the build
+/// made a file of that name there. Throws optimize_input_error for bad input (an empty or
+/// malformed command, an unknown placeholder, two flat sources with one file name, a patched
+/// file that is no source) and app_run_error when the build fails (naming the log) or the
+/// application does.
 app_profile reprofile_app(const std::string& build_command,
-                          const std::vector<std::filesystem::path>& sources,
-                          const std::map<std::string, std::string>& patched,
-                          const std::vector<std::string>& app,
-                          const std::filesystem::path& out_dir);
-app_profile reprofile_app(const std::string& build_command,
-                          const std::vector<std::filesystem::path>& sources,
+                          const app_build_sources& sources,
                           const std::map<std::string, std::string>& patched,
                           const std::vector<std::string>& app,
                           const std::filesystem::path& out_dir,
-                          const app_tools& tools);
+                          const app_tools& tools,
+                          std::chrono::milliseconds build_timeout = {});
 
 } // namespace rpl::engine

@@ -1,7 +1,11 @@
 #include "engine/optimize/kernel_optimizer.hpp"
 
+#include <algorithm>
+#include <condition_variable>
 #include <cstring>
 #include <future>
+#include <mutex>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -14,8 +18,11 @@
 #include "engine/optimize/optimize_journal.hpp"
 #include "engine/optimize/proposal_guard.hpp"
 #include "engine/optimize/proposal_journey.hpp"
+#include "engine/optimize/run_budget.hpp"
 #include "stages/optimize/proposer_kinds.hpp"
 #include "stages/optimize/unified_diff.hpp"
+#include "stages/optimize/validation_plan.hpp"
+#include "stages/statistics/statistics.hpp"
 #include "workers/lanes/lane_backend.hpp"
 
 namespace rpl::engine {
@@ -23,6 +30,69 @@ namespace rpl::engine {
 namespace {
 
 namespace opt = stages::optimize;
+using steady = std::chrono::steady_clock;
+
+/// The flag journey_context reads as its stop between measurements (paired rounds, knob
+/// configurations, the feed's requests): the user's stop, or the loop's deadline passed, checked
+/// every 20 ms. So a paired comparison in flight ends at the deadline after the measurement it is
+/// in (the lane is never left mid-measurement), not after all its rounds. After the loop
+/// (end_loop) only the user's stop counts: the final comparison has its own rounds to fit.
+class loop_stop {
+public:
+  explicit loop_stop(const std::atomic<bool>& user)
+      : user_(user), flag_(user.load()), watcher_([this] { watch(); }) {}
+  ~loop_stop() {
+    {
+      const std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    changed_.notify_all();
+    watcher_.join();
+  }
+  loop_stop(const loop_stop&) = delete;
+  loop_stop& operator=(const loop_stop&) = delete;
+
+  const std::atomic<bool>& flag() const { return flag_; }
+  void set_deadline(std::optional<steady::time_point> deadline) {
+    const std::lock_guard lock(mutex_);
+    deadline_ = deadline;
+  }
+  void end_loop() {
+    const std::lock_guard lock(mutex_);
+    deadline_.reset();
+    flag_ = user_.load();
+  }
+
+private:
+  void watch() {
+    std::unique_lock lock(mutex_);
+    while (!done_) {
+      if (user_ || (deadline_ && steady::now() >= *deadline_)) {
+        flag_ = true;
+      }
+      changed_.wait_for(lock, std::chrono::milliseconds(20));
+    }
+  }
+
+  const std::atomic<bool>& user_;
+  std::atomic<bool> flag_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::optional<steady::time_point> deadline_;
+  bool done_ = false;
+  std::thread watcher_; // last: starts once the members above exist
+};
+
+/// One kernel's time: the settings the journey reads (its loop deadline moved earlier once the
+/// original is validated, to leave the final comparison its time), the kernel's own end (its turn's
+/// deadline) and one lane measurement's cost as the original's validation showed it.
+struct kernel_clock {
+  optimizer_settings& loop;
+  loop_stop& stop;
+  std::optional<steady::time_point> end;
+  double measurement_s = 0; ///< one lane measurement, seconds (0: unknown)
+  steady::time_point started = steady::now();
+};
 
 /// A build outside the graph (the original, a resumed accepted change): through the same compile
 /// service and artifact cache, waited for.
@@ -153,6 +223,7 @@ std::vector<std::future<void>> warm_up_proposers(const journey_context& journey)
 bool prepare_original(journey_context& journey,
                       const artifact_store& artifacts,
                       lane_worker& lane,
+                      kernel_clock& clock,
                       target_result& result) {
   const auto& target = journey.target();
   // The original builds while libclang parses it.
@@ -172,7 +243,13 @@ bool prepare_original(journey_context& journey,
   }
   journey.set_original({std::move(*model), built.artifact, std::move(built.bytes), built.reply});
   journey.set_validating_original(true);
+  const auto validating = steady::now();
   const auto failed = validate_on(lane, journey, built.artifact);
+  // One measurement's cost: the validation's cases each took one (the replay's one case).
+  const auto cases =
+      journey.replay() ? 1 : opt::validation_cases(target.launch, journey.settings().seed).size();
+  clock.measurement_s = std::chrono::duration<double>(steady::now() - validating).count() /
+                        static_cast<double>(std::max<std::size_t>(cases, 1));
   journey.set_validating_original(false);
   if (failed) {
     result.error = failed->outputs_differ
@@ -229,23 +306,94 @@ proposal_journey::incumbent resume_accepted(const journey_context& journey,
   return now;
 }
 
+/// The rounds of a final comparison that fit before the kernel's end (two measurements a round
+/// at the original's measured cost): `wanted` when they fit or there is no end, else as many as
+/// fit but at least `least`; 0 when fewer than `least` fit and `least` is optional.
+std::uint32_t rounds_that_fit(const kernel_clock& clock,
+                              std::uint32_t wanted,
+                              std::uint32_t least,
+                              bool least_required) {
+  if (!clock.end || clock.measurement_s <= 0.0) {
+    return wanted;
+  }
+  const double left = std::chrono::duration<double>(*clock.end - steady::now()).count();
+  const double fit = left / (2.0 * clock.measurement_s);
+  if (fit >= wanted) {
+    return wanted;
+  }
+  if (fit >= least) {
+    return static_cast<std::uint32_t>(fit);
+  }
+  return least_required ? least : 0;
+}
+
+/// The original's median time from the paired comparisons the loop ran while it was the incumbent
+/// (nothing accepted); 0 when none was measured.
+double original_from_attempts(const target_result& result) {
+  std::vector<double> medians;
+  for (const auto& a : result.attempts) {
+    if (a.stage != attempt_stage::measurement || a.measurement.empty()) {
+      continue;
+    }
+    const auto m = nlohmann::json::parse(a.measurement, nullptr, false);
+    const double ns = m.is_object() ? m.value("incumbent_median_ns", 0.0) : 0.0;
+    if (ns > 0.0) {
+      medians.push_back(ns);
+    }
+  }
+  if (medians.empty()) {
+    return 0.0;
+  }
+  std::nth_element(medians.begin(),
+                   medians.begin() + static_cast<std::ptrdiff_t>(medians.size() / 2),
+                   medians.end());
+  return medians[medians.size() / 2];
+}
+
+/// Nothing accepted: the original against itself for its time (5 rounds) when they fit, else the
+/// loop's own measurements of it, else no figure.
+void unchanged_figures(const journey_context& journey,
+                       lane_worker& lane,
+                       const kernel_clock& clock,
+                       target_result& result) {
+  const auto& original = journey.original().artifact;
+  result.status = "unchanged";
+  const auto rounds = journey.stop() ? 0 : rounds_that_fit(clock, 5, 3, false);
+  if (rounds > 0) {
+    const auto verdict = compare_on(lane, journey, original, original, rounds);
+    result.original_ns = result.best_ns = verdict.incumbent_median_ns;
+  }
+  if (result.original_ns <= 0.0) {
+    result.original_ns = result.best_ns = original_from_attempts(result);
+  }
+}
+
 /// The report's figures: the accepted chain against the original, measured afresh with twice the
-/// rounds; or, when nothing was accepted, the original against itself for its time.
+/// rounds (fewer when the kernel's time is short, never under 6); or, when nothing was accepted,
+/// the original's time. Interrupted: nothing more is measured, and an accepted chain that was not
+/// confirmed is not reported as improved (--resume confirms it).
 void final_comparison(const journey_context& journey,
                       lane_worker& lane,
                       const proposal_journey::incumbent& best,
+                      const kernel_clock& clock,
                       target_result& result) {
   const auto& target = journey.target();
   const auto& original = journey.original().artifact;
   result.best_source = best.text;
   if (best.text == target.source_text) {
-    const auto verdict = compare_on(lane, journey, original, original, 5);
-    result.original_ns = result.best_ns = verdict.incumbent_median_ns;
+    unchanged_figures(journey, lane, clock, result);
+    return;
+  }
+  if (journey.stop()) {
     result.status = "unchanged";
+    result.error = "interrupted before the accepted changes were confirmed against the original; "
+                   "--resume with the same --out confirms them";
+    result.best_source = target.source_text;
     return;
   }
   result.final_comparison =
-      compare_on(lane, journey, original, best.artifact, journey.settings().rounds * 2);
+      compare_on(lane, journey, original, best.artifact,
+                 rounds_that_fit(clock, journey.settings().rounds * 2, 6, true));
   result.original_ns = result.final_comparison.incumbent_median_ns;
   result.best_ns = result.final_comparison.candidate_median_ns;
   if (result.final_comparison.outcome == opt::paired_outcome::faster) {
@@ -303,27 +451,64 @@ bool resume_finished(const kernel_target& target,
   return true;
 }
 
+/// The loop's deadline: the kernel's end less the final comparison's time (twice --rounds, two
+/// measurements each, at the original's measured cost), but at most half of what is left.
+void set_loop_deadline(kernel_clock& clock, std::uint32_t rounds) {
+  if (!clock.end) {
+    return;
+  }
+  const auto now = steady::now();
+  const auto left = std::max(*clock.end - now, steady::duration{});
+  const auto final_cost = std::chrono::duration_cast<steady::duration>(
+      std::chrono::duration<double>(clock.measurement_s * 4.0 * rounds));
+  clock.loop.deadline = *clock.end - std::min(final_cost, left / 2);
+  clock.stop.set_deadline(clock.loop.deadline);
+}
+
+/// The one-line reason of the kernel's fate, once its status is known. `cut_short`: the budget
+/// ended its loop.
+void explain_fate(target_result& result, bool cut_short, bool interrupted) {
+  const std::string tried = std::to_string(result.attempts.size()) + " attempt" +
+                            (result.attempts.size() == 1 ? "" : "s");
+  if (result.status == "improved") {
+    result.reason = result.final_comparison.summary;
+  } else if (result.status == "failed" || !result.error.empty()) {
+    result.reason = result.error;
+  } else if (interrupted) {
+    result.reason = "interrupted after " + tried + "; none was faster beyond the noise";
+  } else if (cut_short) {
+    result.reason = "the time budget ran out after " + tried + "; none was faster beyond the noise";
+  } else {
+    result.reason = "no proposal was faster beyond the noise (" + tried + ")";
+  }
+}
+
 target_result optimize_on_graph(journey_context& journey,
                                 const std::vector<std::unique_ptr<lane_worker>>& lanes,
                                 optimize_journal& journal,
-                                const artifact_store& artifacts) {
+                                const artifact_store& artifacts,
+                                kernel_clock& clock,
+                                const std::atomic<bool>& user_stop) {
   const auto& target = journey.target();
   const auto& settings = journey.settings();
   target_result result;
   result.kernel = target.kernel;
   result.source_path = target.source_path;
   if (settings.resume && resume_finished(target, journal, result)) {
+    explain_fate(result, false, false);
     return result;
   }
   lane_worker& lane = *lanes.front();
   auto warming = warm_up_proposers(journey);
-  const bool prepared = prepare_original(journey, artifacts, lane, result);
+  const bool prepared = prepare_original(journey, artifacts, lane, clock, result);
   warming.clear(); // done (or asked) before the feed's first request
   if (!prepared) {
     journal.record_target(target.kernel, target.source_path.string(), "failed", 0, 0, result.error,
                           "");
+    result.reason = result.error;
     return result;
   }
+  set_loop_deadline(clock, settings.rounds);
   std::set<std::string> seen;
   std::map<std::string, attempt_record> earlier;
   proposal_journey::incumbent start{target.source_text, journey.original().artifact};
@@ -338,12 +523,24 @@ target_result optimize_on_graph(journey_context& journey,
     graph.run(std::max<std::size_t>(settings.max_in_flight, 1));
   }
   policy.finish();
-  final_comparison(journey, lane, policy.current(), result);
   // A run cut short is not finished: --resume goes on with it rather than reading it back.
-  const bool finished = !journey.out_of_time();
+  const bool interrupted = user_stop.load();
+  const bool cut_short = !interrupted && journey.out_of_time();
+  clock.stop.end_loop();
+  if ((cut_short || interrupted) && result.attempts.empty()) {
+    // Started, but no proposal was judged: not tried, and no figure to show.
+    result.status = "not_reached";
+    result.reason = interrupted ? "interrupted before any proposal was judged"
+                                : "the time budget ran out before any proposal was judged (its "
+                                  "turn: " +
+                                      seconds_text(*clock.end - clock.started) + ")";
+  } else {
+    final_comparison(journey, lane, policy.current(), clock, result);
+    explain_fate(result, cut_short, interrupted);
+  }
   journal.record_target(
-      target.kernel, target.source_path.string(), finished ? result.status : "interrupted",
-      result.original_ns, result.best_ns,
+      target.kernel, target.source_path.string(),
+      cut_short || interrupted ? "interrupted" : result.status, result.original_ns, result.best_ns,
       result.status == "improved" ? result.final_comparison.summary : result.error,
       result.accepted_diff);
   return result;
@@ -358,19 +555,32 @@ target_result optimize_kernel(const kernel_target& target,
                               optimize_journal& journal,
                               const artifact_store& artifacts,
                               const std::atomic<bool>& stop) {
-  journey_context journey(target, settings, services, stop);
+  // The journey reads a copy of the settings whose deadline is the loop's (set once the original
+  // is validated), and a stop that the loop's deadline sets too.
+  optimizer_settings loop = settings;
+  loop_stop stopping(stop);
+  kernel_clock clock{loop, stopping, settings.deadline};
+  if (settings.deadline) {
+    stopping.set_deadline(settings.deadline);
+  }
+  journey_context journey(target, loop, services, stopping.flag());
   try {
-    return optimize_on_graph(journey, lanes, journal, artifacts);
+    return optimize_on_graph(journey, lanes, journal, artifacts, clock, stop);
   } catch (const std::exception& error) {
     // Nothing a candidate does may end the run; an error of ours ends this kernel only.
     target_result result;
     result.kernel = target.kernel;
     result.source_path = target.source_path;
     result.error = std::string("internal error: ") + error.what();
+    result.reason = result.error;
     journal.record_target(target.kernel, target.source_path.string(), "failed", 0, 0, result.error,
                           "");
     return result;
   }
+}
+
+bool has_figures(const target_result& r) {
+  return (r.status == "improved" || r.status == "unchanged") && r.original_ns > 0.0;
 }
 
 } // namespace rpl::engine

@@ -102,11 +102,17 @@ struct optimizer_settings {
 struct target_result {
   std::string kernel;
   std::filesystem::path source_path;
-  /// "improved" (a change was accepted and the final comparison confirms it), "unchanged"
-  /// (nothing helped beyond the noise; the evidence is in attempts), "failed" (the original
-  /// could not be built, validated or measured: `error` says why).
+  /// The kernel's fate: "improved" (a change was accepted and the final comparison confirms it),
+  /// "unchanged" (tried; nothing helped beyond the noise; the evidence is in attempts),
+  /// "not_reached" (never tried: the time budget or an interrupt), "skipped" (-- APP: not in the
+  /// sources, defined twice, its dispatch not capturable), "failed" (the original could not be
+  /// built, validated or measured: `error` says why).
   std::string status = "failed";
   std::string error;
+  std::string reason; ///< one line: why this fate (every status)
+  double seconds = 0; ///< wall time spent on the kernel, its capture included
+  /// Figures only for work done: both 0 when nothing was measured (the report then has no
+  /// original_ns, best_ns or speed-up for the kernel; see has_figures).
   double original_ns = 0.0;
   double best_ns = 0.0;
   stages::optimize::paired_verdict final_comparison; ///< original vs best, when improved
@@ -115,7 +121,14 @@ struct target_result {
   std::vector<attempt_record> attempts;
   std::uint32_t proposals_seen = 0;
   std::vector<std::string> proposer_errors; ///< proposers that failed, and why
+  /// For an unchanged kernel: each rule that looked at it and why it did not apply, the rule
+  /// proposer's notes (messages::propose_reply::notes, from stages/optimize/rule_transforms),
+  /// each line once; empty without the rule proposer.
+  std::vector<std::string> rules_not_applied;
 };
+
+/// Whether `r` has figures to report: improved or unchanged, and measured.
+bool has_figures(const target_result& r);
 
 /// Optimizes `target` on `lanes` (one device's: the graph's lane room), storing code objects in
 /// `artifacts`; never throws for a candidate's failure.

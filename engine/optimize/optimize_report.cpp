@@ -7,8 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/optimize/app_mode.hpp"
 #include "engine/optimize/optimize_journal.hpp"
 #include "engine/optimize/proposal_guard.hpp"
+#include "stages/analysis/fixed_text.hpp"
 
 namespace rpl::engine {
 
@@ -43,7 +45,160 @@ nlohmann::json to_json(const attempt_record& a) {
   return out;
 }
 
+/// The kernel's entry in report.json (the diff file written beside it when improved). No figure
+/// for work not done: original_ns, best_ns and the final comparison only where measured.
+nlohmann::json kernel_json(const target_result& r, const std::filesystem::path& out) {
+  nlohmann::json k = {{"kernel", r.kernel},
+                      {"source", r.source_path.string()},
+                      {"status", r.status},
+                      {"reason", r.reason},
+                      {"error", r.error},
+                      {"seconds", r.seconds},
+                      {"proposals_seen", r.proposals_seen},
+                      {"proposer_errors", r.proposer_errors},
+                      {"attempts", nlohmann::json::array()}};
+  if (has_figures(r)) {
+    k["original_ns"] = r.original_ns;
+    k["best_ns"] = r.best_ns;
+  }
+  if (r.status == "unchanged") {
+    k["rules_not_applied"] = r.rules_not_applied;
+  }
+  if (r.status == "improved") {
+    const auto& f = r.final_comparison;
+    k["final_comparison"] = {{"summary", f.summary},
+                             {"speedup", f.candidate_median_ns > 0.0
+                                             ? f.incumbent_median_ns / f.candidate_median_ns
+                                             : 0.0},
+                             {"relative_change", f.relative_change.median},
+                             {"interval", {f.relative_change.low, f.relative_change.high}},
+                             {"separating_noise", f.separating_noise},
+                             {"rounds", f.rounds}};
+    k["diff_file"] = r.kernel + ".diff";
+    std::ofstream(out / (r.kernel + ".diff"), std::ios::binary | std::ios::trunc)
+        << r.accepted_diff;
+  }
+  std::map<std::string, int> by_verdict;
+  for (const auto& a : r.attempts) {
+    k["attempts"].push_back(to_json(a));
+    ++by_verdict[std::string(to_string(a.verdict))];
+  }
+  k["attempts_by_verdict"] = by_verdict;
+  return k;
+}
+
+/// "12.3 s" for a kernel's time.
+std::string seconds_of(const target_result& r) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", r.seconds);
+  return text;
+}
+
+/// The kernel's fate in one line: its status, the reason, figures only for work done.
+std::string fate_line(const target_result& r) {
+  std::string line = r.status + " (" + seconds_of(r) + "): ";
+  if (r.status == "improved") {
+    return line + r.final_comparison.summary + "; original " + us(r.original_ns) + ", optimized " +
+           us(r.best_ns);
+  }
+  line += r.reason.empty() ? r.error : r.reason;
+  if (r.status == "unchanged" && has_figures(r)) {
+    line += " (original " + us(r.original_ns) + ")";
+  }
+  return line;
+}
+
+void kernel_markdown(std::ostringstream& md, const target_result& r) {
+  md << "## " << r.kernel << " (" << r.source_path.filename().string() << "): " << r.status
+     << "\n\n- " << fate_line(r) << "\n";
+  if (r.status == "improved") {
+    md << "- the accepted change: `" << r.kernel << ".diff`\n";
+  }
+  for (const auto& why : r.rules_not_applied) {
+    md << "- rule not applied: " << why << "\n";
+  }
+  md << "\n";
+  if (r.attempts.empty()) {
+    return;
+  }
+  md << "| # | proposer | proposal | stage | verdict | guard / figures "
+        "|\n|---|---|---|---|---|---|\n";
+  for (const auto& a : r.attempts) {
+    std::string detail =
+        a.guard == attempt_finding::none ? a.detail : std::string(to_string(a.guard));
+    if (a.stage == attempt_stage::measurement || a.stage == attempt_stage::accepted) {
+      detail = a.detail;
+    }
+    if (a.verdict == attempt_verdict::accepted && !sanitizer_checked(a.validation)) {
+      detail += " (not sanitizer-checked)";
+    }
+    for (auto& c : detail) {
+      if (c == '\n' || c == '|') {
+        c = ' ';
+      }
+    }
+    if (detail.size() > 160) {
+      detail = detail.substr(0, 160) + "...";
+    }
+    md << "| " << a.sequence << " | " << a.proposer << " | " << a.title << " | "
+       << to_string(a.stage) << " | " << to_string(a.verdict) << " | " << detail << " |\n";
+  }
+  for (const auto& e : r.proposer_errors) {
+    md << "\n- proposer: " << e;
+  }
+  md << "\n\n";
+}
+
 } // namespace
+
+/// The application's figures before and after, as one line, and the GPU's share of its
+/// critical path with what it means.
+void application_figures(nlohmann::json& application,
+                         const app_profile& before,
+                         const app_profile* after) {
+  const auto ms = [](double ns) { return stages::fixed_text(ns / 1e6, 3) + " ms"; };
+  std::string line = "GPU time " + ms(before.gpu_time_ns);
+  if (after != nullptr) {
+    line += " -> " + ms(after->gpu_time_ns);
+  }
+  line += ", critical path " + ms(before.critical_path_ns);
+  if (after != nullptr) {
+    line += " -> " + ms(after->critical_path_ns);
+  }
+  if (before.gpu_share) {
+    const std::string share = stages::fixed_text(*before.gpu_share * 100.0, 1) + " %";
+    line += "; kernels take " + share + " of the critical path";
+    if (*before.gpu_share < 0.5) {
+      application["gpu_share_note"] =
+          "kernels take only " + share +
+          " of the application's critical path; the rest is host work, copies and waits, so "
+          "faster kernels barely shorten it";
+    }
+  }
+  application["figures"] = line;
+}
+
+std::string application_text(const nlohmann::json& application, const std::string& prefix) {
+  std::ostringstream text;
+  const auto& before = application["before"];
+  text << prefix << "before: " << before.value("summary", "");
+  if (application.contains("after")) {
+    text << prefix << "after (the accepted changes rebuilt, profiled again): "
+         << application["after"].value("summary", "");
+  }
+  if (application.contains("figures")) {
+    text << prefix << application["figures"].get<std::string>() << "\n";
+  }
+  for (const char* key : {"after_error", "not_rebuilt", "gpu_share_note"}) {
+    if (application.contains(key)) {
+      text << prefix << application[key].get<std::string>() << "\n";
+    }
+  }
+  for (const auto& line : application.value("sources", std::vector<std::string>{})) {
+    text << prefix << "source: " << line << "\n";
+  }
+  return text.str();
+}
 
 nlohmann::json write_optimize_report(const std::filesystem::path& out,
                                      const std::vector<target_result>& results,
@@ -54,90 +209,11 @@ nlohmann::json write_optimize_report(const std::filesystem::path& out,
   md << "# rocm-perf optimize report\n\n";
   if (!application.is_null()) {
     report["application"] = application;
-    md << "## The application\n\n- before: " << application["before"].value("summary", "") << "\n";
-    if (application.contains("after")) {
-      md << "- after (the accepted changes applied, rebuilt, profiled again): "
-         << application["after"].value("summary", "") << "\n- GPU time "
-         << application.value("gpu_time_speedup", 0.0) << "x, critical path "
-         << application.value("critical_path_speedup", 0.0) << "x (before / after, one run each)\n";
-    } else if (application.contains("after_error")) {
-      md << "- after: " << application["after_error"].get<std::string>() << "\n";
-    }
-    for (const auto& line : application["skipped"]) {
-      md << "- skipped: " << line.get<std::string>() << "\n";
-    }
-    md << "\n";
+    md << "## The application\n\n" << application_text(application, "- ") << "\n";
   }
   for (const auto& r : results) {
-    nlohmann::json k = {{"kernel", r.kernel},
-                        {"source", r.source_path.string()},
-                        {"status", r.status},
-                        {"error", r.error},
-                        {"original_ns", r.original_ns},
-                        {"best_ns", r.best_ns},
-                        {"proposals_seen", r.proposals_seen},
-                        {"proposer_errors", r.proposer_errors},
-                        {"attempts", nlohmann::json::array()}};
-    if (r.status == "improved") {
-      const auto& f = r.final_comparison;
-      k["final_comparison"] = {{"summary", f.summary},
-                               {"speedup", f.candidate_median_ns > 0.0
-                                               ? f.incumbent_median_ns / f.candidate_median_ns
-                                               : 0.0},
-                               {"relative_change", f.relative_change.median},
-                               {"interval", {f.relative_change.low, f.relative_change.high}},
-                               {"separating_noise", f.separating_noise},
-                               {"rounds", f.rounds}};
-      k["diff_file"] = r.kernel + ".diff";
-      std::ofstream(out / (r.kernel + ".diff"), std::ios::binary | std::ios::trunc)
-          << r.accepted_diff;
-    }
-    std::map<std::string, int> by_verdict;
-    for (const auto& a : r.attempts) {
-      k["attempts"].push_back(to_json(a));
-      ++by_verdict[std::string(to_string(a.verdict))];
-    }
-    k["attempts_by_verdict"] = by_verdict;
-    report["kernels"].push_back(k);
-
-    md << "## " << r.kernel << " (" << r.source_path.filename().string() << "): " << r.status
-       << "\n\n";
-    if (r.status == "improved") {
-      md << "- " << r.final_comparison.summary << "\n- original " << us(r.original_ns)
-         << ", optimized " << us(r.best_ns) << "\n- the accepted change: `" << r.kernel
-         << ".diff`\n\n";
-    } else if (!r.error.empty()) {
-      md << "- " << r.error << "\n\n";
-    } else {
-      md << "- no proposal was faster beyond the noise; the source is unchanged (original "
-         << us(r.original_ns) << ")\n\n";
-    }
-    md << "| # | proposer | proposal | stage | verdict | guard / figures "
-          "|\n|---|---|---|---|---|---|\n";
-    for (const auto& a : r.attempts) {
-      std::string detail =
-          a.guard == attempt_finding::none ? a.detail : std::string(to_string(a.guard));
-      if (a.stage == attempt_stage::measurement || a.stage == attempt_stage::accepted) {
-        detail = a.detail;
-      }
-      if (a.verdict == attempt_verdict::accepted && !sanitizer_checked(a.validation)) {
-        detail += " (not sanitizer-checked)";
-      }
-      for (auto& c : detail) {
-        if (c == '\n' || c == '|') {
-          c = ' ';
-        }
-      }
-      if (detail.size() > 160) {
-        detail = detail.substr(0, 160) + "...";
-      }
-      md << "| " << a.sequence << " | " << a.proposer << " | " << a.title << " | "
-         << to_string(a.stage) << " | " << to_string(a.verdict) << " | " << detail << " |\n";
-    }
-    for (const auto& e : r.proposer_errors) {
-      md << "\n- proposer: " << e;
-    }
-    md << "\n\n";
+    report["kernels"].push_back(kernel_json(r, out));
+    kernel_markdown(md, r);
   }
   std::ofstream(out / "report.json", std::ios::trunc) << report.dump(2) << '\n';
   std::ofstream(out / "report.md", std::ios::trunc) << md.str();
@@ -152,18 +228,15 @@ std::string optimize_summary_text(const std::vector<target_result>& results,
     for (const auto& a : r.attempts) {
       ++by_verdict[std::string(to_string(a.verdict))];
     }
-    text << r.kernel << ": " << r.status;
-    if (r.status == "improved") {
-      text << ", " << r.final_comparison.summary << "; original " << us(r.original_ns)
-           << ", optimized " << us(r.best_ns);
-    } else if (!r.error.empty()) {
-      text << ": " << r.error;
-    } else {
-      text << ": no proposal was faster beyond the noise (original " << us(r.original_ns) << ")";
+    text << r.kernel << ": " << fate_line(r);
+    if (!r.attempts.empty()) {
+      text << "\n  attempts: " << r.attempts.size();
+      for (const auto& [verdict, n] : by_verdict) {
+        text << ", " << verdict << " " << n;
+      }
     }
-    text << "\n  attempts: " << r.attempts.size();
-    for (const auto& [verdict, n] : by_verdict) {
-      text << ", " << verdict << " " << n;
+    for (const auto& why : r.rules_not_applied) {
+      text << "\n  rule not applied: " << why;
     }
     text << '\n';
   }

@@ -6,6 +6,7 @@
 #include <future>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -17,15 +18,21 @@
 
 #include "engine/graph/lane_worker.hpp"
 #include "engine/optimize/app_mode.hpp"
+#include "engine/optimize/app_sources.hpp"
 #include "engine/optimize/kernel_optimizer.hpp"
+#include "engine/optimize/kernel_turns.hpp"
 #include "engine/optimize/optimize_campaign.hpp"
 #include "engine/optimize/optimize_journal.hpp"
 #include "engine/optimize/optimize_report.hpp"
+#include "engine/optimize/run_budget.hpp"
 #include "engine/store/run_lease.hpp"
+#include "stages/analysis/fixed_text.hpp"
+#include "stages/capture/capture_manifest.hpp"
 #include "stages/optimize/compile_flags.hpp"
 #include "stages/optimize/proposer_kinds.hpp"
 #include "stages/optimize/unified_diff.hpp"
 #include "stages/search/command_template.hpp"
+#include "stages/trace/cupti_mapping.hpp"
 #include "workers/compile/compile_worker.hpp"
 #include "workers/compilers/argv_check.hpp"
 #include "workers/devices/nvidia_gpu.hpp"
@@ -105,8 +112,8 @@ stages::param_value param_from_text(const std::string& text) {
 
 /// The build template expanded with --param values ({OUT} left for the worker).
 std::vector<std::string> expand_build(const optimize_options& options,
-                                      stages::configuration& config) {
-  std::map<std::string, std::string> values;
+                                      stages::configuration& config,
+                                      std::map<std::string, std::string> values = {}) {
   for (const auto& [name, value] : options.params) {
     config.params.emplace_back(name, param_from_text(value));
     values[name] = value;
@@ -130,11 +137,73 @@ std::vector<std::string> expand_build(const optimize_options& options,
   return argv;
 }
 
-/// Application mode: the top K kernels of the application's profile, each on its capture.
+/// What application mode learns before the loop, for the report.
+struct app_run {
+  app_profile before;
+  std::vector<app_left_out> left_out;
+  std::vector<std::string> notes; ///< how the sources were searched, which file each kernel is in
+  std::map<std::string, double> capture_seconds; ///< by kernel (target.kernel)
+};
+
+/// Where the kernels are looked for: --source narrows; else --source-dir (default: here).
+app_source_search search_of(const optimize_options& options) {
+  app_source_search search;
+  search.files = options.sources;
+  search.dir = !options.source_dir.empty() ? options.source_dir
+               : options.sources.empty()   ? fs::path(".")
+                                           : fs::path();
+  search.exclude = {options.out};
+  return search;
+}
+
+/// What --app-build copies: --source-dir's tree (or the current directory's, when the kernels
+/// were searched there); with --source alone, those files flat.
+app_build_sources build_sources_of(const optimize_options& options) {
+  const auto search = search_of(options);
+  return {search.dir, options.sources, {options.out}};
+}
+
+/// One chosen kernel as a target on its capture. With discovery only its own file is shipped to
+/// the compile workers, and the build reads the rest of its folder and --source-dir through -I.
+kernel_target app_target(const optimize_options& options,
+                         const std::vector<messages::source_file>& sources,
+                         const app_kernel& k) {
+  kernel_target t;
+  t.kernel = k.function;
+  t.symbol = k.symbol;
+  t.replay_dir = k.capture_dir;
+  t.source_path = k.source;
+  t.sources = sources;
+  if (options.sources.empty()) {
+    t.sources = read_source_files({k.source});
+  }
+  for (const auto& s : t.sources) {
+    if (s.name == k.source.filename().string()) {
+      t.source_text = s.content;
+    }
+  }
+  t.build_argv = expand_build(options, t.config, {{"SOURCE", k.source.filename().string()}});
+  if (options.sources.empty()) {
+    const auto root = fs::absolute(search_of(options).dir).lexically_normal();
+    const auto folder = fs::absolute(k.source).parent_path().lexically_normal();
+    t.build_argv.insert(t.build_argv.begin() + 1, "-I" + folder.string());
+    if (root != folder) {
+      t.build_argv.insert(t.build_argv.begin() + 2, "-I" + root.string());
+    }
+  }
+  t.language = language_of_build(k.source, t.build_argv);
+  t.compile_flags = flags_of_build(t.build_argv);
+  t.analysis = k.analysis_text;
+  return t;
+}
+
+/// Application mode: the top K kernels of the application's profile, each on its capture; the
+/// budget reserves the after phase once the profile has run and refuses captures it cannot fit.
 std::vector<kernel_target> make_app_targets(const optimize_options& options,
-                                            const std::vector<messages::source_file>& sources,
-                                            app_profile& before,
-                                            std::vector<std::string>& skipped) {
+                                            const app_tools& tools,
+                                            run_budget& budget,
+                                            const std::atomic<bool>& stop,
+                                            app_run& app) {
   if (!options.launch.empty()) {
     throw optimize_input_error("--launch and -- APP exclude each other: with an application the "
                                "kernels run on their captured dispatches; fix: drop one");
@@ -144,62 +213,38 @@ std::vector<kernel_target> make_app_targets(const optimize_options& options,
                                "$RPL_REPLAY_CUDA); fix: build with CUDA on");
   }
   stages::configuration config;
-  const auto argv = expand_build(options, config);
-  const auto kernels =
-      rank_app_kernels(options.app, options.sources, options.top, options.out, skipped, before);
+  expand_build(options, config, {{"SOURCE", "{SOURCE}"}}); // bad input before the app runs
+  const auto sources = options.sources.empty() ? std::vector<messages::source_file>()
+                                               : read_source_files(options.sources);
+  app_walk_hooks hooks;
+  hooks.profiled = [&budget](std::chrono::steady_clock::duration took) {
+    budget.before_profiled(took);
+  };
+  hooks.may_capture = [&budget, &stop] {
+    return stop ? std::string("interrupted before its capture") : budget.capture_refusal();
+  };
+  auto ranking =
+      rank_app_kernels(options.app, search_of(options), options.top, options.out, tools, hooks);
+  app.before = ranking.before;
+  app.left_out = std::move(ranking.left_out);
+  app.notes = std::move(ranking.notes);
   std::vector<kernel_target> targets;
-  for (const auto& k : kernels) {
-    kernel_target t;
-    t.kernel = k.function;
-    t.symbol = k.symbol;
-    t.replay_dir = k.capture_dir;
-    t.source_path = k.source;
-    for (const auto& s : sources) {
-      if (s.name == k.source.filename().string()) {
-        t.source_text = s.content;
-      }
-    }
-    t.language = language_of_build(k.source, argv);
-    t.build_argv = argv;
-    t.compile_flags = flags_of_build(argv);
-    t.sources = sources;
-    t.config = config;
-    t.analysis = k.analysis_text;
-    targets.push_back(std::move(t));
+  for (const auto& k : ranking.chosen) {
+    app.notes.push_back(k.name + ": taken from " + k.source.string());
+    app.capture_seconds[k.function] += k.capture_seconds;
+    targets.push_back(app_target(options, sources, k));
+  }
+  for (const auto& out : app.left_out) {
+    app.notes.push_back(out.name + ": " + out.status + ": " + out.reason);
   }
   return targets;
 }
 
-/// The targets the options name, each checked against its source.
-std::vector<kernel_target> make_targets(const optimize_options& options,
-                                        const std::vector<messages::source_file>& sources) {
-  if (options.launch.empty()) {
-    throw optimize_input_error("optimize needs --launch FILE (the kernel lane's launch file, "
-                               "docs/launch-file.md); fix: pass one, or use --top K -- APP");
-  }
-  if (options.kernels.size() != 1) {
-    throw optimize_input_error("--launch optimizes one kernel: pass exactly one --kernel NAME");
-  }
-  kernel_target t;
-  t.kernel = options.kernels.front();
-  try {
-    t.launch = stages::load_launch_spec(options.launch);
-  } catch (const std::exception& error) {
-    throw optimize_input_error(error.what());
-  }
-  if (t.launch.kernel != t.kernel) {
-    throw optimize_input_error("--launch " + options.launch.string() + " launches kernel '" +
-                               t.launch.kernel + "', not --kernel '" + t.kernel +
-                               "'; fix: pass the launch file of that kernel");
-  }
-  t.build_argv = expand_build(options, t.config);
-  const auto resolved = stages::resolve_launch(t.launch, t.config);
-  if (!resolved.ok()) {
-    throw optimize_input_error(resolved.error + " (values come from --param NAME=VALUE)");
-  }
-  t.block_threads = resolved.launch->block.x * resolved.launch->block.y * resolved.launch->block.z;
-  // The kernel's source: the one --source that defines it.
-  t.compile_flags = flags_of_build(t.build_argv);
+/// The kernel's source: the one --source that defines `t.kernel` (libclang); sets its path, text,
+/// language and the sources shipped with it.
+void locate_kernel(const optimize_options& options,
+                   const std::vector<messages::source_file>& sources,
+                   kernel_target& t) {
   std::string why;
   if (!workers::libclang_available(why)) {
     throw std::runtime_error("the source guard needs libclang: " + why);
@@ -236,6 +281,103 @@ std::vector<kernel_target> make_targets(const optimize_options& options,
                                "kernels keep their name), or add the file that defines it");
   }
   t.sources = sources;
+}
+
+/// The targets the options name, each checked against its source.
+std::vector<kernel_target> make_targets(const optimize_options& options,
+                                        const std::vector<messages::source_file>& sources) {
+  if (options.launch.empty()) {
+    throw optimize_input_error("optimize needs --launch FILE (the kernel lane's launch file, "
+                               "docs/launch-file.md); fix: pass one, or use --top K -- APP");
+  }
+  if (options.kernels.size() != 1) {
+    throw optimize_input_error("--launch optimizes one kernel: pass exactly one --kernel NAME");
+  }
+  kernel_target t;
+  t.kernel = options.kernels.front();
+  try {
+    t.launch = stages::load_launch_spec(options.launch);
+  } catch (const std::exception& error) {
+    throw optimize_input_error(error.what());
+  }
+  if (t.launch.kernel != t.kernel) {
+    throw optimize_input_error("--launch " + options.launch.string() + " launches kernel '" +
+                               t.launch.kernel + "', not --kernel '" + t.kernel +
+                               "'; fix: pass the launch file of that kernel");
+  }
+  t.build_argv = expand_build(options, t.config);
+  const auto resolved = stages::resolve_launch(t.launch, t.config);
+  if (!resolved.ok()) {
+    throw optimize_input_error(resolved.error + " (values come from --param NAME=VALUE)");
+  }
+  t.block_threads = resolved.launch->block.x * resolved.launch->block.y * resolved.launch->block.z;
+  t.compile_flags = flags_of_build(t.build_argv);
+  locate_kernel(options, sources, t);
+  return {t};
+}
+
+/// Whether the capture's kernel symbol is the kernel `name` (as the source names it): the symbol
+/// itself (extern "C"), or its demangled function name, qualified or not.
+bool capture_is_of(const std::string& symbol, const std::string& name) {
+  if (symbol == name) {
+    return true;
+  }
+  const std::string base = kernel_base_name(stages::cupti::demangle(symbol));
+  const auto colons = base.rfind("::");
+  return base == name || (colons != std::string::npos && base.substr(colons + 2) == name);
+}
+
+/// --replay DIR: the one --kernel on a dispatch `rocm-perf isolate` captured, checked against the
+/// capture's manifest.
+std::vector<kernel_target> make_replay_targets(const optimize_options& options,
+                                               const std::vector<messages::source_file>& sources) {
+  if (!options.launch.empty() || !options.app.empty()) {
+    throw optimize_input_error("--replay excludes --launch and -- APP: the capture is how the "
+                               "kernel runs; fix: drop one");
+  }
+  if (options.kernels.size() != 1) {
+    throw optimize_input_error("--replay " + options.replay_dir.string() +
+                               " optimizes one kernel: pass exactly one --kernel NAME");
+  }
+  const fs::path dispatch = options.replay_dir / "dispatch.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(dispatch, ec)) {
+    throw optimize_input_error(
+        "--replay " + options.replay_dir.string() + ": not a capture (no dispatch.json there); " +
+        "fix: capture the dispatch with rocm-perf isolate --kernel REGEX --out DIR -- APP");
+  }
+  stages::capture::dispatch_manifest manifest;
+  try {
+    manifest = stages::capture::dispatch_from_json(
+        nlohmann::json::parse(read_input_file(dispatch, "--replay")), dispatch.string());
+  } catch (const std::exception& error) {
+    throw optimize_input_error("--replay " + options.replay_dir.string() + ": " + error.what() +
+                               "; fix: capture it again with rocm-perf isolate");
+  }
+  kernel_target t;
+  t.kernel = options.kernels.front();
+  if (!capture_is_of(manifest.kernel, t.kernel)) {
+    throw optimize_input_error("--replay " + options.replay_dir.string() +
+                               " is a capture of kernel " + manifest.kernel + " (" +
+                               stages::cupti::demangle(manifest.kernel) + "), not --kernel " +
+                               t.kernel + "; fix: name the kernel the capture holds, or capture " +
+                               t.kernel + " with rocm-perf isolate");
+  }
+  if (manifest.backend != "cuda") {
+    throw optimize_input_error("--replay " + options.replay_dir.string() + ": a capture of the " +
+                               manifest.backend +
+                               " backend; optimize replays CUDA captures only; fix: capture on "
+                               "an NVIDIA GPU (rocm-perf isolate --backend cuda)");
+  }
+  if (!workers::replay::find_cuda_replay_program()) {
+    throw optimize_input_error("--replay needs rpl-replay-cuda beside rocm-perf (or "
+                               "$RPL_REPLAY_CUDA); fix: build with CUDA on");
+  }
+  t.symbol = manifest.kernel;
+  t.replay_dir = options.replay_dir;
+  t.build_argv = expand_build(options, t.config);
+  t.compile_flags = flags_of_build(t.build_argv);
+  locate_kernel(options, sources, t);
   return {t};
 }
 
@@ -350,9 +492,6 @@ optimizer_settings settings_of(const optimize_options& options,
   settings.device_arch = options.device_arch;
   // The engine waits a little longer than the proposer's own deadline, which answers first.
   settings.propose_timeout_ms = (options.llm_timeout_s + 15) * 1000;
-  if (options.time_budget.count() > 0) {
-    settings.deadline = std::chrono::steady_clock::now() + options.time_budget;
-  }
   return settings;
 }
 
@@ -382,98 +521,136 @@ lane_for(const kernel_target& target, int device, const std::filesystem::path& o
   return lanes;
 }
 
-/// Every target, one thread per device, targets dealt out round-robin.
+/// The rule proposer's notes on one kernel (messages::propose_reply::notes: why each rule did not
+/// apply), each line once in the order first seen; proposers may be asked from several threads.
+class rule_notes {
+public:
+  void add(const std::vector<std::string>& notes) {
+    const std::lock_guard lock(mutex_);
+    for (const auto& n : notes) {
+      if (seen_.insert(n).second) {
+        lines_.push_back(n);
+      }
+    }
+  }
+  std::vector<std::string> lines() const {
+    const std::lock_guard lock(mutex_);
+    return lines_;
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::set<std::string> seen_;
+  std::vector<std::string> lines_;
+};
+
+/// Every target in turns (kernel_turns.hpp): one thread per device, each kernel's deadline from
+/// the budget, the lane of its device started for it.
 std::vector<target_result> optimize_targets(const std::vector<kernel_target>& targets,
                                             const std::vector<int>& devices,
                                             const optimizer_settings& settings,
+                                            const run_budget& budget,
                                             optimize_campaign& campaign,
                                             optimize_journal& journal,
                                             const std::filesystem::path& out,
                                             const std::atomic<bool>& stop) {
-  std::vector<target_result> results(targets.size());
-  const auto run_device = [&](std::size_t d) {
-    for (std::size_t i = d; i < targets.size(); i += devices.size()) {
-      const auto& target = targets[i];
-      optimizer_services services;
-      services.compiler = &campaign.compiler();
-      services.propose = [&campaign](const std::string& kind,
-                                     const messages::propose_request& request) {
-        return campaign.propose(kind, request);
-      };
-      services.parse =
-          [&target](const std::string& text,
-                    std::string& error) -> std::optional<stages::optimize::source_model> {
-        auto model = workers::parse_source(text, target.source_path.filename().string(),
-                                           target.language, target.compile_flags, error);
-        if (!error.empty()) {
-          return std::nullopt;
-        }
-        return model;
-      };
-      const auto lanes = lane_for(target, devices[d], out);
-      results[i] =
-          optimize_kernel(target, settings, services, lanes, journal, campaign.artifacts(), stop);
-    }
-  };
-  std::vector<std::thread> threads;
-  for (std::size_t d = 0; d < devices.size() && d < targets.size(); ++d) {
-    threads.emplace_back([&, d] {
-      try {
-        run_device(d);
-      } catch (const std::exception& error) {
-        for (std::size_t i = d; i < targets.size(); i += devices.size()) {
-          if (results[i].kernel.empty()) {
-            results[i].kernel = targets[i].kernel;
-            results[i].source_path = targets[i].source_path;
-            results[i].error = std::string("the lane of device ") + std::to_string(devices[d]) +
-                               " failed: " + error.what();
-          }
-        }
+  const auto optimize_one = [&](std::size_t i, std::size_t d,
+                                std::optional<run_budget::clock::time_point> deadline) {
+    const auto& target = targets[i];
+    optimizer_services services;
+    services.compiler = &campaign.compiler();
+    rule_notes notes;
+    services.propose = [&campaign, &notes](const std::string& kind,
+                                           const messages::propose_request& request) {
+      auto reply = campaign.propose(kind, request);
+      if (kind == "rule") {
+        notes.add(reply.notes);
       }
-    });
-  }
-  for (auto& t : threads) {
-    t.join();
-  }
-  return results;
+      return reply;
+    };
+    services.parse =
+        [&target](const std::string& text,
+                  std::string& error) -> std::optional<stages::optimize::source_model> {
+      auto model = workers::parse_source(text, target.source_path.filename().string(),
+                                         target.language, target.compile_flags, error);
+      if (!error.empty()) {
+        return std::nullopt;
+      }
+      return model;
+    };
+    auto kernel_settings = settings;
+    kernel_settings.deadline = deadline;
+    const auto lanes = lane_for(target, devices[d], out);
+    auto result = optimize_kernel(target, kernel_settings, services, lanes, journal,
+                                  campaign.artifacts(), stop);
+    if (result.status == "unchanged") {
+      result.rules_not_applied = notes.lines();
+    }
+    return result;
+  };
+  return run_kernel_turns(targets, devices, budget, stop, optimize_one);
 }
 
-/// -- APP: the before profile, and with --app-build the accepted changes rebuilt and profiled.
+/// -- APP: the before profile, and with --app-build the accepted changes rebuilt and profiled
+/// within what is left of the budget (its reserve at least).
 nlohmann::json application_report(const optimize_options& options,
-                                  const app_profile& before,
-                                  const std::vector<std::string>& skipped,
+                                  const app_run& app,
                                   const std::vector<target_result>& results,
+                                  const run_budget& budget,
+                                  const app_tools& tools,
                                   const std::atomic<bool>& stop) {
-  nlohmann::json application = {{"command", options.app},
-                                {"skipped", skipped},
-                                {"before",
-                                 {{"gpu_time_ns", before.gpu_time_ns},
-                                  {"critical_path_ns", before.critical_path_ns},
-                                  {"summary", before.summary}}}};
-  if (options.app_build.empty() || stop) {
+  const auto profile_json = [](const app_profile& p) {
+    nlohmann::json j = {{"gpu_time_ns", p.gpu_time_ns},
+                        {"critical_path_ns", p.critical_path_ns},
+                        {"summary", p.summary}};
+    if (p.gpu_share) {
+      j["gpu_share_of_critical_path"] = *p.gpu_share;
+    }
+    return j;
+  };
+  nlohmann::json application = {
+      {"command", options.app}, {"sources", app.notes}, {"before", profile_json(app.before)}};
+  const bool accepted = std::any_of(results.begin(), results.end(),
+                                    [](const target_result& r) { return r.status == "improved"; });
+  const std::string how = "for the application's GPU time and critical path after the changes, "
+                          "run again with --app-build 'CMD' (CMD builds it in {SRC_DIR}, a copy "
+                          "of the sources), or --apply them and run rocm-perf profile -- APP";
+  if (!accepted || options.app_build.empty() || stop) {
+    application["not_rebuilt"] = !accepted ? "nothing was accepted: the application was not rebuilt"
+                                 : stop
+                                     ? "interrupted: the application was not rebuilt; " + how
+                                     : "the application was not rebuilt (no --app-build); " + how;
+    application_figures(application, app.before, nullptr);
     return application;
   }
   std::vector<std::string> conflicts;
   std::map<std::string, std::string> patched;
+  const auto sources = build_sources_of(options);
   for (const auto& [path, text] : combined_changes(results, conflicts)) {
-    patched[path.filename().string()] = text;
+    patched[sources.root.empty() ? path.filename().string() : path.string()] = text;
   }
   application["not_combined"] = conflicts;
   try {
-    const auto after =
-        reprofile_app(options.app_build, options.sources, patched, options.app, options.out);
-    application["after"] = {{"gpu_time_ns", after.gpu_time_ns},
-                            {"critical_path_ns", after.critical_path_ns},
-                            {"summary", after.summary},
-                            {"patched_files", patched.size()}};
+    std::chrono::milliseconds build_timeout{0};
+    if (budget.bounded()) {
+      const auto left = budget.left_for_after() - budget.before_profile();
+      build_timeout = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(left),
+                               std::chrono::milliseconds(10000));
+    }
+    const auto after = reprofile_app(options.app_build, sources, patched, options.app, options.out,
+                                     tools, build_timeout);
+    application["after"] = profile_json(after);
+    application["after"]["patched_files"] = patched.size();
     if (after.gpu_time_ns > 0) {
-      application["gpu_time_speedup"] = before.gpu_time_ns / after.gpu_time_ns;
+      application["gpu_time_speedup"] = app.before.gpu_time_ns / after.gpu_time_ns;
     }
     if (after.critical_path_ns > 0) {
-      application["critical_path_speedup"] = before.critical_path_ns / after.critical_path_ns;
+      application["critical_path_speedup"] = app.before.critical_path_ns / after.critical_path_ns;
     }
+    application_figures(application, app.before, &after);
   } catch (const std::exception& error) {
     application["after_error"] = error.what();
+    application_figures(application, app.before, nullptr);
   }
   return application;
 }
@@ -505,28 +682,73 @@ int apply_changes(const optimize_options& options, const std::vector<target_resu
 void print_summary(const std::vector<target_result>& results,
                    const nlohmann::json& application,
                    const std::filesystem::path& out) {
+  if (!application.is_null()) {
+    std::cout << "application:\n" << application_text(application, "  ");
+  }
   std::cout << optimize_summary_text(results, out);
-  if (application.is_null()) {
-    return;
+}
+
+/// The kernels application mode left out before their loops, as results (after the others).
+void append_left_out(const app_run& app, std::vector<target_result>& results) {
+  for (const auto& out : app.left_out) {
+    target_result r;
+    r.kernel = out.name;
+    r.source_path = out.source;
+    r.status = out.status;
+    r.reason = out.reason;
+    r.seconds = out.seconds;
+    results.push_back(std::move(r));
   }
-  std::cout << "application before: " << application["before"].value("summary", "") << '\n';
-  if (application.contains("after")) {
-    std::cout << "application after:  " << application["after"].value("summary", "")
-              << "\n  GPU time " << application.value("gpu_time_speedup", 0.0)
-              << "x, critical path " << application.value("critical_path_speedup", 0.0)
-              << "x (before / after, one profiled run each)\n";
-  } else if (application.contains("after_error")) {
-    std::cout << "application after: " << application["after_error"].get<std::string>() << '\n';
+}
+
+/// The exit code of a finished run (see run_optimize.hpp).
+int exit_code_of(const std::vector<target_result>& results, bool stopped, int apply_exit) {
+  if (stopped) {
+    return 130;
   }
-  for (const auto& line : application["skipped"]) {
-    std::cout << "skipped: " << line.get<std::string>() << '\n';
+  if (apply_exit != 0) {
+    return apply_exit;
   }
+  bool tried = false;
+  bool failed = false;
+  for (const auto& r : results) {
+    tried = tried || r.status == "improved" || r.status == "unchanged";
+    failed = failed || r.status == "failed";
+  }
+  return tried ? 0 : failed ? 1 : 3;
+}
+
+/// The targets the options name: --replay's, the application's, or --launch's.
+std::vector<kernel_target> targets_of(const optimize_options& options,
+                                      const app_tools& tools,
+                                      run_budget& budget,
+                                      const std::atomic<bool>& stop,
+                                      app_run& app) {
+  if (!options.replay_dir.empty()) {
+    return make_replay_targets(options, read_source_files(options.sources));
+  }
+  if (!options.app.empty()) {
+    return make_app_targets(options, tools, budget, stop, app);
+  }
+  return make_targets(options, read_source_files(options.sources));
+}
+
+run_budget::limits limits_of(const optimize_options& options) {
+  run_budget::limits limits;
+  limits.total = options.time_budget;
+  limits.after_phase = !options.app.empty() && !options.app_build.empty();
+  limits.min_kernel = options.min_kernel_time;
+  return limits;
 }
 
 } // namespace
 
 int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
-  if (options.sources.empty()) {
+  return run_optimize(options, stop, default_app_tools());
+}
+
+int run_optimize(const optimize_options& options, std::atomic<bool>& stop, const app_tools& tools) {
+  if (options.sources.empty() && options.app.empty()) {
     throw optimize_input_error("optimize needs --source FILE; fix: name the kernel's source");
   }
   if (options.build_template.empty()) {
@@ -535,52 +757,50 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop) {
   }
   const auto kinds = proposer_kinds_of(options);
   auto curve = curve_of(options);
-  const auto sources = read_source_files(options.sources);
   const auto devices = parse_devices(options.devices);
   const run_lease lease = take_out_lease(options);
-  app_profile before;
-  std::vector<std::string> skipped;
-  const auto targets = options.app.empty() ? make_targets(options, sources)
-                                           : make_app_targets(options, sources, before, skipped);
-  for (const auto& line : skipped) {
-    spdlog::warn("skipped: {}", line);
-  }
-  if (targets.empty()) {
+  run_budget budget(limits_of(options));
+  app_run app;
+  const auto targets = targets_of(options, tools, budget, stop, app);
+  std::vector<target_result> results;
+  if (!targets.empty()) {
+    optimize_journal journal(options.out);
+    optimize_campaign campaign(options, std::move(curve), setup_of(kinds, targets));
+    auto settings = settings_of(options, kinds);
+    // As many candidates in the graph as there are compile workers: a batch builds at once.
+    settings.max_in_flight = std::max<std::size_t>(4, default_compile_workers(options));
+    results =
+        optimize_targets(targets, devices, settings, budget, campaign, journal, options.out, stop);
+    spdlog::info("builds: {} from the artifact cache, {} compiled", campaign.cache_hits(),
+                 campaign.cache_misses());
+    campaign.stop();
+  } else {
     std::fprintf(stderr,
-                 "rocm-perf optimize: none of the top %zu kernels is defined in the "
-                 "sources given\n",
+                 "rocm-perf optimize: none of the top %zu kernels could be tried (see "
+                 "the report for each one's reason)\n",
                  options.top);
-    return 3;
   }
-  optimize_journal journal(options.out);
-  optimize_campaign campaign(options, std::move(curve), setup_of(kinds, targets));
-  auto settings = settings_of(options, kinds);
-  // As many candidates in the graph as there are compile workers: a batch builds at once.
-  settings.max_in_flight = std::max<std::size_t>(4, default_compile_workers(options));
-  const auto results =
-      optimize_targets(targets, devices, settings, campaign, journal, options.out, stop);
-  spdlog::info("builds: {} from the artifact cache, {} compiled", campaign.cache_hits(),
-               campaign.cache_misses());
-  campaign.stop();
+  for (auto& r : results) {
+    if (const auto it = app.capture_seconds.find(r.kernel); it != app.capture_seconds.end()) {
+      r.seconds += it->second;
+    }
+  }
+  append_left_out(app, results);
   const nlohmann::json application =
       options.app.empty() ? nlohmann::json()
-                          : application_report(options, before, skipped, results, stop);
+                          : application_report(options, app, results, budget, tools, stop);
   const auto report = write_optimize_report(options.out, results, application);
-  const int exit = options.apply ? apply_changes(options, results) : 0;
+  const int apply_exit = options.apply ? apply_changes(options, results) : 0;
   if (options.json) {
     std::cout << report.dump(2) << '\n';
   } else {
     print_summary(results, application, options.out);
   }
-  if (stop) {
-    return 130;
-  }
-  if (exit != 0) {
-    return exit;
-  }
-  const bool measured = std::any_of(results.begin(), results.end(),
-                                    [](const target_result& r) { return r.status != "failed"; });
-  return measured ? 0 : 1;
+  spdlog::info("the run took {:.1f} s{}", budget.elapsed_s(),
+               budget.bounded()
+                   ? " of --time-budget " + std::to_string(options.time_budget.count()) + " s"
+                   : std::string());
+  return exit_code_of(results, stop, apply_exit);
 }
 
 int rollback_optimize(const fs::path& out, bool force) {

@@ -53,6 +53,16 @@ struct optimize_options {
   std::vector<std::string> app;
   std::size_t top = 3;
   std::string app_build;
+  /// -- APP without --source: the folder searched for the kernels' definitions (empty: the
+  /// current directory), and the tree --app-build copies.
+  std::filesystem::path source_dir;
+  /// --replay DIR: one dispatch captured by `rocm-perf isolate`, optimized on the replay lane
+  /// (with exactly one --kernel, which the capture must be of, and its --source).
+  std::filesystem::path replay_dir;
+  /// The least time a kernel's turn needs under --time-budget (its original built and
+  /// validated, a proposal judged, the final comparison): one whose turn comes with less left is
+  /// not started (not_reached).
+  std::chrono::seconds min_kernel_time{15};
   /// Remote proposers (and compile workers): CURVE endpoints they connect to, always with
   /// --curve-keys (the engine's pair) and --allow-keys (the workers' public keys): a proposer's
   /// answers steer what the engine compiles, so no unauthenticated peer is taken.
@@ -62,10 +72,15 @@ struct optimize_options {
   std::string device_arch; ///< for the static screen (sm_90); empty: unknown
 };
 
-/// Runs the verb; returns the exit code (0 done — whether or not a change was accepted, see the
-/// report — 1 failed, 3 no kernel could even be measured, 130 interrupted). Throws
-/// optimize_input_error for bad input.
+struct app_tools;
+
+/// Runs the verb; returns the exit code (0 done: some kernel was tried, whether or not a change
+/// was accepted, see the report; 1 failed: every kernel tried failed, or --apply did; 3 no valid
+/// result: no kernel could be tried (none defined in the sources, none capturable, none reached
+/// within --time-budget); 130 interrupted). Throws optimize_input_error for bad input. `tools`:
+/// the application's tracer and capture (default_app_tools(), or tests' stand-ins).
 int run_optimize(const optimize_options& options, std::atomic<bool>& stop);
+int run_optimize(const optimize_options& options, std::atomic<bool>& stop, const app_tools& tools);
 
 /// `optimize --rollback DIR`: restores the files an --apply changed, byte for byte.
 int rollback_optimize(const std::filesystem::path& out, bool force);

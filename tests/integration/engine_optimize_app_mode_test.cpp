@@ -3,12 +3,25 @@
 // the capture library by a function that writes a marker. Ranking, mapping to the sources
 // (libclang), skipping, the scratch build and its failure, and bad input. The real tracer and
 // capture run only on an NVIDIA GPU and are not exercised here.
+#include <thread>
+
 #include <gtest/gtest.h>
 
+#include "engine/graph/lane_worker.hpp"
 #include "engine/optimize/app_mode.hpp"
+#include "engine/optimize/app_sources.hpp"
+#include "engine/optimize/kernel_turns.hpp"
+#include "engine/optimize/optimize_journal.hpp"
+#include "engine/optimize/optimize_report.hpp"
+#include "engine/optimize/run_budget.hpp"
 #include "engine/optimize/run_optimize.hpp"
+#include "engine/store/artifact_store.hpp"
+#include "stages/optimize/unified_diff.hpp"
+#include "support/fake_compile_service.hpp"
+#include "support/manual_clock.hpp"
 #include "support/rocpd_fixtures.hpp"
 #include "support/test_support.hpp"
+#include "workers/lanes/lane_backend.hpp"
 #include "workers/source/clang_source.hpp"
 #include "workers/tracers/cuda/cupti_recorder.hpp"
 #include "workers/tracers/rocprofv3/rocprofv3_recorder.hpp"
@@ -17,9 +30,12 @@ namespace rpl {
 namespace {
 
 namespace fs = std::filesystem;
+using engine::app_build_sources;
 using engine::app_kernel;
 using engine::app_profile;
+using engine::app_ranking;
 using engine::app_run_error;
+using engine::app_source_search;
 using engine::app_tools;
 using engine::optimize_input_error;
 using rpl::testing::read_text;
@@ -65,6 +81,20 @@ app_tools stand_in_tools(seen& log,
   return tools;
 }
 
+/// The search of exactly these --source files.
+app_source_search named(std::vector<fs::path> files) {
+  app_source_search search;
+  search.files = std::move(files);
+  return search;
+}
+
+/// --app-build's copy of `files`, flat by file name (as with --source alone).
+app_build_sources flat(std::vector<fs::path> files) {
+  app_build_sources sources;
+  sources.files = std::move(files);
+  return sources;
+}
+
 /// Two sources: alpha in a.cu, delta in b.cu (beta is nowhere).
 std::vector<fs::path> two_sources(const temp_dir& dir) {
   write_file(dir / "a.cu", "__global__ void alpha(float* x, int n) { if (n) x[0] = 1; }\n"
@@ -77,10 +107,10 @@ TEST(engine_optimize_app_mode, keeps_the_defined_kernels_and_names_the_one_it_sk
   RPL_NEED_LIBCLANG();
   temp_dir dir;
   seen log;
-  std::vector<std::string> skipped;
-  app_profile before;
-  const auto chosen = engine::rank_app_kernels({"./app", "--size", "8"}, two_sources(dir), 3,
-                                               dir / "out", skipped, before, stand_in_tools(log));
+  const auto ranking = engine::rank_app_kernels({"./app", "--size", "8"}, named(two_sources(dir)),
+                                                3, dir / "out", stand_in_tools(log));
+  const auto& chosen = ranking.chosen;
+  const auto& before = ranking.before;
   ASSERT_EQ(chosen.size(), 2u);
   EXPECT_EQ(chosen[0].name, "delta"); // the longest kernel ranks first
   EXPECT_EQ(chosen[0].symbol, "_Z5deltaPfi");
@@ -98,9 +128,12 @@ TEST(engine_optimize_app_mode, keeps_the_defined_kernels_and_names_the_one_it_sk
     EXPECT_FALSE(k.bottleneck.empty());
   }
   EXPECT_GT(chosen[0].critical_path_share, chosen[1].critical_path_share);
-  ASSERT_EQ(skipped.size(), 1u);
-  EXPECT_EQ(skipped[0].rfind("beta: not defined in ", 0), 0u) << skipped[0];
-  EXPECT_NE(skipped[0].find("_Z4betaPfi"), std::string::npos) << skipped[0];
+  ASSERT_EQ(ranking.left_out.size(), 1u);
+  EXPECT_EQ(ranking.left_out[0].name, "beta");
+  EXPECT_EQ(ranking.left_out[0].status, "skipped");
+  EXPECT_EQ(ranking.left_out[0].reason.rfind("not defined in ", 0), 0u)
+      << ranking.left_out[0].reason;
+  EXPECT_NE(ranking.left_out[0].reason.find("_Z4betaPfi"), std::string::npos);
   EXPECT_EQ(log.captured, (std::vector<std::string>{"_Z5deltaPfi", "_Z5alphaPfi"}));
   ASSERT_EQ(log.recorded.size(), 1u);
   EXPECT_EQ(log.recorded[0].front(), "./app");
@@ -114,13 +147,12 @@ TEST(engine_optimize_app_mode, stops_at_k_kernels) {
   RPL_NEED_LIBCLANG();
   temp_dir dir;
   seen log;
-  std::vector<std::string> skipped;
-  app_profile before;
-  const auto chosen = engine::rank_app_kernels({"./app"}, two_sources(dir), 1, dir / "out", skipped,
-                                               before, stand_in_tools(log));
+  const auto ranking = engine::rank_app_kernels({"./app"}, named(two_sources(dir)), 1, dir / "out",
+                                                stand_in_tools(log));
+  const auto& chosen = ranking.chosen;
   ASSERT_EQ(chosen.size(), 1u);
   EXPECT_EQ(chosen[0].name, "delta");
-  EXPECT_TRUE(skipped.empty());
+  EXPECT_TRUE(ranking.left_out.empty());
   EXPECT_EQ(log.captured.size(), 1u);
 }
 
@@ -128,18 +160,20 @@ TEST(engine_optimize_app_mode, a_refused_capture_is_skipped_with_its_reason) {
   RPL_NEED_LIBCLANG();
   temp_dir dir;
   seen log;
-  std::vector<std::string> skipped;
-  app_profile before;
-  const auto chosen =
-      engine::rank_app_kernels({"./app"}, two_sources(dir), 1, dir / "out", skipped, before,
+  const auto ranking =
+      engine::rank_app_kernels({"./app"}, named(two_sources(dir)), 1, dir / "out",
                                stand_in_tools(log, {"alpha", "beta", "delta"}, "_Z5deltaPfi"));
   // delta's capture fails, beta is nowhere, so the walk goes on to alpha.
-  ASSERT_EQ(chosen.size(), 1u);
-  EXPECT_EQ(chosen[0].name, "alpha");
+  ASSERT_EQ(ranking.chosen.size(), 1u);
+  EXPECT_EQ(ranking.chosen[0].name, "alpha");
+  const auto& skipped = ranking.left_out;
   ASSERT_EQ(skipped.size(), 2u);
-  EXPECT_EQ(skipped[0].rfind("delta: defined in ", 0), 0u) << skipped[0];
-  EXPECT_NE(skipped[0].find("refused: managed memory is live"), std::string::npos) << skipped[0];
-  EXPECT_EQ(skipped[1].rfind("beta: ", 0), 0u) << skipped[1];
+  EXPECT_EQ(skipped[0].name, "delta");
+  EXPECT_EQ(skipped[0].status, "skipped");
+  EXPECT_EQ(skipped[0].source, dir / "b.cu");
+  EXPECT_EQ(skipped[0].reason.rfind("defined in ", 0), 0u) << skipped[0].reason;
+  EXPECT_NE(skipped[0].reason.find("refused: managed memory is live"), std::string::npos);
+  EXPECT_EQ(skipped[1].name, "beta");
 }
 
 TEST(engine_optimize_app_mode, demangled_trace_names_map_through_the_rocprofv3_stand_in) {
@@ -162,17 +196,17 @@ TEST(engine_optimize_app_mode, demangled_trace_names_map_through_the_rocprofv3_s
     workers::rocprofv3_recorder recorder(options);
     return recorder.record(argv, folder, 1);
   };
-  std::vector<std::string> skipped;
-  app_profile before;
-  const auto chosen =
-      engine::rank_app_kernels({"true"}, {dir / "gemm.cu"}, 5, dir / "out", skipped, before, tools);
+  const auto ranking =
+      engine::rank_app_kernels({"true"}, named({dir / "gemm.cu"}), 5, dir / "out", tools);
+  const auto& chosen = ranking.chosen;
   ASSERT_EQ(chosen.size(), 1u);
   EXPECT_EQ(chosen[0].name, "gemm_tile(float const*, float const*, float*, int)");
   EXPECT_EQ(chosen[0].symbol, "_Z9gemm_tilePKfS0_Pfi");
   EXPECT_EQ(chosen[0].function, "gemm_tile");
-  ASSERT_EQ(skipped.size(), 1u); // the runtime helper kernel is not ranked
-  EXPECT_EQ(skipped[0].rfind("reduce_sum(float*, int): not defined in ", 0), 0u) << skipped[0];
-  EXPECT_NE(skipped[0].find("named reduce_sum"), std::string::npos) << skipped[0];
+  ASSERT_EQ(ranking.left_out.size(), 1u); // the runtime helper kernel is not ranked
+  EXPECT_EQ(ranking.left_out[0].name, "reduce_sum(float*, int)");
+  EXPECT_EQ(ranking.left_out[0].reason.rfind("not defined in ", 0), 0u);
+  EXPECT_NE(ranking.left_out[0].reason.find("named reduce_sum"), std::string::npos);
 }
 
 /// A trace of one stream whose kernels have these (mangled, display) names; the later, longer.
@@ -226,18 +260,17 @@ TEST(engine_optimize_app_mode, namespaced_and_extern_c_kernels_match_their_symbo
                        {"_Z5tiledILi4EEvPf", "void tiled<4>(float*)"}});
     return workers::recorded_run{};
   };
-  std::vector<std::string> skipped;
-  app_profile before;
-  const auto chosen =
-      engine::rank_app_kernels({"./app"}, {dir / "k.cu"}, 3, dir / "out", skipped, before, tools);
-  ASSERT_EQ(chosen.size(), 3u) << (skipped.empty() ? "" : skipped[0]);
+  const auto ranking =
+      engine::rank_app_kernels({"./app"}, named({dir / "k.cu"}), 3, dir / "out", tools);
+  const auto& chosen = ranking.chosen;
+  ASSERT_EQ(chosen.size(), 3u) << (ranking.left_out.empty() ? "" : ranking.left_out[0].reason);
   EXPECT_EQ(chosen[0].symbol, "_Z5tiledILi4EEvPf");
   EXPECT_EQ(chosen[0].function, "tiled");
   EXPECT_EQ(chosen[1].symbol, "plain_k");
   EXPECT_EQ(chosen[1].function, "plain_k");
   EXPECT_EQ(chosen[2].symbol, "_ZN2ns4scanEPfi");
   EXPECT_EQ(chosen[2].function, "scan");
-  EXPECT_TRUE(skipped.empty());
+  EXPECT_TRUE(ranking.left_out.empty());
 }
 
 TEST(engine_optimize_app_mode, bad_input_is_an_input_error_with_a_fix) {
@@ -245,12 +278,13 @@ TEST(engine_optimize_app_mode, bad_input_is_an_input_error_with_a_fix) {
   seen log;
   const auto tools = stand_in_tools(log);
   write_file(dir / "a.cu", "__global__ void alpha(float* x, int n) {}\n");
-  std::vector<std::string> skipped;
-  app_profile before;
   const auto message = [&](const std::vector<std::string>& app, std::vector<fs::path> sources,
                            std::size_t k) {
     try {
-      engine::rank_app_kernels(app, sources, k, dir / "out", skipped, before, tools);
+      app_source_search search;
+      search.files = sources;
+      search.dir = sources.empty() ? dir / "nowhere" : fs::path();
+      engine::rank_app_kernels(app, search, k, dir / "out", tools);
     } catch (const optimize_input_error& error) {
       return std::string(error.what());
     }
@@ -258,7 +292,9 @@ TEST(engine_optimize_app_mode, bad_input_is_an_input_error_with_a_fix) {
   };
   EXPECT_NE(message({"./app"}, {dir / "a.cu"}, 0).find("--top 0"), std::string::npos);
   EXPECT_NE(message({}, {dir / "a.cu"}, 2).find("no application given; fix:"), std::string::npos);
-  EXPECT_NE(message({"./app"}, {}, 2).find("no --source given; fix:"), std::string::npos);
+  EXPECT_NE(message({"./app"}, {}, 2)
+                .find("--source-dir " + (dir / "nowhere").string() + ": no such folder; fix:"),
+            std::string::npos);
   const auto missing = message({"./app"}, {dir / "a.cu", dir / "nope.cu"}, 2);
   EXPECT_NE(missing.find("--source " + (dir / "nope.cu").string() + ": no such file; fix:"),
             std::string::npos)
@@ -276,10 +312,8 @@ TEST(engine_optimize_app_mode, a_failed_application_run_is_a_run_error) {
     run.reason = "./app exited with status 3 under the CUPTI tracer";
     return run;
   };
-  std::vector<std::string> skipped;
-  app_profile before;
   try {
-    engine::rank_app_kernels({"./app"}, two_sources(dir), 2, dir / "out", skipped, before, tools);
+    engine::rank_app_kernels({"./app"}, named(two_sources(dir)), 2, dir / "out", tools);
     FAIL() << "no error";
   } catch (const app_run_error& error) {
     EXPECT_NE(std::string(error.what()).find("profiling `./app`: ./app exited with status 3"),
@@ -293,10 +327,9 @@ TEST(engine_optimize_app_mode, default_tools_without_the_tracer_say_how_to_get_i
     GTEST_SKIP() << "the CUPTI tracer is built here: the default tools would run it";
   RPL_NEED_LIBCLANG();
   temp_dir dir;
-  std::vector<std::string> skipped;
-  app_profile before;
   try {
-    engine::rank_app_kernels({"true"}, two_sources(dir), 1, dir / "out", skipped, before);
+    engine::rank_app_kernels({"true"}, named(two_sources(dir)), 1, dir / "out",
+                             engine::default_app_tools());
     FAIL() << "no error";
   } catch (const optimize_input_error& error) {
     EXPECT_NE(std::string(error.what()).find("librpl_cupti_tracer.so"), std::string::npos);
@@ -310,7 +343,7 @@ TEST(engine_optimize_app_mode, reprofile_builds_a_patched_scratch_copy_and_runs_
   const std::string original_b = read_text(dir / "b.cu");
   // The build "compiles" a.cu into the program: a copy the test can recognise.
   const auto profile =
-      engine::reprofile_app("cp {SRC_DIR}/a.cu '{SRC_DIR}/my app'", sources,
+      engine::reprofile_app("cp {SRC_DIR}/a.cu '{SRC_DIR}/my app'", flat(sources),
                             {{"a.cu", "__global__ void alpha(float* x, int n) { x[0] = 3; }\n"}},
                             {"./my app", "--size", "8"}, dir / "out", stand_in_tools(log));
   const fs::path scratch = fs::absolute(dir / "out" / "app-build");
@@ -330,7 +363,8 @@ TEST(engine_optimize_app_mode, reprofile_builds_a_patched_scratch_copy_and_runs_
 TEST(engine_optimize_app_mode, reprofile_keeps_a_program_the_build_did_not_make) {
   temp_dir dir;
   seen log;
-  engine::reprofile_app("true", two_sources(dir), {}, {"a.cu"}, dir / "out", stand_in_tools(log));
+  engine::reprofile_app("true", flat(two_sources(dir)), {}, {"a.cu"}, dir / "out",
+                        stand_in_tools(log));
   ASSERT_EQ(log.recorded.size(), 1u);
   EXPECT_EQ(log.recorded[0].front(), "a.cu"); // a copied source is not something the build made
 }
@@ -339,7 +373,7 @@ TEST(engine_optimize_app_mode, a_failed_build_names_its_log) {
   temp_dir dir;
   seen log;
   try {
-    engine::reprofile_app("sh -c 'echo nvcc: error in a.cu; exit 1'", two_sources(dir), {},
+    engine::reprofile_app("sh -c 'echo nvcc: error in a.cu; exit 1'", flat(two_sources(dir)), {},
                           {"./app"}, dir / "out", stand_in_tools(log));
     FAIL() << "no error";
   } catch (const app_run_error& error) {
@@ -364,7 +398,7 @@ TEST(engine_optimize_app_mode, reprofile_bad_input_is_an_input_error) {
   const auto message = [&](const std::string& build, std::vector<fs::path> files,
                            std::map<std::string, std::string> patched) {
     try {
-      engine::reprofile_app(build, files, patched, {"./app"}, dir / "out", tools);
+      engine::reprofile_app(build, flat(files), patched, {"./app"}, dir / "out", tools);
     } catch (const optimize_input_error& error) {
       return std::string(error.what());
     }
@@ -377,6 +411,507 @@ TEST(engine_optimize_app_mode, reprofile_bad_input_is_an_input_error) {
   EXPECT_NE(message("make", sources, {{"c.cu", "x"}}).find("'c.cu' is none of the --source"),
             std::string::npos);
   EXPECT_TRUE(log.recorded.empty());
+}
+
+// ---- Sources found under --source-dir ---------------------------------------------------------
+
+#define RPL_NEED_LIBCLANG_FOR_SOURCES()                                                            \
+  do {                                                                                             \
+    std::string why;                                                                               \
+    if (!workers::libclang_available(why))                                                         \
+      GTEST_SKIP() << "libclang is needed to find kernels in sources: " << why;                    \
+  } while (0)
+
+/// A trace of alpha, beta and delta (delta the longest: it ranks first); captures write a marker.
+engine::app_tools discovery_tools(std::vector<std::string>& captured) {
+  engine::app_tools tools;
+  tools.backend = "rocpd";
+  tools.record = [](const std::vector<std::string>&, const fs::path& folder) {
+    rpl::testing::write_process_trace(folder / "testhost" / "100_results.db", 100,
+                                      {"alpha", "beta", "delta"}, 60, 7);
+    workers::recorded_run run;
+    run.databases = {folder / "testhost" / "100_results.db"};
+    return run;
+  };
+  tools.capture = [&captured](const std::vector<std::string>&, const std::string& symbol,
+                              const fs::path& out) {
+    captured.push_back(symbol);
+    fs::create_directories(out);
+    write_file(out / "dispatch.json", "{}");
+    return std::string();
+  };
+  return tools;
+}
+
+/// An application's tree: alpha in app/main.cu, delta in app/kernels/delta.cu (with a header),
+/// copies of both where the search must not look, and beta nowhere.
+fs::path application_tree(const temp_dir& dir) {
+  const fs::path root = dir / "tree";
+  const std::string delta = "#include \"delta.cuh\"\n"
+                            "__global__ void delta(float* x, int n) { x[n] += scale(); }\n";
+  fs::create_directories(root / "app" / "kernels");
+  write_file(root / "app" / "main.cu",
+             "__global__ void alpha(float* x, int n) { if (n) x[0] = 1; }\nint main() {}\n");
+  write_file(root / "app" / "kernels" / "delta.cuh",
+             "__device__ inline float scale() { return 2.0f; }\n");
+  write_file(root / "app" / "kernels" / "delta.cu", delta);
+  write_file(root / "app" / "host.cpp", "int host_only() { return 1; }\n");
+  write_file(root / "app" / "notes.txt", "__global__ void beta(float* x, int n) {}\n");
+  for (const char* ignored : {"build", ".git", "out", "cmake-build-debug"}) {
+    fs::create_directories(root / ignored);
+    write_file(root / ignored / "copy.cu", delta);
+  }
+  return root;
+}
+
+app_source_search search_under(const fs::path& root) {
+  app_source_search search;
+  search.dir = root;
+  search.exclude = {root / "out"};
+  return search;
+}
+
+TEST(engine_optimize_app_sources, finds_each_kernel_under_the_source_dir_and_says_where) {
+  RPL_NEED_LIBCLANG_FOR_SOURCES();
+  temp_dir dir;
+  const auto root = application_tree(dir);
+  std::vector<std::string> captured;
+  const auto ranking = engine::rank_app_kernels({"./app"}, search_under(root), 3, root / "out",
+                                                discovery_tools(captured));
+  ASSERT_EQ(ranking.chosen.size(), 2u);
+  EXPECT_EQ(ranking.chosen[0].function, "delta");
+  EXPECT_EQ(ranking.chosen[0].source, root / "app" / "kernels" / "delta.cu");
+  EXPECT_EQ(ranking.chosen[1].function, "alpha");
+  EXPECT_EQ(ranking.chosen[1].source, root / "app" / "main.cu");
+  ASSERT_EQ(ranking.left_out.size(), 1u);
+  const auto& beta = ranking.left_out[0];
+  EXPECT_EQ(beta.name, "beta");
+  EXPECT_EQ(beta.status, "skipped");
+  EXPECT_NE(beta.reason.find("not defined in the 4 CUDA/HIP files under " + root.string()),
+            std::string::npos)
+      << beta.reason;
+  EXPECT_NE(beta.reason.find("fix: point --source-dir"), std::string::npos) << beta.reason;
+  ASSERT_FALSE(ranking.notes.empty());
+  // main.cu, delta.cu, delta.cuh, host.cpp read; two of them define kernels.
+  EXPECT_NE(ranking.notes[0].find("searched 4 CUDA/HIP source files under"), std::string::npos)
+      << ranking.notes[0];
+  EXPECT_NE(ranking.notes[0].find("2 define __global__ functions"), std::string::npos)
+      << ranking.notes[0];
+  EXPECT_EQ(captured, (std::vector<std::string>{"_Z5deltaPfi", "_Z5alphaPfi"}));
+}
+
+TEST(engine_optimize_app_sources, source_narrows_the_search) {
+  RPL_NEED_LIBCLANG_FOR_SOURCES();
+  temp_dir dir;
+  const auto root = application_tree(dir);
+  std::vector<std::string> captured;
+  auto search = search_under(root);
+  search.files = {root / "app" / "main.cu"};
+  const auto ranking =
+      engine::rank_app_kernels({"./app"}, search, 3, root / "out", discovery_tools(captured));
+  ASSERT_EQ(ranking.chosen.size(), 1u);
+  EXPECT_EQ(ranking.chosen[0].function, "alpha");
+  ASSERT_EQ(ranking.left_out.size(), 2u);
+  EXPECT_EQ(ranking.left_out[0].name, "delta");
+  EXPECT_EQ(
+      ranking.left_out[0].reason.rfind("not defined in " + (root / "app" / "main.cu").string(), 0),
+      0u)
+      << ranking.left_out[0].reason;
+}
+
+TEST(engine_optimize_app_sources, the_file_cap_is_said_in_the_notes) {
+  RPL_NEED_LIBCLANG_FOR_SOURCES();
+  temp_dir dir;
+  const auto root = application_tree(dir);
+  std::vector<std::string> captured;
+  auto search = search_under(root);
+  search.max_files = 1;
+  const auto ranking =
+      engine::rank_app_kernels({"./app"}, search, 3, root / "out", discovery_tools(captured));
+  ASSERT_EQ(ranking.notes.size(), 2u);
+  EXPECT_NE(ranking.notes[1].find("stopped after 1 files under"), std::string::npos)
+      << ranking.notes[1];
+}
+
+TEST(engine_optimize_app_sources, a_capture_the_budget_refuses_is_not_reached_and_counts_in_k) {
+  RPL_NEED_LIBCLANG_FOR_SOURCES();
+  temp_dir dir;
+  const auto root = application_tree(dir);
+  std::vector<std::string> captured;
+  int profiled = 0;
+  engine::app_walk_hooks hooks;
+  hooks.profiled = [&profiled](std::chrono::steady_clock::duration) { ++profiled; };
+  hooks.may_capture = [] { return std::string("--time-budget: 2.0 s left for the kernels"); };
+  const auto ranking = engine::rank_app_kernels({"./app"}, search_under(root), 1, root / "out",
+                                                discovery_tools(captured), hooks);
+  EXPECT_EQ(profiled, 1);
+  EXPECT_TRUE(ranking.chosen.empty());
+  EXPECT_TRUE(captured.empty());
+  ASSERT_EQ(ranking.left_out.size(), 1u); // the top 1 was delta: not reached, and no more
+  EXPECT_EQ(ranking.left_out[0].name, "delta");
+  EXPECT_EQ(ranking.left_out[0].status, "not_reached");
+  EXPECT_EQ(ranking.left_out[0].reason, "--time-budget: 2.0 s left for the kernels");
+}
+
+TEST(engine_optimize_app_sources, app_build_copies_the_tree_and_patches_files_in_place) {
+  temp_dir dir;
+  const auto root = application_tree(dir);
+  std::vector<std::string> captured;
+  const auto delta = root / "app" / "kernels" / "delta.cu";
+  engine::app_build_sources sources;
+  sources.root = root;
+  sources.exclude = {root / "out"};
+  engine::reprofile_app("sh -c 'cat {SRC_DIR}/app/kernels/delta.cu > {SRC_DIR}/app/prog'", sources,
+                        {{delta.string(), "// patched\n"}}, {"./app/prog", "1"}, root / "out",
+                        discovery_tools(captured));
+  const fs::path scratch = fs::absolute(root / "out" / "app-build");
+  EXPECT_EQ(read_text(scratch / "app" / "kernels" / "delta.cu"), "// patched\n");
+  EXPECT_TRUE(fs::exists(scratch / "app" / "kernels" / "delta.cuh"));
+  EXPECT_TRUE(fs::exists(scratch / "app" / "main.cu"));
+  EXPECT_EQ(read_text(scratch / "app" / "prog"), "// patched\n");
+  for (const char* ignored : {"build", ".git", "out", "cmake-build-debug"}) {
+    EXPECT_FALSE(fs::exists(scratch / ignored)) << ignored;
+  }
+  EXPECT_NE(read_text(delta).find("x[n] += scale()"), std::string::npos); // the user's file
+  try {
+    engine::reprofile_app("true", sources, {{(dir / "elsewhere.cu").string(), "x"}}, {"./app"},
+                          root / "out", discovery_tools(captured));
+    FAIL() << "no error";
+  } catch (const engine::optimize_input_error& error) {
+    EXPECT_NE(std::string(error.what()).find("is outside --source-dir"), std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(engine_optimize_app_sources, a_missing_source_dir_is_bad_input) {
+  RPL_NEED_LIBCLANG_FOR_SOURCES();
+  temp_dir dir;
+  std::vector<std::string> captured;
+  try {
+    engine::rank_app_kernels({"./app"}, search_under(dir / "nope"), 1, dir / "out",
+                             discovery_tools(captured));
+    FAIL() << "no error";
+  } catch (const engine::optimize_input_error& error) {
+    EXPECT_NE(std::string(error.what())
+                  .find("--source-dir " + (dir / "nope").string() + ": no such folder; fix:"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+// ---- --time-budget and every kernel's fate (a manual clock) ------------------------------------
+
+using engine::run_budget;
+using engine::target_result;
+
+run_budget::limits budget_limits(std::chrono::seconds total, bool after_phase) {
+  run_budget::limits limits;
+  limits.total = total;
+  limits.after_phase = after_phase;
+  limits.min_kernel = std::chrono::seconds(15);
+  limits.min_build = std::chrono::seconds(10);
+  return limits;
+}
+
+std::vector<engine::kernel_target> budget_targets(std::size_t n) {
+  std::vector<engine::kernel_target> targets(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    targets[i].kernel = "k" + std::to_string(i);
+    targets[i].source_path = "k.cu";
+  }
+  return targets;
+}
+
+TEST(engine_optimize_run_budget, reserves_the_after_phase_from_the_before_profile) {
+  rpl::testing::manual_clock clock;
+  run_budget budget(budget_limits(std::chrono::seconds(240), true), clock.function());
+  clock.advance(std::chrono::seconds(20));
+  budget.before_profiled(std::chrono::seconds(20));
+  // The after profile (20 s) and the rebuild (as long, at least 10 s).
+  EXPECT_EQ(budget.after_reserve(), std::chrono::seconds(40));
+  EXPECT_EQ(budget.left_for_kernels(), std::chrono::seconds(180));
+  EXPECT_EQ(budget.left_for_after(), std::chrono::seconds(220));
+  EXPECT_TRUE(budget.capture_refusal().empty());
+  clock.advance(std::chrono::seconds(
+      150)); // 30 s left for kernels: a 20 s capture and a 15 s kernel do not fit
+  const auto refused = budget.capture_refusal();
+  EXPECT_NE(refused.find("--time-budget: 30.0 s left for the kernels"), std::string::npos)
+      << refused;
+}
+
+TEST(engine_optimize_run_budget,
+     without_app_build_nothing_is_reserved_and_no_budget_refuses_nothing) {
+  rpl::testing::manual_clock clock;
+  run_budget bounded(budget_limits(std::chrono::seconds(100), false), clock.function());
+  bounded.before_profiled(std::chrono::seconds(30));
+  EXPECT_EQ(bounded.after_reserve(), std::chrono::seconds(0));
+  run_budget unbounded(budget_limits(std::chrono::seconds(0), true), clock.function());
+  unbounded.before_profiled(std::chrono::seconds(30));
+  clock.advance(std::chrono::hours(1000));
+  EXPECT_FALSE(unbounded.kernel_turn(4).deadline);
+  EXPECT_TRUE(unbounded.kernel_turn(4).refused.empty());
+  EXPECT_TRUE(unbounded.capture_refusal().empty());
+}
+
+TEST(engine_optimize_run_budget,
+     each_kernel_gets_its_share_of_what_is_left_and_at_least_the_minimum) {
+  rpl::testing::manual_clock clock;
+  run_budget budget(budget_limits(std::chrono::seconds(100), false), clock.function());
+  const auto four = budget.kernel_turn(4);
+  ASSERT_TRUE(four.deadline);
+  EXPECT_EQ(*four.deadline - clock.now(), std::chrono::seconds(25));
+  clock.advance(std::chrono::seconds(
+      60)); // 40 s left for 4 kernels: a share of 10 s is less than the minimum
+  const auto short_share = budget.kernel_turn(4);
+  ASSERT_TRUE(short_share.deadline);
+  EXPECT_EQ(*short_share.deadline - clock.now(), std::chrono::seconds(15));
+  clock.advance(std::chrono::seconds(30)); // 10 s left
+  const auto late = budget.kernel_turn(1);
+  EXPECT_FALSE(late.deadline);
+  EXPECT_NE(late.refused.find("less than the 15.0 s a kernel needs"), std::string::npos)
+      << late.refused;
+}
+
+TEST(engine_optimize_run_budget,
+     a_kernel_whose_turn_comes_too_late_is_not_reached_without_figures) {
+  rpl::testing::manual_clock clock;
+  run_budget budget(budget_limits(std::chrono::seconds(40), false), clock.function());
+  const auto targets = budget_targets(3);
+  std::atomic<bool> stop{false};
+  std::vector<std::size_t> started;
+  const auto results = engine::run_kernel_turns(
+      targets, {0}, budget, stop,
+      [&](std::size_t i, std::size_t, std::optional<run_budget::clock::time_point> deadline) {
+        started.push_back(i);
+        EXPECT_TRUE(deadline);
+        clock.advance(*deadline - clock.now()); // each kernel uses its whole share
+        target_result r;
+        r.kernel = targets[i].kernel;
+        r.status = "unchanged";
+        r.original_ns = r.best_ns = 1000.0;
+        return r;
+      });
+  ASSERT_EQ(results.size(), 3u);
+  // 40 s: the first gets 40/3 < 15, so 15 s; the second 25/2 -> 15 s; 10 s is left for the third.
+  EXPECT_EQ(started, (std::vector<std::size_t>{0, 1}));
+  EXPECT_EQ(results[0].status, "unchanged");
+  EXPECT_DOUBLE_EQ(results[0].seconds, 15.0);
+  EXPECT_EQ(results[2].status, "not_reached");
+  EXPECT_EQ(results[2].kernel, "k2");
+  EXPECT_NE(results[2].reason.find("--time-budget"), std::string::npos) << results[2].reason;
+  EXPECT_FALSE(engine::has_figures(results[2]));
+}
+
+TEST(engine_optimize_run_budget, kernels_after_an_interrupt_are_not_started) {
+  rpl::testing::manual_clock clock;
+  run_budget budget(budget_limits(std::chrono::seconds(0), false), clock.function());
+  const auto targets = budget_targets(2);
+  std::atomic<bool> stop{false};
+  const auto results = engine::run_kernel_turns(
+      targets, {0}, budget, stop,
+      [&](std::size_t i, std::size_t, std::optional<run_budget::clock::time_point> deadline) {
+        EXPECT_FALSE(deadline);
+        stop = true; // Ctrl-C during the first kernel
+        target_result r;
+        r.kernel = targets[i].kernel;
+        r.status = "unchanged";
+        return r;
+      });
+  EXPECT_EQ(results[1].status, "not_reached");
+  EXPECT_EQ(results[1].reason, "interrupted before its turn came");
+}
+
+TEST(engine_optimize_run_budget, the_report_gives_figures_only_for_work_done) {
+  rpl::testing::temp_dir dir;
+  target_result improved;
+  improved.kernel = "fast";
+  improved.source_path = "a.cu";
+  improved.status = "improved";
+  improved.original_ns = 2000.0;
+  improved.best_ns = 1000.0;
+  improved.final_comparison.incumbent_median_ns = 2000.0;
+  improved.final_comparison.candidate_median_ns = 1000.0;
+  improved.final_comparison.summary = "2.000x faster";
+  improved.reason = improved.final_comparison.summary;
+  improved.seconds = 12.5;
+  target_result unchanged;
+  unchanged.kernel = "same";
+  unchanged.status = "unchanged";
+  unchanged.original_ns = unchanged.best_ns = 500.0;
+  unchanged.reason = "no proposal was faster beyond the noise (3 attempts)";
+  unchanged.rules_not_applied = {"vector_loads: the loop body has two statements"};
+  const auto late =
+      engine::not_reached_result("late", "b.cu", "--time-budget: 3.0 s left for the kernels");
+  target_result skipped;
+  skipped.kernel = "elsewhere";
+  skipped.status = "skipped";
+  skipped.reason = "not defined in a.cu, b.cu";
+  const auto report = engine::write_optimize_report(
+      dir.path(), {improved, unchanged, late, skipped}, nlohmann::json());
+  const auto& k = report["kernels"];
+  ASSERT_EQ(k.size(), 4u);
+  EXPECT_EQ(k[0]["original_ns"], 2000.0);
+  EXPECT_EQ(k[0]["seconds"], 12.5);
+  EXPECT_EQ(k[1]["best_ns"], 500.0);
+  EXPECT_EQ(k[1]["rules_not_applied"][0], "vector_loads: the loop body has two statements");
+  for (int i : {2, 3}) {
+    EXPECT_FALSE(k[i].contains("original_ns")) << k[i].dump();
+    EXPECT_FALSE(k[i].contains("best_ns")) << k[i].dump();
+    EXPECT_FALSE(k[i].contains("final_comparison")) << k[i].dump();
+  }
+  EXPECT_EQ(k[2]["status"], "not_reached");
+  EXPECT_EQ(k[2]["reason"], "--time-budget: 3.0 s left for the kernels");
+  EXPECT_EQ(k[3]["status"], "skipped");
+  const auto text = engine::optimize_summary_text({improved, unchanged, late, skipped}, dir.path());
+  EXPECT_NE(text.find("late: not_reached (0.0 s): --time-budget: 3.0 s left"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("elsewhere: skipped (0.0 s): not defined in a.cu, b.cu"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("same: unchanged (0.0 s): no proposal was faster beyond the noise (3 "
+                      "attempts) (original 0.50 us)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rule not applied: vector_loads"), std::string::npos) << text;
+  EXPECT_EQ(text.find("late: not_reached (0.0 s): --time-budget: 3.0 s left for the kernels ("),
+            std::string::npos)
+      << "no figure for a kernel never reached: " << text;
+  const auto md = rpl::testing::read_text(dir.path() / "report.md");
+  EXPECT_NE(md.find("## late (b.cu): not_reached"), std::string::npos) << md;
+  EXPECT_EQ(md.find("0.00 us"), std::string::npos) << md;
+}
+
+TEST(engine_optimize_run_budget, a_host_bound_application_is_told_kernel_gains_barely_move_it) {
+  engine::app_profile before;
+  before.gpu_time_ns = 2e6;
+  before.critical_path_ns = 10e6;
+  before.gpu_share = 0.2;
+  engine::app_profile after = before;
+  after.gpu_time_ns = 1e6;
+  after.critical_path_ns = 9e6;
+  nlohmann::json application = {{"before", {{"summary", "GPU time 2.000 ms\n"}}}};
+  engine::application_figures(application, before, &after);
+  EXPECT_EQ(application["figures"],
+            "GPU time 2.000 ms -> 1.000 ms, critical path 10.000 ms -> 9.000 ms; kernels take "
+            "20.0 % of the critical path");
+  ASSERT_TRUE(application.contains("gpu_share_note"));
+  EXPECT_NE(application["gpu_share_note"].get<std::string>().find("barely"), std::string::npos);
+  before.gpu_share = 0.9;
+  nlohmann::json gpu_bound = {{"before", {{"summary", ""}}}};
+  engine::application_figures(gpu_bound, before, nullptr);
+  EXPECT_FALSE(gpu_bound.contains("gpu_share_note"));
+  EXPECT_NE(engine::application_text(application, "- ").find("- kernels take only 20.0 %"),
+            std::string::npos);
+}
+
+/// A replay lane whose every measurement takes `per_measurement` and times any code object at
+/// 1000 ns: nothing is ever faster, and a comparison of many rounds is long.
+class slow_replay_lane final : public workers::lane_backend {
+public:
+  slow_replay_lane(std::chrono::milliseconds per_measurement, std::atomic<int>& measurements)
+      : per_measurement_(per_measurement), measurements_(measurements) {}
+  messages::measure_result measure(const messages::measure_request& request) override {
+    std::this_thread::sleep_for(per_measurement_);
+    ++measurements_;
+    messages::measure_result result;
+    result.status = messages::measure_status::ok;
+    result.lane = name_;
+    result.samples_ns.assign(std::max<std::uint32_t>(request.runs, 1), 1000);
+    return result;
+  }
+  const std::string& name() const override { return name_; }
+
+private:
+  std::string name_ = "replay0";
+  std::chrono::milliseconds per_measurement_;
+  std::atomic<int>& measurements_;
+};
+
+TEST(engine_optimize_run_budget, a_comparison_in_flight_ends_at_the_kernels_deadline) {
+  RPL_NEED_LIBCLANG();
+  temp_dir dir;
+  const std::string source = "extern \"C\" __global__ void scale(float* x, int n) {\n"
+                             "  int pad = 0;\n"
+                             "  for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] += pad;\n"
+                             "}\n";
+  engine::kernel_target target;
+  target.kernel = "scale";
+  target.symbol = "scale";
+  target.source_path = dir / "k.cu";
+  target.source_text = source;
+  target.language = "cuda";
+  target.build_argv = {"fakecc", "k.cu", "-o", "{OUT}"};
+  target.sources = {{"k.cu", source}};
+  target.replay_dir = dir / "capture";
+  engine::optimizer_settings settings;
+  settings.iterations = 1000;
+  settings.rounds = 200; // one comparison: 400 measurements of 20 ms, 8 s
+  settings.runs_per_round = 1;
+  settings.tune_budget = 0;
+  rpl::testing::fake_compile_service compiler([](const messages::compile_request& request) {
+    messages::compile_reply reply;
+    reply.status = messages::compile_status::ok;
+    reply.has_artifact = true;
+    const auto& text = request.sources.at(0).content;
+    reply.artifact.assign(text.begin(), text.end());
+    return reply;
+  });
+  std::atomic<int> proposed{0};
+  engine::optimizer_services services;
+  services.compiler = &compiler;
+  services.propose = [&proposed](const std::string& kind,
+                                 const messages::propose_request& request) {
+    messages::propose_reply reply;
+    reply.status = messages::propose_status::ok;
+    reply.proposer = kind;
+    if (request.max_proposals == 0) {
+      return reply; // the warm-up
+    }
+    const std::string n = std::to_string(++proposed);
+    std::string text = request.source;
+    text.replace(text.find("int pad = 0;"), 12, "int pad = 0 * " + n + ";");
+    reply.proposals.push_back({"test:" + n, "pad " + n, "because",
+                               stages::optimize::make_unified_diff(request.source, text, "k.cu")});
+    return reply;
+  };
+  services.parse = [](const std::string& text,
+                      std::string& error) -> std::optional<stages::optimize::source_model> {
+    auto model = workers::parse_source(text, "k.cu", "cuda", {}, error);
+    if (!error.empty()) {
+      return std::nullopt;
+    }
+    return model;
+  };
+  services.check_artifact = [](const std::vector<std::byte>&, const std::vector<std::byte>&,
+                               const std::string&) {
+    return std::vector<std::pair<std::string, std::string>>();
+  };
+  std::atomic<int> measurements{0};
+  std::vector<std::unique_ptr<engine::lane_worker>> lanes;
+  lanes.push_back(std::make_unique<engine::lane_worker>(
+      std::make_unique<slow_replay_lane>(std::chrono::milliseconds(20), measurements), -1));
+  engine::optimize_journal journal(dir / "out");
+  engine::artifact_store artifacts(dir / "out" / "artifacts");
+  std::atomic<bool> stop{false};
+  const auto begin = std::chrono::steady_clock::now();
+  settings.deadline = begin + std::chrono::seconds(3);
+  const auto result =
+      engine::optimize_kernel(target, settings, services, lanes, journal, artifacts, stop);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  // Before the loop stopped at the deadline, the first comparison alone took 8 s.
+  EXPECT_LT(took, 4.5) << measurements << " measurements";
+  if (result.status == "not_reached") {
+    // A slow machine (a sanitizer build): libclang's parses took the turn before a proposal got
+    // to the lane. The loop still ended at its deadline, and there is no figure.
+    EXPECT_NE(result.reason.find("ran out before any proposal was judged"), std::string::npos);
+    EXPECT_FALSE(engine::has_figures(result));
+    return;
+  }
+  EXPECT_GE(proposed, 1);
+  EXPECT_EQ(result.status, "unchanged") << result.reason;
+  EXPECT_NE(result.reason.find("the time budget ran out after"), std::string::npos)
+      << result.reason;
+  EXPECT_GT(result.original_ns, 0.0); // measured: the original against itself, as time allowed
 }
 
 } // namespace
