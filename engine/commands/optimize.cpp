@@ -32,7 +32,8 @@ public:
                      "Launch file (docs/launch-file.md): how the kernel lane runs the kernel");
     cmd_->add_option("--build-template", options_.build_template,
                      "Compile command writing a code object to {OUT}, e.g. \"nvcc -cubin "
-                     "-arch=sm_90 gemm.cu -o {OUT}\"");
+                     "-arch=sm_90 gemm.cu -o {OUT}\"; with -- APP, {SOURCE} is the kernel's "
+                     "file");
     cmd_->add_option("--param", params_,
                      "NAME=VALUE for the build template's and the launch file's names "
                      "(repeatable)");

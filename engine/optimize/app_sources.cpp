@@ -232,9 +232,10 @@ void kernel_source_index::state::discover() {
   }
   std::sort(sources.begin(), sources.end(),
             [](const indexed_source& a, const indexed_source& b) { return a.path < b.path; });
-  notes.push_back("searched " + std::to_string(files_read) + " CUDA/HIP source files under " +
-                  root.string() + " (hidden and build folders and --out left out); " +
-                  std::to_string(sources.size()) + " define __global__ functions");
+  notes.push_back("searched " + std::to_string(files_read) + " CUDA/HIP source file" +
+                  (files_read == 1 ? "" : "s") + " under " + root.string() +
+                  " (hidden and build folders and --out left out); " +
+                  std::to_string(sources.size()) + " of them define __global__ functions");
   if (capped) {
     notes.push_back("stopped after " + std::to_string(search.max_files) + " files under " +
                     root.string() + ": name a narrower --source-dir, or the files with --source");
@@ -327,7 +328,9 @@ std::string kernel_source_index::searched() const {
     }
     return names;
   }
-  return "the " + std::to_string(state_->files_read) + " CUDA/HIP files under " +
+  return (state_->files_read == 1
+              ? "the one CUDA/HIP file under "
+              : "the " + std::to_string(state_->files_read) + " CUDA/HIP files under ") +
          state_->search.dir.string();
 }
 

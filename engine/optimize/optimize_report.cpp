@@ -178,13 +178,26 @@ void application_figures(nlohmann::json& application,
   application["figures"] = line;
 }
 
+/// A profile's summary lines after `label`, each further line indented under it.
+std::string
+summary_lines(const std::string& prefix, const std::string& label, const std::string& summary) {
+  std::string out = prefix + label;
+  std::istringstream lines(summary);
+  std::string line;
+  bool first = true;
+  while (std::getline(lines, line)) {
+    out += (first ? "" : prefix + "  ") + line + "\n";
+    first = false;
+  }
+  return first ? out + "\n" : out;
+}
+
 std::string application_text(const nlohmann::json& application, const std::string& prefix) {
   std::ostringstream text;
-  const auto& before = application["before"];
-  text << prefix << "before: " << before.value("summary", "");
+  text << summary_lines(prefix, "before: ", application["before"].value("summary", ""));
   if (application.contains("after")) {
-    text << prefix << "after (the accepted changes rebuilt, profiled again): "
-         << application["after"].value("summary", "");
+    text << summary_lines(prefix, "after (the accepted changes rebuilt, profiled again): ",
+                          application["after"].value("summary", ""));
   }
   if (application.contains("figures")) {
     text << prefix << application["figures"].get<std::string>() << "\n";

@@ -234,9 +234,6 @@ std::vector<kernel_target> make_app_targets(const optimize_options& options,
     app.capture_seconds[k.function] += k.capture_seconds;
     targets.push_back(app_target(options, sources, k));
   }
-  for (const auto& out : app.left_out) {
-    app.notes.push_back(out.name + ": " + out.status + ": " + out.reason);
-  }
   return targets;
 }
 

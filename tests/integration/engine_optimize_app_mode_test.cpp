@@ -6,6 +6,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "engine/graph/lane_worker.hpp"
 #include "engine/optimize/app_mode.hpp"
@@ -22,6 +23,7 @@
 #include "support/rocpd_fixtures.hpp"
 #include "support/test_support.hpp"
 #include "workers/lanes/lane_backend.hpp"
+#include "workers/replay/replay_run.hpp"
 #include "workers/source/clang_source.hpp"
 #include "workers/tracers/cuda/cupti_recorder.hpp"
 #include "workers/tracers/rocprofv3/rocprofv3_recorder.hpp"
@@ -495,7 +497,7 @@ TEST(engine_optimize_app_sources, finds_each_kernel_under_the_source_dir_and_say
   // main.cu, delta.cu, delta.cuh, host.cpp read; two of them define kernels.
   EXPECT_NE(ranking.notes[0].find("searched 4 CUDA/HIP source files under"), std::string::npos)
       << ranking.notes[0];
-  EXPECT_NE(ranking.notes[0].find("2 define __global__ functions"), std::string::npos)
+  EXPECT_NE(ranking.notes[0].find("2 of them define __global__ functions"), std::string::npos)
       << ranking.notes[0];
   EXPECT_EQ(captured, (std::vector<std::string>{"_Z5deltaPfi", "_Z5alphaPfi"}));
 }
@@ -912,6 +914,62 @@ TEST(engine_optimize_run_budget, a_comparison_in_flight_ends_at_the_kernels_dead
   EXPECT_NE(result.reason.find("the time budget ran out after"), std::string::npos)
       << result.reason;
   EXPECT_GT(result.original_ns, 0.0); // measured: the original against itself, as time allowed
+}
+
+/// The verb on an application whose kernels `tools` trace, in `dir` (the current folder's stand-in:
+/// --source-dir), with `budget_s` of --time-budget; nothing reaches a lane in these tests.
+struct verb_run {
+  int exit_code = -1;
+  nlohmann::json report;
+};
+
+verb_run run_app_verb(const temp_dir& dir, const app_tools& tools, std::int64_t budget_s) {
+  engine::optimize_options options;
+  options.app = {"./app"};
+  options.top = 2;
+  options.source_dir = dir / "tree";
+  options.build_template = "nvcc -cubin -arch=sm_90 {SOURCE} -o {OUT}";
+  options.app_build = "make -C {SRC_DIR}";
+  options.out = dir / "tree" / "out";
+  options.time_budget = std::chrono::seconds(budget_s);
+  std::atomic<bool> stop{false};
+  verb_run run;
+  run.exit_code = engine::run_optimize(options, stop, tools);
+  run.report = nlohmann::json::parse(read_text(options.out / "report.json"));
+  return run;
+}
+
+TEST(engine_optimize_run_budget, a_run_that_reaches_no_kernel_reports_each_fate_and_exits_3) {
+  RPL_NEED_LIBCLANG();
+  if (!workers::replay::find_cuda_replay_program())
+    GTEST_SKIP() << "rpl-replay-cuda is not built: -- APP refuses to start without it";
+  temp_dir dir;
+  fs::create_directories(dir / "tree");
+  write_file(dir / "tree" / "k.cu", "__global__ void delta(float* x, int n) { x[n] += 2.0f; }\n");
+  seen log;
+  // delta is defined, but 1 s of budget leaves no room for its capture; alpha and beta are
+  // nowhere.
+  const auto run = run_app_verb(dir, stand_in_tools(log), 1);
+  EXPECT_EQ(run.exit_code, 3);
+  EXPECT_TRUE(log.captured.empty());
+  const auto& kernels = run.report["kernels"];
+  ASSERT_EQ(kernels.size(), 3u) << run.report.dump(2);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& k : kernels) {
+    by_name[k["kernel"].get<std::string>()] = k;
+    EXPECT_FALSE(k.contains("original_ns")) << k.dump();
+    EXPECT_FALSE(k.contains("best_ns")) << k.dump();
+  }
+  EXPECT_EQ(by_name["delta"]["status"], "not_reached");
+  EXPECT_NE(by_name["delta"]["reason"].get<std::string>().find("--time-budget"), std::string::npos);
+  EXPECT_EQ(by_name["beta"]["status"], "skipped");
+  EXPECT_NE(by_name["beta"]["reason"].get<std::string>().find(
+                "not defined in the one CUDA/HIP file under"),
+            std::string::npos);
+  const auto& application = run.report["application"];
+  EXPECT_GT(application["before"]["gpu_time_ns"].get<double>(), 0.0);
+  EXPECT_EQ(application["not_rebuilt"], "nothing was accepted: the application was not rebuilt");
+  EXPECT_NE(application["figures"].get<std::string>().find("GPU time "), std::string::npos);
 }
 
 } // namespace
