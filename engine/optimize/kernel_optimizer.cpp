@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -22,7 +23,6 @@
 #include "stages/optimize/proposer_kinds.hpp"
 #include "stages/optimize/unified_diff.hpp"
 #include "stages/optimize/validation_plan.hpp"
-#include "stages/statistics/statistics.hpp"
 #include "workers/lanes/lane_backend.hpp"
 
 namespace rpl::engine {
@@ -306,13 +306,11 @@ proposal_journey::incumbent resume_accepted(const journey_context& journey,
   return now;
 }
 
-/// The rounds of a final comparison that fit before the kernel's end (two measurements a round
-/// at the original's measured cost): `wanted` when they fit or there is no end, else as many as
-/// fit but at least `least`; 0 when fewer than `least` fit and `least` is optional.
-std::uint32_t rounds_that_fit(const kernel_clock& clock,
-                              std::uint32_t wanted,
-                              std::uint32_t least,
-                              bool least_required) {
+/// The rounds of the original's self-comparison that fit before the kernel's end (two
+/// measurements a round at the original's measured cost): `wanted` when they fit or there is no
+/// end, else as many as fit, 0 when fewer than `least`.
+std::uint32_t
+rounds_that_fit(const kernel_clock& clock, std::uint32_t wanted, std::uint32_t least) {
   if (!clock.end || clock.measurement_s <= 0.0) {
     return wanted;
   }
@@ -321,10 +319,59 @@ std::uint32_t rounds_that_fit(const kernel_clock& clock,
   if (fit >= wanted) {
     return wanted;
   }
-  if (fit >= least) {
-    return static_cast<std::uint32_t>(fit);
+  return fit >= least ? static_cast<std::uint32_t>(fit) : 0;
+}
+
+/// Appends a comparison record's per-round values (NaN for a missed round) to `into`.
+void append_rounds(const nlohmann::json& record, const char* side, std::vector<double>& into) {
+  if (!record.contains(side)) {
+    return;
   }
-  return least_required ? least : 0;
+  for (const auto& v : record[side]) {
+    into.push_back(v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN());
+  }
+}
+
+/// The accepted chain against the original: the 6 rounds a verdict needs at 95 %, then as many
+/// more, up to twice --rounds, as fit before the kernel's end at the pace the first 6 ran (the
+/// original's validation, which carries the lane's start, overstates a round's cost); judged over
+/// all the rounds together.
+opt::paired_verdict confirm_on(lane_worker& lane,
+                               const journey_context& journey,
+                               const kernel_clock& clock,
+                               const std::filesystem::path& original,
+                               const std::filesystem::path& best) {
+  const std::uint32_t wanted = journey.settings().rounds * 2;
+  std::vector<double> incumbent;
+  std::vector<double> candidate;
+  const auto rounds_of = [&](std::uint32_t rounds) {
+    lane.run_now([&](workers::lane_backend& backend) {
+      nlohmann::json record;
+      journey.compare(backend, original, best, rounds, record);
+      append_rounds(record, "incumbent_ns", incumbent);
+      append_rounds(record, "candidate_ns", candidate);
+      messages::measure_result done;
+      done.status = messages::measure_status::ok;
+      return done;
+    });
+  };
+  const std::uint32_t first = std::min<std::uint32_t>(6, wanted);
+  const auto started = steady::now();
+  rounds_of(first);
+  std::uint32_t more = wanted - first;
+  if (clock.end && more > 0) {
+    const double per_round = std::chrono::duration<double>(steady::now() - started).count() / first;
+    const double left = std::chrono::duration<double>(*clock.end - steady::now()).count();
+    more = per_round > 0.0 ? static_cast<std::uint32_t>(
+                                 std::clamp(left / per_round, 0.0, static_cast<double>(more)))
+                           : more;
+  }
+  if (more > 0 && !journey.stop()) {
+    rounds_of(more);
+  }
+  stages::finalist_config config;
+  config.target_noise = journey.settings().noise_target;
+  return opt::judge_pair(incumbent, candidate, config);
 }
 
 /// The original's median time from the paired comparisons the loop ran while it was the incumbent
@@ -358,7 +405,7 @@ void unchanged_figures(const journey_context& journey,
                        target_result& result) {
   const auto& original = journey.original().artifact;
   result.status = "unchanged";
-  const auto rounds = journey.stop() ? 0 : rounds_that_fit(clock, 5, 3, false);
+  const auto rounds = journey.stop() ? 0 : rounds_that_fit(clock, 5, 3);
   if (rounds > 0) {
     const auto verdict = compare_on(lane, journey, original, original, rounds);
     result.original_ns = result.best_ns = verdict.incumbent_median_ns;
@@ -391,9 +438,7 @@ void final_comparison(const journey_context& journey,
     result.best_source = target.source_text;
     return;
   }
-  result.final_comparison =
-      compare_on(lane, journey, original, best.artifact,
-                 rounds_that_fit(clock, journey.settings().rounds * 2, 6, true));
+  result.final_comparison = confirm_on(lane, journey, clock, original, best.artifact);
   result.original_ns = result.final_comparison.incumbent_median_ns;
   result.best_ns = result.final_comparison.candidate_median_ns;
   if (result.final_comparison.outcome == opt::paired_outcome::faster) {
@@ -451,17 +496,18 @@ bool resume_finished(const kernel_target& target,
   return true;
 }
 
-/// The loop's deadline: the kernel's end less the final comparison's time (twice --rounds, two
-/// measurements each, at the original's measured cost), but at most half of what is left.
-void set_loop_deadline(kernel_clock& clock, std::uint32_t rounds) {
+/// The loop's deadline: the kernel's end less the final comparison's 6 rounds (two measurements
+/// each at the original's measured cost), but at most a quarter of what is left: the original's
+/// validation carries the lane's start and overstates a measurement.
+void set_loop_deadline(kernel_clock& clock) {
   if (!clock.end) {
     return;
   }
   const auto now = steady::now();
   const auto left = std::max(*clock.end - now, steady::duration{});
   const auto final_cost = std::chrono::duration_cast<steady::duration>(
-      std::chrono::duration<double>(clock.measurement_s * 4.0 * rounds));
-  clock.loop.deadline = *clock.end - std::min(final_cost, left / 2);
+      std::chrono::duration<double>(clock.measurement_s * 2.0 * 6.0));
+  clock.loop.deadline = *clock.end - std::min(final_cost, left / 4);
   clock.stop.set_deadline(clock.loop.deadline);
 }
 
@@ -508,7 +554,7 @@ target_result optimize_on_graph(journey_context& journey,
     result.reason = result.error;
     return result;
   }
-  set_loop_deadline(clock, settings.rounds);
+  set_loop_deadline(clock);
   std::set<std::string> seen;
   std::map<std::string, attempt_record> earlier;
   proposal_journey::incumbent start{target.source_text, journey.original().artifact};
@@ -563,7 +609,9 @@ target_result optimize_kernel(const kernel_target& target,
   if (settings.deadline) {
     stopping.set_deadline(settings.deadline);
   }
-  journey_context journey(target, loop, services, stopping.flag());
+  // Without a deadline the user's stop itself, read at once as before; with one, the flag the
+  // watcher sets (the user's stop within 20 ms).
+  journey_context journey(target, loop, services, settings.deadline ? stopping.flag() : stop);
   try {
     return optimize_on_graph(journey, lanes, journal, artifacts, clock, stop);
   } catch (const std::exception& error) {

@@ -607,6 +607,9 @@ nlohmann::json application_report(const optimize_options& options,
   };
   nlohmann::json application = {
       {"command", options.app}, {"sources", app.notes}, {"before", profile_json(app.before)}};
+  if (app.before.gpu_share) {
+    application["gpu_share_before"] = *app.before.gpu_share;
+  }
   const bool accepted = std::any_of(results.begin(), results.end(),
                                     [](const target_result& r) { return r.status == "improved"; });
   const std::string how = "for the application's GPU time and critical path after the changes, "
@@ -637,6 +640,9 @@ nlohmann::json application_report(const optimize_options& options,
     const auto after = reprofile_app(options.app_build, sources, patched, options.app, options.out,
                                      tools, build_timeout);
     application["after"] = profile_json(after);
+    if (after.gpu_share) {
+      application["gpu_share_after"] = *after.gpu_share;
+    }
     application["after"]["patched_files"] = patched.size();
     if (after.gpu_time_ns > 0) {
       application["gpu_time_speedup"] = app.before.gpu_time_ns / after.gpu_time_ns;
