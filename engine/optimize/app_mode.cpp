@@ -384,6 +384,7 @@ app_ranking rank_app_kernels(const std::vector<std::string>& app,
     kernel.bottleneck = bottleneck_of(*k_analysis);
     kernel.analysis_text = analysis_text_of(*k_analysis);
     out.source = kernel.source;
+    out.name = kernel.function; // as the report names the kernels it tried
     if (const std::string refused = hooks.may_capture ? hooks.may_capture() : std::string();
         !refused.empty()) {
       out.status = "not_reached";
@@ -392,7 +393,12 @@ app_ranking rank_app_kernels(const std::vector<std::string>& app,
       ranking.left_out.push_back(std::move(out));
       continue;
     }
-    if (const std::string failed = capture_kernel(app, out_dir, tools, kernel); !failed.empty()) {
+    const std::string failed = capture_kernel(app, out_dir, tools, kernel);
+    if (hooks.captured) {
+      hooks.captured(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(kernel.capture_seconds)));
+    }
+    if (!failed.empty()) {
       out.reason = failed;
       out.seconds = kernel.capture_seconds;
       ranking.left_out.push_back(std::move(out));

@@ -62,9 +62,9 @@ struct app_kernel {
 /// A ranked kernel left out before its loop: `skipped` (not in the sources, defined twice, its
 /// dispatch not capturable) or `not_reached` (no time left for its capture, or interrupted).
 struct app_left_out {
-  std::string name;
-  std::string status;           ///< "skipped" or "not_reached"
-  std::string reason;           ///< why, and a fix where there is one
+  std::string name;   ///< the function's name when its definition was found, else the trace's
+  std::string status; ///< "skipped" or "not_reached"
+  std::string reason; ///< why, and a fix where there is one
   std::filesystem::path source; ///< where it is defined, when known
   double seconds = 0;           ///< spent on it (a failed capture)
 };
@@ -102,11 +102,13 @@ struct app_tools {
 app_tools default_app_tools();
 
 /// What the walk down the ranking reports and asks as it goes (all optional): the before
-/// profile's wall time (the budget reserves the after phase from it), and before each capture
-/// whether it may start (empty: yes; else the reason the kernel is not_reached).
+/// profile's wall time (the budget reserves the after phase from it), before each capture
+/// whether it may start (empty: yes; else the reason the kernel is not_reached), and each
+/// capture's wall time, failed or not.
 struct app_walk_hooks {
   std::function<void(std::chrono::steady_clock::duration)> profiled;
   std::function<std::string()> may_capture;
+  std::function<void(std::chrono::steady_clock::duration)> captured; ///< each capture's time
 };
 
 /// rank_app_kernels' outcome.

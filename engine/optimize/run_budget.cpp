@@ -42,18 +42,29 @@ run_budget::clock::duration run_budget::left_for_after() const {
   return std::max(start_ + limits_.total - now_(), clock::duration{});
 }
 
-std::string run_budget::capture_refusal() const {
+void run_budget::captured(clock::duration took) {
+  longest_capture_ = std::max(longest_capture_, took);
+}
+
+run_budget::clock::duration run_budget::capture_estimate() const {
+  return longest_capture_ > clock::duration{} ? longest_capture_ : 2 * before_profile_;
+}
+
+std::string run_budget::capture_refusal(std::size_t captured) const {
   if (!bounded()) {
     return {};
   }
   const auto left = left_for_kernels();
-  const auto needed = before_profile_ + limits_.min_kernel;
+  const auto kernels = static_cast<clock::duration::rep>(captured + 1);
+  const auto needed = capture_estimate() + limits_.min_kernel * kernels;
   if (left >= needed) {
     return {};
   }
   return "--time-budget: " + seconds_text(left) + " left for the kernels, less than a capture (" +
-         seconds_text(before_profile_) + ", as long as the profile) and a kernel's minimum (" +
-         seconds_text(limits_.min_kernel) + ")";
+         seconds_text(capture_estimate()) +
+         (longest_capture_ > clock::duration{} ? ", the longest so far" : ", twice the profile") +
+         ") and a kernel's minimum (" + seconds_text(limits_.min_kernel) + ") for it and the " +
+         std::to_string(captured) + " captured before it";
 }
 
 run_budget::turn run_budget::kernel_turn(std::size_t kernels_left) const {

@@ -27,8 +27,8 @@ public:
     bool after_phase = false;      ///< --app-build given: a rebuild and a second profile follow
     /// The least a kernel needs: its original built and validated, a proposal or two judged, the
     /// final comparison.
-    clock::duration min_kernel = std::chrono::seconds(15);
-    clock::duration min_build = std::chrono::seconds(10); ///< the rebuild's reservation at least
+    clock::duration min_kernel = std::chrono::seconds(10);
+    clock::duration min_build = std::chrono::seconds(5); ///< the rebuild's reservation at least
   };
 
   /// Starts counting now (the run's start).
@@ -43,9 +43,17 @@ public:
   /// Time left for the kernels (captures and loops): the budget less what has passed and the
   /// after reserve; clock::duration::max() without a budget; never negative.
   clock::duration left_for_kernels() const;
-  /// Empty when the next kernel's capture (one run of the application, about as long as the
-  /// before profile) may start with a kernel's minimum still left after it; else why not.
-  std::string capture_refusal() const;
+  /// A capture took `took` (the estimate of the next ones: the longest so far).
+  void captured(clock::duration took);
+  /// A capture's expected time: the longest so far, or before any twice the before profile (the
+  /// capture library slows the application more than the tracer: 4.3-5.2 s against 1.9-3.1 s on
+  /// an H200).
+  clock::duration capture_estimate() const;
+  /// Empty when the next kernel's capture (one run of the application, capture_estimate())
+  /// may start with a kernel's minimum still left after it for it and for each of
+  /// the `captured` kernels before it; else why not. (A kernel captured but never reached would
+  /// have spent a capture's time for nothing.)
+  std::string capture_refusal(std::size_t captured) const;
 
   /// A kernel's turn with `kernels_left` (it included) still to go on its device.
   struct turn {
@@ -63,6 +71,7 @@ private:
   clock::time_point start_;
   clock::duration before_profile_{};
   clock::duration after_reserve_{};
+  clock::duration longest_capture_{};
 };
 
 /// "12.3 s" for a duration.

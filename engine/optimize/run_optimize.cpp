@@ -220,9 +220,14 @@ std::vector<kernel_target> make_app_targets(const optimize_options& options,
   hooks.profiled = [&budget](std::chrono::steady_clock::duration took) {
     budget.before_profiled(took);
   };
-  hooks.may_capture = [&budget, &stop] {
-    return stop ? std::string("interrupted before its capture") : budget.capture_refusal();
+  std::size_t granted = 0; // captures allowed so far (a failed one counted too)
+  hooks.may_capture = [&budget, &stop, &granted] {
+    auto refused =
+        stop ? std::string("interrupted before its capture") : budget.capture_refusal(granted);
+    granted += refused.empty() ? 1 : 0;
+    return refused;
   };
+  hooks.captured = [&budget](std::chrono::steady_clock::duration took) { budget.captured(took); };
   auto ranking =
       rank_app_kernels(options.app, search_of(options), options.top, options.out, tools, hooks);
   app.before = ranking.before;

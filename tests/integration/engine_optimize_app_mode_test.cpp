@@ -478,8 +478,12 @@ TEST(engine_optimize_app_sources, finds_each_kernel_under_the_source_dir_and_say
   temp_dir dir;
   const auto root = application_tree(dir);
   std::vector<std::string> captured;
+  int timed_captures = 0;
+  engine::app_walk_hooks hooks;
+  hooks.captured = [&timed_captures](std::chrono::steady_clock::duration) { ++timed_captures; };
   const auto ranking = engine::rank_app_kernels({"./app"}, search_under(root), 3, root / "out",
-                                                discovery_tools(captured));
+                                                discovery_tools(captured), hooks);
+  EXPECT_EQ(timed_captures, 2);
   ASSERT_EQ(ranking.chosen.size(), 2u);
   EXPECT_EQ(ranking.chosen[0].function, "delta");
   EXPECT_EQ(ranking.chosen[0].source, root / "app" / "kernels" / "delta.cu");
@@ -633,11 +637,22 @@ TEST(engine_optimize_run_budget, reserves_the_after_phase_from_the_before_profil
   EXPECT_EQ(budget.after_reserve(), std::chrono::seconds(40));
   EXPECT_EQ(budget.left_for_kernels(), std::chrono::seconds(180));
   EXPECT_EQ(budget.left_for_after(), std::chrono::seconds(220));
-  EXPECT_TRUE(budget.capture_refusal().empty());
-  clock.advance(std::chrono::seconds(
-      150)); // 30 s left for kernels: a 20 s capture and a 15 s kernel do not fit
-  const auto refused = budget.capture_refusal();
-  EXPECT_NE(refused.find("--time-budget: 30.0 s left for the kernels"), std::string::npos)
+  EXPECT_TRUE(budget.capture_refusal(0).empty());
+  // A capture (twice the profile, 40 s) and 15 s for it and each kernel captured before it:
+  // 40 + 9 x 15 = 175 s fit in 180 s, 190 s do not.
+  EXPECT_EQ(budget.capture_estimate(), std::chrono::seconds(40));
+  EXPECT_TRUE(budget.capture_refusal(8).empty());
+  EXPECT_FALSE(budget.capture_refusal(9).empty());
+  budget.captured(std::chrono::seconds(25)); // from now on, the longest capture
+  EXPECT_EQ(budget.capture_estimate(), std::chrono::seconds(25));
+  // 40 s left for kernels: a 25 s capture and a 15 s kernel fit, not with one more kernel.
+  clock.advance(std::chrono::seconds(140));
+  EXPECT_TRUE(budget.capture_refusal(0).empty());
+  const auto refused = budget.capture_refusal(1);
+  EXPECT_NE(refused.find("--time-budget: 40.0 s left for the kernels, less than a capture (25.0 "
+                         "s, the longest so far) and a kernel's minimum (15.0 s) for it and the 1 "
+                         "captured before it"),
+            std::string::npos)
       << refused;
 }
 
@@ -652,7 +667,7 @@ TEST(engine_optimize_run_budget,
   clock.advance(std::chrono::hours(1000));
   EXPECT_FALSE(unbounded.kernel_turn(4).deadline);
   EXPECT_TRUE(unbounded.kernel_turn(4).refused.empty());
-  EXPECT_TRUE(unbounded.capture_refusal().empty());
+  EXPECT_TRUE(unbounded.capture_refusal(100).empty());
 }
 
 TEST(engine_optimize_run_budget,
