@@ -231,6 +231,9 @@ std::vector<kernel_target> make_app_targets(const optimize_options& options,
   auto ranking =
       rank_app_kernels(options.app, search_of(options), options.top, options.out, tools, hooks);
   app.before = ranking.before;
+  for (const auto& out : ranking.left_out) {
+    spdlog::warn("{}: {}: {}", out.name, out.status, out.reason);
+  }
   app.left_out = std::move(ranking.left_out);
   app.notes = std::move(ranking.notes);
   std::vector<kernel_target> targets;
@@ -799,15 +802,17 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop, const
                           : application_report(options, app, results, budget, tools, stop);
   const auto report = write_optimize_report(options.out, results, application);
   const int apply_exit = options.apply ? apply_changes(options, results) : 0;
+  // Logged before the report: --json's document must be the last thing on the terminal, as
+  // scripts (and the GPU tests) read it from the first "{" to the end.
+  spdlog::info("the run took {:.1f} s{}", budget.elapsed_s(),
+               budget.bounded()
+                   ? " of --time-budget " + std::to_string(options.time_budget.count()) + " s"
+                   : std::string());
   if (options.json) {
     std::cout << report.dump(2) << '\n';
   } else {
     print_summary(results, application, options.out);
   }
-  spdlog::info("the run took {:.1f} s{}", budget.elapsed_s(),
-               budget.bounded()
-                   ? " of --time-budget " + std::to_string(options.time_budget.count()) + " s"
-                   : std::string());
   return exit_code_of(results, stop, apply_exit);
 }
 
