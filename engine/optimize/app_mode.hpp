@@ -40,9 +40,10 @@ struct app_source_search {
   /// folders (build*, cmake-build-*, CMakeFiles, _build) and `exclude`. With it, the --app-build
   /// copy is this folder's tree.
   std::filesystem::path dir;
-  std::vector<std::filesystem::path> exclude; ///< folders left out (--out)
-  std::size_t max_files = 5000;               ///< files read at most (the log says when hit)
-  std::uintmax_t max_file_bytes = 4u << 20;   ///< larger files are not read
+  std::vector<std::filesystem::path> exclude;  ///< folders left out (--out)
+  std::size_t max_files = 5000;                ///< files read at most (the notes say when hit)
+  std::uintmax_t max_total_bytes = 256u << 20; ///< bytes read at most (the notes say when hit)
+  std::uintmax_t max_file_bytes = 4u << 20;    ///< larger files are not read
 };
 
 /// One kernel chosen from the profile.
@@ -139,7 +140,8 @@ app_ranking rank_app_kernels(const std::vector<std::string>& app,
 
 /// The sources the --app-build copy is made of: `root` (its tree is copied, less hidden and build
 /// folders and `exclude`; patched files keep their paths under it) or, without a root, `files`
-/// (copied flat by file name, as named with --source).
+/// (copied flat by file name, as named with --source). In a tree copy, files over 16 MiB (data)
+/// are symbolic links to the originals.
 struct app_build_sources {
   std::filesystem::path root;
   std::vector<std::filesystem::path> files;

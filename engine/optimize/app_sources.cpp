@@ -1,6 +1,7 @@
 #include "engine/optimize/app_sources.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <set>
@@ -24,6 +25,9 @@ namespace fs = std::filesystem;
 using stages::optimize::decl_kind;
 using stages::optimize::declaration;
 using stages::optimize::source_model;
+
+/// Files over this size are linked into the --app-build copy instead of copied.
+constexpr std::uintmax_t linked_file_bytes = 16u << 20;
 
 constexpr std::string_view source_extensions[] = {".cu", ".cuh", ".hip", ".cpp",
                                                   ".cc", ".cxx", ".h",   ".hpp"};
@@ -163,7 +167,13 @@ std::vector<fs::path> copy_source_tree(const fs::path& root,
       continue;
     }
     std::error_code copy;
-    fs::copy_file(entry.path(), destination / relative, fs::copy_options::overwrite_existing, copy);
+    if (entry.file_size(kind) > linked_file_bytes) {
+      // Data, not sources: linked, so that a tree with large inputs is not copied whole.
+      fs::create_symlink(fs::absolute(entry.path()), destination / relative, copy);
+    } else {
+      fs::copy_file(entry.path(), destination / relative, fs::copy_options::overwrite_existing,
+                    copy);
+    }
     if (copy) {
       throw app_run_error("cannot copy " + entry.path().string() + " to " +
                           (destination / relative).string() + " (" + copy.message() +
@@ -190,6 +200,7 @@ struct kernel_source_index::state {
   app_source_search search;
   std::vector<indexed_source> sources; ///< explicit: every --source; discovered: the candidates
   std::size_t files_read = 0;
+  std::uintmax_t bytes_read = 0;
   std::vector<std::string> notes;
 
   void discover();
@@ -220,12 +231,13 @@ void kernel_source_index::state::discover() {
         entry.file_size(kind) > search.max_file_bytes) {
       continue;
     }
-    if (files_read == search.max_files) {
+    if (files_read == search.max_files || bytes_read > search.max_total_bytes) {
       capped = true;
       break;
     }
     ++files_read;
     std::string text = whole_file(entry.path());
+    bytes_read += text.size();
     if (text.find("__global__") != std::string::npos) {
       sources.push_back({entry.path(), std::move(text), false, {}});
     }
@@ -237,8 +249,11 @@ void kernel_source_index::state::discover() {
                   " (hidden and build folders and --out left out); " +
                   std::to_string(sources.size()) + " of them define __global__ functions");
   if (capped) {
-    notes.push_back("stopped after " + std::to_string(search.max_files) + " files under " +
-                    root.string() + ": name a narrower --source-dir, or the files with --source");
+    notes.push_back("stopped after " + std::to_string(files_read) + " files (" +
+                    std::to_string(bytes_read >> 20) + " MiB) under " + root.string() +
+                    ", the most it reads (" + std::to_string(search.max_files) + " files, " +
+                    std::to_string(search.max_total_bytes >> 20) +
+                    " MiB): name a narrower --source-dir, or the files with --source");
   }
 }
 

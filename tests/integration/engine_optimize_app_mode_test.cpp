@@ -535,7 +535,7 @@ TEST(engine_optimize_app_sources, the_file_cap_is_said_in_the_notes) {
   const auto ranking =
       engine::rank_app_kernels({"./app"}, search, 3, root / "out", discovery_tools(captured));
   ASSERT_EQ(ranking.notes.size(), 2u);
-  EXPECT_NE(ranking.notes[1].find("stopped after 1 files under"), std::string::npos)
+  EXPECT_NE(ranking.notes[1].find("stopped after 1 files (0 MiB) under"), std::string::npos)
       << ranking.notes[1];
 }
 
@@ -564,6 +564,7 @@ TEST(engine_optimize_app_sources, app_build_copies_the_tree_and_patches_files_in
   const auto root = application_tree(dir);
   std::vector<std::string> captured;
   const auto delta = root / "app" / "kernels" / "delta.cu";
+  write_file(root / "app" / "input.bin", std::string((16u << 20) + 1, 'x')); // data: linked
   engine::app_build_sources sources;
   sources.root = root;
   sources.exclude = {root / "out"};
@@ -574,6 +575,8 @@ TEST(engine_optimize_app_sources, app_build_copies_the_tree_and_patches_files_in
   EXPECT_EQ(read_text(scratch / "app" / "kernels" / "delta.cu"), "// patched\n");
   EXPECT_TRUE(fs::exists(scratch / "app" / "kernels" / "delta.cuh"));
   EXPECT_TRUE(fs::exists(scratch / "app" / "main.cu"));
+  EXPECT_FALSE(fs::is_symlink(scratch / "app" / "main.cu"));
+  EXPECT_TRUE(fs::is_symlink(scratch / "app" / "input.bin"));
   EXPECT_EQ(read_text(scratch / "app" / "prog"), "// patched\n");
   for (const char* ignored : {"build", ".git", "out", "cmake-build-debug"}) {
     EXPECT_FALSE(fs::exists(scratch / ignored)) << ignored;
