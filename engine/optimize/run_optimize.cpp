@@ -37,7 +37,7 @@
 #include "workers/compilers/argv_check.hpp"
 #include "workers/devices/nvidia_gpu.hpp"
 #include "workers/lanes/kernel/kernel_lane.hpp"
-#include "workers/lanes/replay/replay_lane.hpp"
+#include "workers/lanes/replay/served_replay_lane.hpp"
 #include "workers/protocol/curve_keys.hpp"
 #include "workers/replay/replay_run.hpp"
 #include "workers/source/clang_source.hpp"
@@ -507,12 +507,14 @@ lane_for(const kernel_target& target, int device, const std::filesystem::path& o
   workers::lane_backend_ptr backend;
   const std::string name = "gpu" + std::to_string(device);
   if (!target.replay_dir.empty()) {
-    workers::replay_lane_options r;
+    // The long-lived replay lane: the capture placed once, candidates served like the kernel
+    // lane's (workers/lanes/replay/served_replay_lane.hpp).
+    workers::served_replay_lane_options r;
     r.name = name;
     r.capture = target.replay_dir;
     r.program = *workers::replay::find_cuda_replay_program();
     r.device = device;
-    backend = std::make_unique<workers::replay_lane>(std::move(r));
+    backend = std::make_unique<workers::served_replay_lane>(std::move(r));
   } else {
     workers::kernel_lane_options lane_options;
     lane_options.name = name;
