@@ -16,6 +16,7 @@
 
 #include "gpu/cuda_programs.hpp"
 #include "workers/capture/capture_run.hpp"
+#include "workers/lanes/replay/served_replay_lane.hpp"
 #include "workers/replay/replay_run.hpp"
 
 namespace rpl {
@@ -250,34 +251,13 @@ TEST_F(capture_replay, autotune_times_each_candidate_on_the_captured_dispatch) {
   EXPECT_FALSE(doc["winner"].is_null()) << tuned.output;
 }
 
-TEST_F(capture_replay, a_candidate_writing_past_an_output_is_found_in_the_red_zones) {
+/// gather_scale as pointer_table_kernel.cuh has it (the same bits), and one float more past the
+/// end of every output, built into DIR/stray.cubin; empty when nvcc is missing.
+fs::path build_stray(const fs::path& dir) {
   const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
   std::error_code ec;
   if (!fs::exists(nvcc, ec))
-    GTEST_SKIP() << "no " << nvcc << " to build the candidate";
-  temp_dir dir;
-  const auto out = dir / "capture";
-  // 1,000,000 floats: each allocation ends short of its 2 MiB granule, leaving a red zone.
-  const auto captured =
-      rocm_perf({"isolate", "--kernel", "gather_scale", "--dispatch", "2", "--out", out.string(),
-                 "--", app_.string(), "--rounds", "4", "--elements", "1000000"});
-  ASSERT_EQ(captured.exit_code, 0) << captured.output;
-  const auto honest = rocm_perf({"replay", out.string(), "--iterations", "3", "--json"});
-  ASSERT_EQ(honest.exit_code, 0) << honest.output;
-  const auto clean = json_of(honest.output);
-  ASSERT_TRUE(clean.is_object()) << honest.output;
-  // Red zones need the regions in this process's own reservations; after the allocation walk the
-  // bytes between them are the allocator's (CUPTI allocates there later), so there are none.
-  if (clean["placement"] != "virtual memory reservation") {
-    EXPECT_EQ(clean["red_zones"]["zones"], 0) << clean.dump(1);
-    GTEST_SKIP() << "the replay placed the regions by " << clean["placement"]
-                 << ": no red zones there (docs/optimize.md, \"not caught\")";
-  }
-  EXPECT_GT(clean["red_zones"]["zones"].get<int>(), 0) << clean.dump(1);
-  EXPECT_TRUE(clean["red_zones"]["violation"].is_null()) << clean.dump(1);
-
-  // gather_scale as pointer_table_kernel.cuh has it (the same bits), and one float more past the
-  // end of every output.
+    return {};
   const std::string source = R"(struct segment { const float* in; float* out; int n; float scale; };
 __device__ float device_value_of(float x, float scale) {
   float acc = 0.0f;
@@ -303,12 +283,41 @@ __global__ void gather_scale(const segment* table, int count, float round) {
   build.argv = {nvcc.string(), "-arch=sm_90",
                 "-cubin",      (dir / "stray.cu").string(),
                 "-o",          (dir / "stray.cubin").string()};
-  ASSERT_EQ(workers::run_child(build, std::chrono::minutes(2)).exit_code, 0);
+  EXPECT_EQ(workers::run_child(build, std::chrono::minutes(2)).exit_code, 0);
+  return dir / "stray.cubin";
+}
+
+TEST_F(capture_replay, a_candidate_writing_past_an_output_is_found_in_the_red_zones) {
+  temp_dir dir;
+  if (build_stray(dir.path()).empty())
+    GTEST_SKIP() << "no /usr/local/cuda/bin/nvcc to build the candidate";
+  const auto out = dir / "capture";
+  // 1,000,000 floats: each allocation ends short of its 2 MiB granule, leaving a red zone.
+  const auto captured =
+      rocm_perf({"isolate", "--kernel", "gather_scale", "--dispatch", "2", "--out", out.string(),
+                 "--", app_.string(), "--rounds", "4", "--elements", "1000000"});
+  ASSERT_EQ(captured.exit_code, 0) << captured.output;
+  const auto honest = rocm_perf({"replay", out.string(), "--iterations", "3", "--json"});
+  ASSERT_EQ(honest.exit_code, 0) << honest.output;
+  const auto clean = json_of(honest.output);
+  ASSERT_TRUE(clean.is_object()) << honest.output;
+  // Red zones need the regions in this process's own reservations; after the allocation walk the
+  // bytes between them are the allocator's (CUPTI allocates there later), so there are none.
+  if (clean["placement"] != "virtual memory reservation") {
+    EXPECT_EQ(clean["red_zones"]["zones"], 0) << clean.dump(1);
+    GTEST_SKIP() << "the replay placed the regions by " << clean["placement"]
+                 << ": no red zones there (docs/optimize.md, \"not caught\")";
+  }
+  EXPECT_GT(clean["red_zones"]["zones"].get<int>(), 0) << clean.dump(1);
+  EXPECT_TRUE(clean["red_zones"]["violation"].is_null()) << clean.dump(1);
+
+  const auto stray_cubin = build_stray(dir.path());
+  ASSERT_FALSE(stray_cubin.empty());
   workers::replay::replay_run_options run;
   run.program = rocm_perf_.parent_path() / "rpl-replay-cuda";
   run.capture = out;
   run.iterations = 3;
-  run.code_object = dir / "stray.cubin";
+  run.code_object = stray_cubin;
   const auto stray = workers::replay::run_replay(run);
   EXPECT_EQ(stray.exit_code, 3) << stray.message;
   const auto& doc = stray.document;
@@ -320,6 +329,37 @@ __global__ void gather_scale(const segment* table, int count, float round) {
   EXPECT_EQ(v["offset"], 4000000) << "the first byte past a 1,000,000-float output";
   EXPECT_EQ(v["changed"].get<int>() % 4, 0);
   std::cout << "red zones: " << v["message"].get<std::string>() << "\n";
+}
+
+TEST_F(capture_replay, the_long_lived_replay_lane_refuses_a_write_past_an_output) {
+  // optimize's replay lane (rpl-replay-cuda --serve). 1,048,576 floats: 4 MiB allocations, whole
+  // granules, which the allocation walk (our H200s') places side by side as the application had
+  // them; a write one float past an output lands in the region next door and is out of bounds.
+  // (With sizes that leave a granule's slack after a region, the walk gives no red zone there
+  // and such a write is not seen: docs/optimize.md, "not caught".)
+  temp_dir dir;
+  const auto stray_cubin = build_stray(dir.path());
+  if (stray_cubin.empty())
+    GTEST_SKIP() << "no /usr/local/cuda/bin/nvcc to build the candidate";
+  const auto out = dir / "capture";
+  const auto captured =
+      rocm_perf({"isolate", "--kernel", "gather_scale", "--dispatch", "2", "--out", out.string(),
+                 "--", app_.string(), "--rounds", "4", "--elements", "1048576"});
+  ASSERT_EQ(captured.exit_code, 0) << captured.output;
+  workers::served_replay_lane_options o;
+  o.capture = out;
+  o.program = rocm_perf_.parent_path() / "rpl-replay-cuda";
+  workers::served_replay_lane lane(o);
+  messages::measure_request request;
+  request.argv = {stray_cubin.string()};
+  request.runs = 3;
+  request.timeout_ms = 60000;
+  request.fixed_count = true;
+  const auto refused = lane.measure(request);
+  EXPECT_EQ(refused.status, messages::measure_status::wrong_result) << refused.reason;
+  EXPECT_EQ(refused.finding, "memory:out_of_bounds") << refused.reason;
+  std::cout << "placement: " << (lane.last_reply().red_zones ? "red zones" : "no red zones") << "; "
+            << refused.reason << "\n";
 }
 
 } // namespace
