@@ -19,6 +19,20 @@ target_result not_reached_result(const std::string& kernel,
   return r;
 }
 
+namespace {
+
+target_result failed_result(const kernel_target& target, const std::string& why) {
+  target_result r;
+  r.kernel = target.kernel;
+  r.source_path = target.source_path;
+  r.status = "failed";
+  r.error = why;
+  r.reason = why;
+  return r;
+}
+
+} // namespace
+
 std::vector<target_result> run_kernel_turns(const std::vector<kernel_target>& targets,
                                             const std::vector<int>& devices,
                                             const run_budget& budget,
@@ -27,8 +41,12 @@ std::vector<target_result> run_kernel_turns(const std::vector<kernel_target>& ta
   std::vector<target_result> results(targets.size());
   std::vector<char> done(targets.size(), 0); // not vector<bool>: threads write apart
   const std::size_t n_devices = std::max<std::size_t>(devices.size(), 1);
+  std::vector<std::size_t> taken(n_devices, targets.size()); // each device's current kernel
+  // The next kernel not yet taken: a device that is free takes it, so one slow kernel does not
+  // hold back the kernels that a fixed deal would have queued behind it.
+  std::atomic<std::size_t> next{0};
   const auto run_device = [&](std::size_t d) {
-    for (std::size_t i = d; i < targets.size(); i += n_devices) {
+    for (std::size_t i = next++; i < targets.size(); i = next++) {
       const auto& target = targets[i];
       const std::size_t left = (targets.size() - i + n_devices - 1) / n_devices;
       const auto begin = budget.now();
@@ -43,6 +61,7 @@ std::vector<target_result> run_kernel_turns(const std::vector<kernel_target>& ta
           spdlog::info("{}: its turn, {} of the budget", target.kernel,
                        seconds_text(*turn.deadline - begin));
         }
+        taken[d] = i;
         results[i] = optimize_one(i, d, turn.deadline);
       }
       results[i].seconds += std::chrono::duration<double>(budget.now() - begin).count();
@@ -55,22 +74,25 @@ std::vector<target_result> run_kernel_turns(const std::vector<kernel_target>& ta
       try {
         run_device(d);
       } catch (const std::exception& error) {
-        for (std::size_t i = d; i < targets.size(); i += n_devices) {
-          if (!done[i]) {
-            results[i].kernel = targets[i].kernel;
-            results[i].source_path = targets[i].source_path;
-            results[i].status = "failed";
-            results[i].error = "the lane of device " +
-                               std::to_string(d < devices.size() ? devices[d] : 0) +
-                               " failed: " + error.what();
-            results[i].reason = results[i].error;
-          }
+        // The kernel this device had taken fails; the others go to the devices still running.
+        const std::string why = "the lane of device " +
+                                std::to_string(d < devices.size() ? devices[d] : 0) +
+                                " failed: " + error.what();
+        if (const std::size_t i = taken[d]; i < targets.size() && !done[i]) {
+          results[i] = failed_result(targets[i], why);
+          done[i] = 1;
         }
       }
     });
   }
   for (auto& t : threads) {
     t.join();
+  }
+  // Every device failed before these were taken.
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    if (!done[i]) {
+      results[i] = failed_result(targets[i], "no device was left to run it: every lane failed");
+    }
   }
   return results;
 }

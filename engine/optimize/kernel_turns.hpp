@@ -1,9 +1,9 @@
 #pragma once
-/// The kernels of an optimize run, taken in turns: one thread per device, the targets dealt out
-/// round-robin, each kernel's turn given its deadline by the run's budget (run_budget.hpp). A
-/// kernel whose turn comes with too little time left, or after an interrupt, is not started: its
-/// result is `not_reached` with the reason and no figures. Every result carries the seconds its
-/// turn took.
+/// The kernels of an optimize run, taken in turns: one thread per device, each taking the next
+/// kernel not yet taken when it is free (in rank order), each kernel's turn given its deadline by
+/// the run's budget (run_budget.hpp). A kernel whose turn comes with too little time left, or after
+/// an interrupt, is not started: its result is `not_reached` with the reason and no figures. Every
+/// result carries the seconds its turn took.
 
 #include <atomic>
 #include <chrono>
@@ -29,7 +29,8 @@ target_result not_reached_result(const std::string& kernel,
                                  std::string reason);
 
 /// Runs every target in turns (see above). An exception out of `optimize_one` (its lane failed)
-/// fails that device's kernels not done yet, naming the device.
+/// fails the kernel that device had taken, naming the device; the kernels not yet taken go to the
+/// other devices (failed, when none is left).
 std::vector<target_result> run_kernel_turns(const std::vector<kernel_target>& targets,
                                             const std::vector<int>& devices,
                                             const run_budget& budget,

@@ -741,6 +741,41 @@ TEST(engine_optimize_run_budget, kernels_after_an_interrupt_are_not_started) {
   EXPECT_EQ(results[1].reason, "interrupted before its turn came");
 }
 
+TEST(engine_optimize_run_budget, a_free_device_takes_the_next_kernel_while_another_is_busy) {
+  rpl::testing::manual_clock clock;
+  run_budget budget(budget_limits(std::chrono::seconds(0), false), clock.function());
+  const auto targets = budget_targets(3);
+  std::atomic<bool> stop{false};
+  std::atomic<bool> first{true};
+  std::atomic<int> others_done{0};
+  std::vector<std::size_t> device_of(3, 99);
+  std::size_t slow = 99;
+  const auto results = engine::run_kernel_turns(
+      targets, {0, 1}, budget, stop,
+      [&](std::size_t i, std::size_t d, std::optional<run_budget::clock::time_point>) {
+        device_of[i] = d;
+        if (first.exchange(false)) { // the first kernel taken keeps its device busy until the
+          slow = i;                  // other two are done (5 s at most)
+          for (int w = 0; w < 500 && others_done < 2; ++w)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        } else {
+          ++others_done;
+        }
+        target_result r;
+        r.kernel = targets[i].kernel;
+        r.status = "unchanged";
+        return r;
+      });
+  ASSERT_LT(slow, 3u);
+  EXPECT_EQ(others_done.load(), 2) << "the free device took both other kernels";
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(results[i].status, "unchanged");
+    if (i != slow) {
+      EXPECT_NE(device_of[i], device_of[slow]) << "kernel " << i;
+    }
+  }
+}
+
 TEST(engine_optimize_run_budget, the_report_gives_figures_only_for_work_done) {
   rpl::testing::temp_dir dir;
   target_result improved;
