@@ -476,37 +476,14 @@ void lane_server::sample_spot_checked(const messages::kernel_lane_request& reque
     sample(request, function, params, after_checked_launch, checking, reply);
     return;
   }
-  // The spot check follows 1 to `runs` of the timed launches, the place drawn from the seed.
-  const std::uint32_t before = spot_position(s.spot_seed, runs);
-  messages::kernel_lane_request part = request;
-  part.sampling.min_samples = part.sampling.max_samples = before;
-  sample(part, function, params, after_checked_launch, checking, reply);
-  if (reply.status != kernel_lane_status::ok ||
-      !spot_check(request.launch, function, params, reply))
-    return;
-  std::vector<std::int64_t> samples = std::move(reply.samples_ns);
-  const std::uint32_t warmups = reply.warmup_launches;
-  if (before < runs) {
-    part.sampling.min_samples = part.sampling.max_samples = runs - before;
-    part.sampling.warmup_launches = 0;
-    sample(part, function, params, false, false, reply);
-    if (reply.status != kernel_lane_status::ok)
-      return;
-    samples.insert(samples.end(), reply.samples_ns.begin(), reply.samples_ns.end());
-  }
-  reply.samples_ns = std::move(samples);
-  reply.warmup_launches = warmups;
-  const stages::median_interval interval =
-      stages::judge_race(reply.samples_ns, stages::race_bound{0.0, 0.0, s.race_confidence})
-          .interval;
-  reply.interval_low_ns = interval.n > 0 ? interval.low : 0.0;
-  reply.interval_high_ns = interval.n > 0 ? interval.high : 0.0;
-  // Working less when unchecked: the checked launch took over twice the others' median.
-  if (const std::string less = works_less_unchecked(reply.spot_samples_ns.back(), reply.samples_ns);
-      !less.empty()) {
-    reply.samples_ns.clear();
-    record(reply, kernel_lane_status::timed_phase, less);
-  }
+  spot_checked_samples(
+      s,
+      [&](const messages::kernel_sampling& sampling, bool first) {
+        messages::kernel_lane_request part = request;
+        part.sampling = sampling;
+        sample(part, function, params, first && after_checked_launch, first && checking, reply);
+      },
+      [&] { return spot_check(request.launch, function, params, reply); }, reply);
 }
 
 bool lane_server::spot_check(const messages::kernel_launch& launch,

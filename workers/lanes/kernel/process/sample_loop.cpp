@@ -202,6 +202,45 @@ void sampling_rule::finish(sampling_outcome& outcome, messages::kernel_lane_repl
   reply.status = messages::kernel_lane_status::ok;
 }
 
+void spot_checked_samples(
+    const messages::kernel_sampling& sampling,
+    const std::function<void(const messages::kernel_sampling& part, bool first)>& sample,
+    const std::function<bool()>& spot,
+    messages::kernel_lane_reply& reply) {
+  const std::uint32_t runs = sampling.min_samples;
+  // The spot check follows 1 to `runs` of the timed launches, the place drawn from the seed.
+  const std::uint32_t before = spot_position(sampling.spot_seed, runs);
+  messages::kernel_sampling part = sampling;
+  part.min_samples = part.max_samples = before;
+  sample(part, true);
+  if (reply.status != messages::kernel_lane_status::ok || !spot())
+    return;
+  std::vector<std::int64_t> samples = std::move(reply.samples_ns);
+  const std::uint32_t warmups = reply.warmup_launches;
+  if (before < runs) {
+    part.min_samples = part.max_samples = runs - before;
+    part.warmup_launches = 0;
+    sample(part, false);
+    if (reply.status != messages::kernel_lane_status::ok)
+      return;
+    samples.insert(samples.end(), reply.samples_ns.begin(), reply.samples_ns.end());
+  }
+  reply.samples_ns = std::move(samples);
+  reply.warmup_launches = warmups;
+  const stages::median_interval interval =
+      stages::judge_race(reply.samples_ns, stages::race_bound{0.0, 0.0, sampling.race_confidence})
+          .interval;
+  reply.interval_low_ns = interval.n > 0 ? interval.low : 0.0;
+  reply.interval_high_ns = interval.n > 0 ? interval.high : 0.0;
+  // Working less when unchecked: the checked launch took over twice the others' median.
+  if (std::string less = works_less_unchecked(reply.spot_samples_ns.back(), reply.samples_ns);
+      !less.empty()) {
+    reply.samples_ns.clear();
+    reply.status = messages::kernel_lane_status::timed_phase;
+    reply.reason = std::move(less);
+  }
+}
+
 std::uint32_t spot_position(std::uint64_t seed, std::uint32_t runs) {
   std::uint64_t x = seed + 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;

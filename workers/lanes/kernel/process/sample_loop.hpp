@@ -94,6 +94,17 @@ private:
   const char* racing_end_ = nullptr;
 };
 
+/// A fixed-count request's timed launches split around one spot check (the kernel lane's and
+/// the replay lane's): `sample(part, first)` takes the samples of `part` into the reply (`first`:
+/// the part right after the checked launch); `spot()` runs the spot-checked launch (false: the
+/// reply says why). The parts are joined in the reply with their median interval, and a spot
+/// launch over twice the others' median is `timed_phase`. Stops at the first failure.
+void spot_checked_samples(
+    const messages::kernel_sampling& sampling,
+    const std::function<void(const messages::kernel_sampling& part, bool first)>& sample,
+    const std::function<bool()>& spot,
+    messages::kernel_lane_reply& reply);
+
 /// After how many of `runs` timed launches the spot check goes (1..runs), drawn from `seed`.
 std::uint32_t spot_position(std::uint64_t seed, std::uint32_t runs);
 

@@ -299,35 +299,14 @@ void replay_server::sample_spot_checked(const messages::kernel_lane_request& req
     sample(request, function, after_checked_launch, reply);
     return;
   }
-  const std::uint32_t before = kernel_process::spot_position(s.spot_seed, runs);
-  messages::kernel_lane_request part = request;
-  part.sampling.min_samples = part.sampling.max_samples = before;
-  sample(part, function, after_checked_launch, reply);
-  if (reply.status != kernel_lane_status::ok || !spot_check(function, reply))
-    return;
-  std::vector<std::int64_t> samples = std::move(reply.samples_ns);
-  const std::uint32_t warmups = reply.warmup_launches;
-  if (before < runs) {
-    part.sampling.min_samples = part.sampling.max_samples = runs - before;
-    part.sampling.warmup_launches = 0;
-    sample(part, function, false, reply);
-    if (reply.status != kernel_lane_status::ok)
-      return;
-    samples.insert(samples.end(), reply.samples_ns.begin(), reply.samples_ns.end());
-  }
-  reply.samples_ns = std::move(samples);
-  reply.warmup_launches = warmups;
-  const stages::median_interval interval =
-      stages::judge_race(reply.samples_ns, stages::race_bound{0.0, 0.0, s.race_confidence})
-          .interval;
-  reply.interval_low_ns = interval.n > 0 ? interval.low : 0.0;
-  reply.interval_high_ns = interval.n > 0 ? interval.high : 0.0;
-  if (const std::string less =
-          kernel_process::works_less_unchecked(reply.spot_samples_ns.back(), reply.samples_ns);
-      !less.empty()) {
-    reply.samples_ns.clear();
-    record(reply, kernel_lane_status::timed_phase, less);
-  }
+  kernel_process::spot_checked_samples(
+      s,
+      [&](const messages::kernel_sampling& sampling, bool first) {
+        messages::kernel_lane_request part = request;
+        part.sampling = sampling;
+        sample(part, function, first && after_checked_launch, reply);
+      },
+      [&] { return spot_check(function, reply); }, reply);
 }
 
 messages::kernel_lane_reply replay_server::handle(const messages::kernel_lane_request& request) {
