@@ -170,7 +170,10 @@ TEST(workers_descendant_reaper, concurrent_runs_kill_only_their_own_leftovers) {
     const auto a = run_child(shell(start_daemon(file)), 10s);
     EXPECT_TRUE(a.succeeded()) << a.output;
     EXPECT_EQ(a.leftovers, std::vector<pid_t>{read_pid(file)});
-    EXPECT_EQ(state_of(daemon_b), 'S') << "run A's reaper touched run B's daemon";
+    // Alive: sleeping, or (under load) still running or in the kernel on its way into sleep.
+    const char state = state_of(daemon_b);
+    EXPECT_TRUE(state == 'S' || state == 'R' || state == 'D')
+        << "run A's reaper touched run B's daemon (state " << state << ")";
   }
   rpl::testing::write_file(go, "");
   lane_b.join();

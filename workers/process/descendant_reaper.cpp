@@ -318,6 +318,59 @@ void await_deaths(std::unordered_map<pid_t, std::uint64_t> killed) {
   }
 }
 
+/// What /proc/<pid>/environ says about a run token.
+enum class token_state { carries, lacks, unread };
+
+token_state token_in_environ(pid_t pid, const std::string& token) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/environ", static_cast<int>(pid));
+  const std::string environ_text = read_proc_file(path);
+  if (environ_text.empty())
+    return token_state::unread;
+  const std::string prefix = std::string(run_token_variable) + "=";
+  std::string_view rest(environ_text);
+  while (!rest.empty()) {
+    const auto end = rest.find('\0');
+    const std::string_view entry = rest.substr(0, end);
+    if (entry.starts_with(prefix)) {
+      std::string_view list = entry.substr(prefix.size());
+      while (!list.empty()) {
+        const auto colon = list.find(':');
+        if (list.substr(0, colon) == token)
+          return token_state::carries;
+        if (colon == std::string_view::npos)
+          break;
+        list.remove_prefix(colon + 1);
+      }
+    }
+    if (end == std::string_view::npos)
+      break;
+    rest.remove_prefix(end + 1);
+  }
+  return token_state::lacks;
+}
+
+/// How long a live process whose environment reads empty is read again: the window is an execve
+/// (the old image's memory released, the new one's environment not yet set up) or an exit not yet
+/// a zombie. A daemon that execs just as its run ends sits in it (seen under load in CI).
+constexpr auto unread_environ_limit = std::chrono::milliseconds(200);
+
+/// Whether `seen` (a live process of this tree) carries `token`, reading its environment again
+/// while it reads empty and the process is still the one seen and alive.
+bool carries_token_settled(const process_entry& seen, const std::string& token) {
+  const auto deadline = std::chrono::steady_clock::now() + unread_environ_limit;
+  for (;;) {
+    const token_state state = token_in_environ(seen.pid, token);
+    if (state != token_state::unread)
+      return state == token_state::carries;
+    const auto again = read_process(seen.pid);
+    if (!again || again->start_ticks != seen.start_ticks || again->dead() ||
+        std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 } // namespace
 
 bool become_subreaper() {
@@ -339,30 +392,7 @@ std::string run_token_value(const std::string& token) {
 }
 
 bool carries_run_token(pid_t pid, const std::string& token) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/environ", static_cast<int>(pid));
-  const std::string environ_text = read_proc_file(path);
-  const std::string prefix = std::string(run_token_variable) + "=";
-  std::string_view rest(environ_text);
-  while (!rest.empty()) {
-    const auto end = rest.find('\0');
-    const std::string_view entry = rest.substr(0, end);
-    if (entry.starts_with(prefix)) {
-      std::string_view list = entry.substr(prefix.size());
-      while (!list.empty()) {
-        const auto colon = list.find(':');
-        if (list.substr(0, colon) == token)
-          return true;
-        if (colon == std::string_view::npos)
-          break;
-        list.remove_prefix(colon + 1);
-      }
-    }
-    if (end == std::string_view::npos)
-      break;
-    rest.remove_prefix(end + 1);
-  }
-  return false;
+  return token_in_environ(pid, token) == token_state::carries;
 }
 
 std::optional<std::uint64_t> processes_created() {
@@ -394,7 +424,10 @@ std::vector<pid_t> reap_leftovers(const finished_run& run) {
       if (const auto it = killed.find(e.pid); it != killed.end() && it->second == e.start_ticks)
         continue; // killed in an earlier round, not dead yet
       const bool in_group = e.pgrp == run.leader;
-      if (!in_group && !carries_run_token(e.pid, run.token))
+      // Only this tree's processes are read again when their environment reads empty: a search of
+      // every process (no subreaper) meets kernel threads, whose environment is always empty.
+      if (!in_group && !(tree_holds_all ? carries_token_settled(e, run.token)
+                                        : carries_run_token(e.pid, run.token)))
         continue;
       ::kill(e.pid, SIGKILL);
       killed[e.pid] = e.start_ticks;
