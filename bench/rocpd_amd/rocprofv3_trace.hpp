@@ -20,10 +20,19 @@
 /// `wait_every` launches, and a hipStreamSynchronize every `sync_every` launches. Each stream runs
 /// its ops in enqueue order; the streams of a GPU overlap. Deterministic for a given shape.
 ///
+/// With `counter_every` (rocprofv3 --pmc): the counter catalog in rocpd_info_pmc (one row per
+/// counter id, deduplicated over the GPU agents: agent_id is the first GPU that has it) and, for
+/// every `counter_every`-th dispatch of the table, its counter values in rocpd_pmc_event on the
+/// dispatch's own event, one row per value the SDK reports: one per instance for the L2 (TCC)
+/// counters (4 rows each here), one for the others; ids from 1, no guid and no extdata given (the
+/// columns' defaults), the rows after the dispatch table and before the copies, as
+/// generateRocpd.cpp inserts them.
+///
 /// Shared by bench/analyze_out.cpp (--input amd) and tests/integration/rocpd_amd_schema_test.cpp.
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -84,7 +93,56 @@ struct trace_shape {
   std::size_t copy_every = 500;   ///< launches per host thread between copies; 0: no copies
   std::size_t wait_every = 1000;  ///< between event record / stream wait pairs; 0: none
   std::size_t sync_every = 20000; ///< between hipStreamSynchronize calls; 0: none
+  /// Dispatches (in table order) between those with counter values: 1, every dispatch (as
+  /// rocprofv3 --pmc collects them); 0, no counters.
+  std::size_t counter_every = 0;
   std::uint64_t seed = 1;
+};
+
+/// One counter of the catalog: its rocprofiler counter id, and how many rows one dispatch gives it
+/// (instances: 0 for a counter in the catalog but not collected).
+struct counter_definition {
+  std::int64_t id = 0;
+  const char* name = "";
+  const char* block = "";
+  const char* description = "";
+  const char* expression = "";
+  int instances = 0;
+};
+
+/// The catalog: the 9 collected counters (the L2 ones per instance, 4 rows per dispatch each:
+/// 4 x 4 + 5 = 21 rows per dispatch), then some that the agents support but the run did not
+/// collect, derived ones among them.
+inline constexpr counter_definition counter_catalog[] = {
+    {72, "GRBM_GUI_ACTIVE", "GRBM", "The GUI is Active", "", 1},
+    {112, "SQ_WAVES", "SQ", "Count number of waves sent to SQs. (per-simd, emulated, global)", "",
+     1},
+    {118, "SQ_BUSY_CYCLES", "SQ", "Clock cycles while SQ is reporting that it is busy.", "", 1},
+    {141, "SQ_INSTS_VALU", "SQ", "Number of VALU instructions issued. (per-simd, emulated)", "", 1},
+    {147, "SQ_INSTS_VMEM_RD", "SQ", "Number of vector memory read instructions issued", "", 1},
+    {301, "TCC_HIT", "TCC", "Number of cache hits.", "", 4},
+    {302, "TCC_MISS", "TCC", "Number of cache misses. UC reads count as misses.", "", 4},
+    {318, "TCC_EA0_RDREQ", "TCC", "Number of TCC/EA read requests (either 32-byte or 64-byte)", "",
+     4},
+    {312, "TCC_EA0_WRREQ", "TCC",
+     "Number of transactions (either 32-byte or 64-byte) going over the TC_EA_wrreq interface.", "",
+     4},
+    {71, "GRBM_COUNT", "GRBM", "Tie High - Count Number of Clocks", "", 0},
+    {113, "SQ_WAVE_CYCLES", "SQ", "Number of clock cycles spent by waves in the CUs", "", 0},
+    {140, "SQ_INSTS_SALU", "SQ", "Number of SALU instructions issued.", "", 0},
+    {150, "SQ_INSTS_LDS", "SQ", "Number of LDS instructions issued.", "", 0},
+    {205, "TA_BUSY_avr", "", "TA block is busy. Average over TA instances.",
+     "reduce(TA_TA_BUSY,avr)", 0},
+    {900, "TCC_HIT_sum", "", "Number of cache hits. Sum over TCC instances.", "reduce(TCC_HIT,sum)",
+     0},
+    {901, "TCC_MISS_sum", "", "Number of cache misses. Sum over TCC instances.",
+     "reduce(TCC_MISS,sum)", 0},
+    {902, "TCC_EA0_RDREQ_sum", "", "TCC_EA0_RDREQ summed over TCC instances.",
+     "reduce(TCC_EA0_RDREQ,sum)", 0},
+    {903, "TCC_EA0_WRREQ_sum", "", "TCC_EA0_WRREQ summed over TCC instances.",
+     "reduce(TCC_EA0_WRREQ,sum)", 0},
+    {910, "FETCH_SIZE", "", "Total kilobytes fetched from the video memory.",
+     "(TCC_EA0_RDREQ_32B_sum*32+(TCC_EA0_RDREQ_sum-TCC_EA0_RDREQ_32B_sum)*64)/1024", 0},
 };
 
 /// The UUID rocprofv3 would give the file (a UUIDv7 whose time field is small: boot time).
@@ -429,6 +487,17 @@ inline void write_node_and_process(const trace_rows& rows, const application& ap
   s.step();
 }
 
+/// The agent's extdata (part of rocprofiler_agent_v0_t as JSON): agent 0 is the CPU.
+inline std::string agent_extdata(std::size_t agent) {
+  return agent > 0
+             ? R"({"size":1312,"type":2,"cpu_cores_count":0,"simd_count":1216,"max_waves_per_simd":8,)"
+               R"("lds_size_in_kb":64,"wave_front_size":64,"num_xcc":8,"cu_count":304,)"
+               R"("simd_per_cu":4,"max_waves_per_cu":32,"max_engine_clk_fcompute":2100,)"
+               R"("gfx_target_version":90402,"local_mem_size":206141652992,"node_id":)" +
+                   std::to_string(agent) + "}"
+             : R"({"size":1312,"type":1,"cpu_cores_count":96,"simd_count":0,"node_id":0})";
+}
+
 /// The CPU (node 0), then the GPUs (nodes 1..).
 inline void write_agents(const trace_rows& rows, std::size_t gpus) {
   auto s = rows.insert("rocpd_info_agent", "id, nid, pid, type, absolute_index, logical_index, "
@@ -436,13 +505,7 @@ inline void write_agents(const trace_rows& rows, std::size_t gpus) {
                                            "product_name, user_name, extdata");
   for (std::size_t a = 0; a <= gpus; ++a) {
     const bool gpu = a > 0;
-    const std::string extdata =
-        gpu ? R"({"size":1312,"type":2,"cpu_cores_count":0,"simd_count":1216,"max_waves_per_simd":8,)"
-              R"("lds_size_in_kb":64,"wave_front_size":64,"num_xcc":8,"cu_count":304,)"
-              R"("simd_per_cu":4,"max_waves_per_cu":32,"max_engine_clk_fcompute":2100,)"
-              R"("gfx_target_version":90402,"local_mem_size":206141652992,"node_id":)" +
-                  std::to_string(a) + "}"
-            : R"({"size":1312,"type":1,"cpu_cores_count":96,"simd_count":0,"node_id":0})";
+    const std::string extdata = agent_extdata(a);
     s.reset();
     s.bind_int64(1, static_cast<std::int64_t>(a))
         .bind_int64(2, rows.node_id)
@@ -577,8 +640,11 @@ write_api_calls(trace_rows& rows, const std::vector<record>& calls, std::int64_t
   }
 }
 
-inline void
+/// The dispatches' rows; returns each one's event id, in the same order.
+inline std::vector<std::int64_t>
 write_dispatches(trace_rows& rows, const std::vector<record>& dispatches, std::size_t kernels) {
+  std::vector<std::int64_t> events;
+  events.reserve(dispatches.size());
   auto row = rows.insert("rocpd_kernel_dispatch",
                          "id, nid, pid, tid, agent_id, kernel_id, dispatch_id, queue_id, "
                          "stream_id, start, \"end\", private_segment_size, group_segment_size, "
@@ -586,6 +652,7 @@ write_dispatches(trace_rows& rows, const std::vector<record>& dispatches, std::s
                          "grid_size_y, grid_size_z, region_name_id, event_id");
   for (const record& d : dispatches) {
     const std::int64_t e = rows.add_event(dispatch_category, d.corr);
+    events.push_back(e);
     const std::int64_t stream = rows.stream_id(d.stream);
     row.reset();
     row.bind_int64(1, d.id)
@@ -610,6 +677,76 @@ write_dispatches(trace_rows& rows, const std::vector<record>& dispatches, std::s
         .bind_int64(20, empty_string)
         .bind_int64(21, e);
     row.step();
+    rows.batch();
+  }
+  return events;
+}
+
+/// The catalog (insert_pmc_data): one row per counter id, on the first GPU.
+inline void write_counter_catalog(const trace_rows& rows) {
+  auto s = rows.insert("rocpd_info_pmc", "id, nid, pid, target_arch, agent_id, name, symbol, "
+                                         "description, component, value_type, block, expression, "
+                                         "is_constant, is_derived, extdata");
+  const std::string extdata = agent_extdata(1);
+  for (const counter_definition& c : counter_catalog) {
+    s.reset();
+    s.bind_int64(1, c.id)
+        .bind_int64(2, rows.node_id)
+        .bind_int64(3, rows.pid)
+        .bind_text(4, "GPU")
+        .bind_int64(5, 1)
+        .bind_text(6, c.name)
+        .bind_text(7, c.name)
+        .bind_text(8, c.description)
+        .bind_text(9, "rocm")
+        .bind_text(10, "ABS")
+        .bind_text(11, c.block)
+        .bind_text(12, c.expression)
+        .bind_int64(13, 0)
+        .bind_int64(14, *c.expression != '\0' ? 1 : 0)
+        .bind_text(15, extdata);
+    s.step();
+  }
+}
+
+/// What counter `c` reads on one instance of dispatch `d` (whole numbers, as the hardware counts).
+inline double counter_value(const counter_definition& c, const record& d, int instance) {
+  const double waves = 4096.0 * 256 / 64;
+  const double ns = static_cast<double>(d.end_ns - d.start_ns);
+  const double k = static_cast<double>(d.what);
+  const double spread = static_cast<double>((d.id * 7 + instance * 13) % 29);
+  switch (c.id) {
+  case 72: return std::floor(ns * 2.1);
+  case 112: return waves;
+  case 118: return std::floor(ns * 2.1 * 0.9);
+  case 141: return waves * (40 + k * 3);
+  case 147: return waves * (2 + static_cast<double>(d.what % 5));
+  case 301: return 1000 + k * 50 + spread;
+  case 302: return 200 + k * 10 + spread;
+  case 318: return 300 + k * 20 + spread;
+  default: return 150 + k * 5 + spread; // 312, TCC_EA0_WRREQ
+  }
+}
+
+/// The counter rows of every `every`-th dispatch (insert_pmc_event_data): each value the SDK
+/// reports, instances one after another, on the dispatch's event.
+inline void write_counters(trace_rows& rows,
+                           const std::vector<record>& dispatches,
+                           const std::vector<std::int64_t>& events,
+                           std::size_t every) {
+  auto s = rows.insert("rocpd_pmc_event", "id, event_id, pmc_id, value");
+  std::int64_t id = 0;
+  for (std::size_t i = 0; i < dispatches.size(); i += every) {
+    for (const counter_definition& c : counter_catalog) {
+      for (int instance = 0; instance < c.instances; ++instance) {
+        s.reset();
+        s.bind_int64(1, ++id)
+            .bind_int64(2, events[i])
+            .bind_int64(3, c.id)
+            .bind_double(4, counter_value(c, dispatches[i], instance));
+        s.step();
+      }
+    }
     rows.batch();
   }
 }
@@ -673,12 +810,16 @@ inline std::string write_rocprofv3_trace(const std::filesystem::path& schema_dir
   rows.add_stream_row(0, "Default Stream");
   rows.add_queue_row(0, "Default Queue");
   detail::write_agents(rows, gpus);
+  if (shape.counter_every != 0)
+    detail::write_counter_catalog(rows);
   detail::write_code_objects(rows, gpus, names);
   db.exec("COMMIT");
 
   db.exec("BEGIN");
   detail::write_api_calls(rows, app.calls, names.api_string);
-  detail::write_dispatches(rows, app.dispatches, kernels);
+  const std::vector<std::int64_t> events = detail::write_dispatches(rows, app.dispatches, kernels);
+  if (shape.counter_every != 0)
+    detail::write_counters(rows, app.dispatches, events, shape.counter_every);
   detail::write_copies(rows, app.copies);
   db.exec("COMMIT");
   db.exec(substitute_uuid(read_schema(schema_dir, "rocpd_indexes.sql"), uuid));

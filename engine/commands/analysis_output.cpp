@@ -1,6 +1,7 @@
 #include "engine/commands/analysis_output.hpp"
 
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,12 +68,16 @@ analysis_outputs analyze_application(const stages::profile_report& report,
       analysis::critical_path(timeline, what_if_kernels, percents);
   analysis::add_critical_path(path, sources);
   analysis::add_stream_idle(analysis::median_idle_before_ns(timeline), sources);
+  // The counters the report's scan read, or read here (counter passes outside the report's runs).
+  std::map<std::string, rocpd::kernel_counters> read_here;
+  if (!inputs.counters_read)
+    read_here = rocpd::read_kernel_counters(inputs.counters);
   if (inputs.counters.empty())
     sources.notes.push_back("no counters: the roofline and the compute and memory classes need a "
                             "counter pass (rocm-perf profile --counters roofline)");
+  const auto& counters = inputs.counters_read ? *inputs.counters_read : read_here;
   out.roofline = analysis::build_roofline_report(
-      report, rocpd::read_kernel_counters(inputs.counters),
-      {product_of(files), inputs.peak_overrides, !inputs.counters.empty()});
+      report, counters, {product_of(files), inputs.peak_overrides, !inputs.counters.empty()});
   analysis::add_roofline(out.roofline, sources);
   if (!inputs.thread_traces.empty()) {
     const auto traces = workers::tracers::read_thread_traces(inputs.thread_traces);

@@ -17,6 +17,7 @@
 #include "stages/analysis/perfetto_trace.hpp"
 #include "stages/analysis/profile_report.hpp"
 #include "stages/analysis/roofline_report.hpp"
+#include "stages/trace/counter_values.hpp"
 #include "stages/trace/rocpd_timeline.hpp"
 
 namespace rpl::engine::commands {
@@ -28,7 +29,10 @@ struct analysis_inputs {
   /// (build_profile_report_and_timeline): the dispatch table is then not read a second time.
   std::shared_ptr<const stages::rocpd::timeline> timeline_read;
   std::vector<std::filesystem::path> counters; ///< counter passes
-  std::vector<std::string> notes;              ///< caveats to carry into the outputs
+  /// Their counters when the report's scan already read them (report_context::counter_files):
+  /// they are then not read a second time.
+  std::shared_ptr<const std::map<std::string, stages::rocpd::kernel_counters>> counters_read;
+  std::vector<std::string> notes; ///< caveats to carry into the outputs
   /// Also build the per-dispatch timeline (--perfetto, --report): a million dispatches cost a few
   /// hundred MB as timeline ops, so only when asked.
   bool want_timeline = false;

@@ -126,10 +126,17 @@ int analyze(const analyze_options& options) {
     stages::report_context context;
     context.backend = "rocpd"; // no command: the databases were recorded elsewhere
     context.arch = options.report.arch;
+    // When the counter passes are among the runs (every file is one, as rocprofv3 --pmc writes
+    // them), their counters come from the same pass.
+    context.counter_files = analysis.counters;
     // One pass over the dispatch tables gives the report and the last run's timeline.
     auto built = stages::build_profile_report_and_timeline(runs, context, /*side_thread=*/true);
     analysis.timeline_read =
         std::make_shared<const stages::rocpd::timeline>(std::move(built.timeline));
+    if (built.counters)
+      analysis.counters_read =
+          std::make_shared<const std::map<std::string, stages::rocpd::kernel_counters>>(
+              std::move(*built.counters));
     const stages::profile_report& report = built.report;
     const int emitted = emit_report(report, options.report, &analysis);
     if (emitted != exit_code::done || options.replay.empty()) {

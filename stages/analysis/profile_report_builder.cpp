@@ -12,6 +12,7 @@
 
 #include "stages/hardware/arch_model.hpp"
 #include "stages/hardware/kernel_resources.hpp"
+#include "stages/trace/counter_collector.hpp"
 #include "stages/trace/rocpd_reader.hpp"
 #include "stages/trace/trace_completeness.hpp"
 
@@ -120,6 +121,7 @@ void scan_dispatches(const rocpd::reader& reader,
                      trace_scan& scan,
                      rocpd::timeline_builder* timeline,
                      std::size_t timeline_first,
+                     rocpd::counter_collector* counters,
                      const std::vector<std::size_t>& run_of_database) {
   scan.per_run_user_ns.assign(run_of_database.empty() ? 0 : run_of_database.back() + 1, 0);
   rocpd::runtime_accumulator accumulator(reader);
@@ -148,6 +150,8 @@ void scan_dispatches(const rocpd::reader& reader,
             timeline->add(renumbered);
           }
         }
+        if (counters != nullptr)
+          counters->add(row);
       },
       rocpd::dispatch_fields::report);
   scan.summary = accumulator.finish();
@@ -170,10 +174,11 @@ void scan_info_tables(const rocpd::reader& reader, trace_scan& scan) {
 trace_scan scan_trace(const std::vector<std::filesystem::path>& paths,
                       rocpd::timeline_builder* timeline,
                       std::size_t timeline_first,
+                      rocpd::counter_collector* counters,
                       const std::vector<std::size_t>& run_of_database) {
   trace_scan scan;
   const auto reader = rocpd::reader::open(paths);
-  scan_dispatches(reader, scan, timeline, timeline_first, run_of_database);
+  scan_dispatches(reader, scan, timeline, timeline_first, counters, run_of_database);
   for (const auto& p : reader.paths()) {
     scan.databases.push_back(p.string());
   }
@@ -247,6 +252,25 @@ kernel_report describe_kernel(const rocpd::kernel_stats& k,
 
 namespace {
 
+/// The collector of `counter_files`' counters over `files` (all runs' files, in scan order) when
+/// they are all among those files, in the same order; nullopt otherwise.
+std::optional<rocpd::counter_collector>
+collect_counters(const rocpd::reader& files,
+                 const std::vector<std::filesystem::path>& counter_files) {
+  const std::set<std::filesystem::path> wanted(counter_files.begin(), counter_files.end());
+  std::vector<std::size_t> databases;
+  std::vector<std::filesystem::path> order;
+  for (std::size_t i = 0; i < files.paths().size(); ++i) {
+    if (wanted.count(files.paths()[i]) != 0) {
+      databases.push_back(i);
+      order.push_back(files.paths()[i]);
+    }
+  }
+  if (order != counter_files)
+    return std::nullopt;
+  return rocpd::counter_collector(files, databases);
+}
+
 /// The report, and with `with_timeline` the last run's timeline, from one pass over the dispatches
 /// of every run.
 /// Joins the thread when the scope ends, however it ends.
@@ -284,23 +308,37 @@ report_and_timeline build(const std::vector<std::vector<std::filesystem::path>>&
   std::optional<rocpd::timeline_builder> timeline;
   if (with_timeline && last_run)
     timeline.emplace(*last_run);
+  // The counter passes' counters: their dispatches from the scan, their values from their pmc
+  // tables beside it (no join, no sort).
+  std::optional<rocpd::reader> counter_files;
+  std::optional<rocpd::counter_collector> counters;
+  if (!context.counter_files.empty()) {
+    counter_files.emplace(rocpd::reader::open(all_paths));
+    counters = collect_counters(*counter_files, context.counter_files);
+  }
   // The timeline's copies and synchronization beside the scan: the builder keeps them apart from
   // what the scan adds. A failure there is reported after the scan's own (as finish() would).
   std::thread side;
   std::exception_ptr side_error;
   const joined join_side{side};
-  if (timeline && side_thread)
+  if (side_thread && (timeline || counters))
     side = std::thread([&] {
       try {
-        timeline->read_side_tables();
+        if (timeline)
+          timeline->read_side_tables();
+        if (counters)
+          counters->read_counter_rows();
       } catch (...) {
         side_error = std::current_exception();
       }
     });
   // All runs together: the per-kernel table, with the dispatch shapes seen on the way, each run's
   // GPU total (stability across runs) and the last run's timeline ops.
-  trace_scan scan =
-      scan_trace(all_paths, timeline ? &*timeline : nullptr, last_run_first, run_of_database);
+  trace_scan scan = scan_trace(all_paths, timeline ? &*timeline : nullptr, last_run_first,
+                               counters ? &*counters : nullptr, run_of_database);
+  // The counter rows the side thread has not taken yet, shared with it from here on.
+  if (counters)
+    counters->read_counter_rows();
   const rocpd::runtime_summary& summary = scan.summary;
   // Per run: the total GPU time, for stability across runs; one run is all runs.
   std::vector<rocpd::runtime_summary> per_run;
@@ -336,6 +374,8 @@ report_and_timeline build(const std::vector<std::vector<std::filesystem::path>>&
     side.join();
   if (side_error)
     std::rethrow_exception(side_error);
+  if (counters)
+    out.counters = counters->finish();
   if (timeline)
     out.timeline = timeline->finish();
   return out;

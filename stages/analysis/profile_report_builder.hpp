@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "stages/analysis/profile_report.hpp"
+#include "stages/trace/counter_values.hpp"
 #include "stages/trace/rocpd_timeline.hpp"
 
 namespace rpl::stages {
@@ -29,6 +31,9 @@ struct report_context {
   std::optional<std::vector<std::string>> command{}; ///< the profiled argv; none for analyze
   /// The target for occupancy (any spelling load_arch accepts); empty: each kernel's agent.
   std::string arch{};
+  /// Counter passes among the runs' files (database_roles::counters) whose counters
+  /// build_profile_report_and_timeline reads in the same pass (report_and_timeline::counters).
+  std::vector<std::filesystem::path> counter_files{};
 };
 
 /// Reads `runs` (each run: rocpd files or folders of them) and builds the report. Stability is
@@ -42,6 +47,11 @@ profile_report build_profile_report(const std::vector<std::vector<std::filesyste
 struct report_and_timeline {
   profile_report report;
   rocpd::timeline timeline; ///< of the files of runs.back()
+  /// The counters of context.counter_files, as read_kernel_counters gives them, from the report's
+  /// scan of their dispatches and plain scans of their rocpd_pmc_event tables on the side thread
+  /// (then on both: rocpd::counter_collector); nullopt when none were asked for or they are not
+  /// all among the runs' files in the order given (then read_kernel_counters reads them).
+  std::optional<std::map<std::string, rocpd::kernel_counters>> counters;
 };
 
 /// build_profile_report, with the last run's timeline built from the same scan of its dispatches

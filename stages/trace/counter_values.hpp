@@ -37,8 +37,10 @@ struct kernel_counters {
   std::vector<dispatch> dispatches_by_ordinal;
 };
 
-/// The per-kernel counters of `paths` (each a counter-pass file), keyed by kernel_key(name).
-/// Throws rocpd_error naming the file for one that cannot be read.
+/// The per-kernel counters of `paths` (each a counter-pass file), keyed by kernel_key(name): one
+/// scan of each dispatch table and a plain scan of each rocpd_pmc_event table on two threads,
+/// joined in memory (counter_collector.hpp). Throws rocpd_error naming the file for one that
+/// cannot be read.
 std::map<std::string, kernel_counters>
 read_kernel_counters(const std::vector<std::filesystem::path>& paths,
                      std::size_t max_dispatches = 1000);

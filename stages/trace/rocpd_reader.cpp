@@ -478,7 +478,7 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
                                                           "guid"};
   const std::vector<std::string_view> optional_columns = {"tid", "group_segment_size",
                                                           "private_segment_size"};
-  const int name_column = all ? 18 : shapes ? 15 : 8;
+  const int name_column = all ? 19 : shapes ? 16 : 8;
   for (std::size_t index = 0; index < databases_.size(); ++index) {
     const database& db = *databases_[index];
     for (std::size_t source_index = 0; source_index < db.sources.size(); ++source_index) {
@@ -491,7 +491,7 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
         read.insert(read.end(), shape_columns.begin(), shape_columns.end());
       std::string columns =
           db.select_list(src, "rocpd_kernel_dispatch", "K", read,
-                         shapes ? std::vector<std::string_view>{"group_segment_size"}
+                         shapes ? std::vector<std::string_view>{"group_segment_size", "event_id"}
                                 : std::vector<std::string_view>{});
       if (all)
         columns += ", " + db.select_list(src, "rocpd_kernel_dispatch", "K", {"dispatch_id"},
@@ -517,12 +517,15 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
           row.workgroup[axis] = column_u32(s, 11 + axis);
         }
         row.group_segment_size = s.column_int64(14);
+        // column_int64 reads NULL as 0: only a 0 needs the type asked.
+        row.event_id = s.column_int64(15);
+        row.has_event = row.event_id != 0 || !s.column_is_null(15);
         if (!all) {
           return;
         }
-        row.dispatch_id = s.column_int64(15);
-        row.tid = s.column_int64(16);
-        row.private_segment_size = s.column_int64(17);
+        row.dispatch_id = s.column_int64(16);
+        row.tid = s.column_int64(17);
+        row.private_segment_size = s.column_int64(18);
       };
       // A dispatch whose symbol row is missing still counts, under a name that says so.
       std::string fallback;
@@ -544,6 +547,7 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
         db.each(stmt, [&](const sqlite::statement& s) {
           read_columns(s);
           const std::optional<std::string_view> name = s.column_nullable_text(name_column);
+          row.symbol_found = name.has_value();
           row.kernel_name = name ? *name : unknown_name(row.kernel_id);
           visit(row);
         });
@@ -571,8 +575,9 @@ void reader::for_each_dispatch(const std::function<void(const dispatch_row&)>& v
           }
           entry = last;
         }
-        row.kernel_name = entry != nullptr && entry->has_value() ? std::string_view(**entry)
-                                                                 : unknown_name(row.kernel_id);
+        row.symbol_found = entry != nullptr && entry->has_value();
+        row.kernel_name =
+            row.symbol_found ? std::string_view(**entry) : unknown_name(row.kernel_id);
         visit(row);
       });
     }

@@ -40,6 +40,12 @@ struct dispatch_row {
   std::int64_t group_segment_size =
       0; ///< LDS (shared memory) per workgroup, static + dynamic; 0 if absent
   std::int64_t private_segment_size = 0; ///< scratch (local memory) per work-item; 0 if absent
+  /// The rocpd_event row the dispatch's counter values (rocpd_pmc_event) hang off; valid when
+  /// `has_event` (the column is NULL or absent otherwise).
+  std::int64_t event_id = 0;
+  bool has_event = false;
+  /// The kernel's symbol row was found (false: `kernel_name` is "<unknown kernel N>").
+  bool symbol_found = false;
 };
 
 /// Which dispatch_row fields a reader fills.
@@ -48,7 +54,8 @@ enum class dispatch_fields {
   /// What runtime accounting reads: start_ns, end_ns, kernel_name, kernel_id, agent_id, queue_id,
   /// stream_id, pid, database, source and row_id.
   accounting,
-  /// What a profile report reads: the accounting fields, grid, workgroup and group_segment_size.
+  /// What a profile report reads: the accounting fields, grid, workgroup, group_segment_size and
+  /// the event (event_id, has_event: for the counter values of the same pass).
   report,
 };
 

@@ -17,6 +17,7 @@
 
 #include "bench/rocpd_amd/rocprofv3_trace.hpp"
 #include "stages/analysis/profile_report_builder.hpp"
+#include "stages/trace/counter_values.hpp"
 #include "stages/trace/rocpd_reader.hpp"
 #include "stages/trace/rocpd_timeline.hpp"
 #include "support/rocpd_fixtures.hpp"
@@ -202,6 +203,67 @@ TEST_F(rocpd_amd_schema, analyze_out_writes_the_four_files_with_the_waits_as_edg
   EXPECT_NE(dag["notes"].dump().find("from the event record they wait for"), std::string::npos)
       << dag["notes"].dump();
   EXPECT_GT(dag["edges"].size(), 0u);
+}
+
+TEST_F(rocpd_amd_schema, counters_read_in_the_report_scan_agree_with_amds_counters_collection) {
+  // Counter passes as rocprofv3 --pmc writes them: 9 counters, the L2 ones a row per instance (4),
+  // on every dispatch of one file and every 3rd of the other.
+  const auto sql = testing::source_dir / "bench" / "rocpd_amd";
+  const auto c = dir_ / "c.db", d = dir_ / "d.db";
+  amd::trace_shape every = shape(4244, 600), third = shape(4245, 400);
+  every.counter_every = 1;
+  third.counter_every = 3;
+  amd::write_rocprofv3_trace(sql, c, every);
+  amd::write_rocprofv3_trace(sql, d, third);
+  // AMD's view: a row per dispatch and counter, its instances summed; per kernel and counter here.
+  std::map<std::pair<std::string, std::string>, std::pair<double, double>> expected;
+  for (const auto& file : {c, d}) {
+    sqlite_db db(file);
+    for (const auto& r : db.rows("SELECT kernel_name, counter_name, SUM(value), COUNT(*) FROM "
+                                 "counters_collection GROUP BY kernel_name, counter_name")) {
+      auto& e = expected[{rocpd::kernel_key(r[0]), r[1]}];
+      e.first += std::stod(r[2]);
+      e.second += std::stod(r[3]);
+    }
+  }
+  ASSERT_EQ(expected.size(), 6u * 9);
+  stages::report_context context;
+  context.counter_files = {c, d};
+  const auto built = stages::build_profile_report_and_timeline({{c, d}}, context, true);
+  ASSERT_TRUE(built.counters);
+  std::size_t pairs = 0;
+  for (const auto& [key, k] : *built.counters) {
+    for (const auto& [name, total] : k.counters) {
+      SCOPED_TRACE(key + " " + name);
+      ++pairs;
+      const auto e = expected.at({key, name});
+      EXPECT_EQ(total.sum, e.first);
+      EXPECT_EQ(static_cast<double>(total.dispatches), e.second);
+    }
+  }
+  EXPECT_EQ(pairs, expected.size());
+  ASSERT_TRUE(built.report.totals);
+  EXPECT_EQ(built.report.totals->dispatches, 1000u);
+  // compare's entry point reads the same, dispatch by dispatch.
+  const auto direct = rocpd::read_kernel_counters({c, d});
+  ASSERT_EQ(direct.size(), built.counters->size());
+  for (const auto& [key, k] : direct) {
+    const auto& scanned = built.counters->at(key);
+    EXPECT_EQ(k.dispatches, scanned.dispatches);
+    EXPECT_EQ(k.duration_sum_ns, scanned.duration_sum_ns);
+    ASSERT_EQ(k.dispatches_by_ordinal.size(), scanned.dispatches_by_ordinal.size());
+    for (std::size_t n = 0; n < k.dispatches_by_ordinal.size(); ++n)
+      EXPECT_EQ(k.dispatches_by_ordinal[n].counters, scanned.dispatches_by_ordinal[n].counters);
+  }
+  // Counter files in another order than the scan's: not read there, left to read_kernel_counters.
+  context.counter_files = {d, c};
+  EXPECT_FALSE(stages::build_profile_report_and_timeline({{c, d}}, context, true).counters);
+  // analyze: both files counter passes, their counters from the same pass; all four files.
+  const auto run =
+      run_rocm_perf({"analyze", c.string(), d.string(), "--out", (dir_ / "out").string()});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  for (const char* file : {"profile.json", "analysis.json", "dag.json", "roofline.json"})
+    EXPECT_TRUE(std::filesystem::exists(dir_ / "out" / file)) << file;
 }
 
 TEST_F(rocpd_amd_schema, a_damaged_file_is_bad_input_named_with_a_fix) {
