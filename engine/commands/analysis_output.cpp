@@ -79,6 +79,7 @@ analysis_outputs analyze_application(const stages::profile_report& report,
   out.roofline = analysis::build_roofline_report(
       report, counters, {product_of(files), inputs.peak_overrides, !inputs.counters.empty()});
   analysis::add_roofline(out.roofline, sources);
+  analysis::add_memory_access(report, counters, sources);
   if (!inputs.thread_traces.empty()) {
     const auto traces = workers::tracers::read_thread_traces(inputs.thread_traces);
     analysis::add_thread_traces(report, traces.kernels, traces.files.size(), sources);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stages/analysis/application_analysis.hpp"
+#include "stages/analysis/memory_access.hpp"
 #include "stages/analysis/profile_report.hpp"
 
 namespace rpl::stages::analysis {
@@ -33,6 +34,7 @@ struct kernel_findings {
   std::optional<double> min_slack_ns;
   std::vector<what_if_estimate> what_if;
   std::optional<double> mean_idle_before_ns; ///< its stream idle just before each dispatch
+  memory_access access;                      ///< global accesses' use of the caches, counted
 };
 
 struct analysis_sources {

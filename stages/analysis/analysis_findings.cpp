@@ -49,6 +49,19 @@ void add_roofline(const roofline_report& roofline, analysis_sources& sources) {
   }
 }
 
+void add_memory_access(const profile_report& report,
+                       const std::map<std::string, rocpd::kernel_counters>& counters,
+                       analysis_sources& sources) {
+  for (const auto& kernel : report.kernels) {
+    const auto it = counters.find(rocpd::kernel_key(kernel.runtime.name));
+    if (it == counters.end())
+      continue;
+    const memory_access access = memory_access_of(it->second);
+    if (!access.empty())
+      sources.kernels[kernel.runtime.name].access = access;
+  }
+}
+
 void add_thread_traces(const profile_report& report,
                        const std::vector<att::stall_summary>& traced,
                        std::size_t files,

@@ -11,6 +11,7 @@
 #include "stages/analysis/analysis_builder.hpp"
 #include "stages/analysis/roofline_report.hpp"
 #include "stages/analysis/timeline_dag.hpp"
+#include "stages/trace/counter_values.hpp"
 #include "stages/trace/thread_trace.hpp"
 
 namespace rpl::stages::analysis {
@@ -24,6 +25,12 @@ void add_stream_idle(const std::map<std::string, double>& idle_ns, analysis_sour
 /// Each report kernel's roofline (or why there is none), its compute and memory percentages and
 /// its stalls; the roofline's notes.
 void add_roofline(const roofline_report& roofline, analysis_sources& sources);
+
+/// Each report kernel's global-access figures (memory_access.hpp) from the counter passes, matched
+/// by kernel_key; kernels without such counters keep none.
+void add_memory_access(const profile_report& report,
+                       const std::map<std::string, rocpd::kernel_counters>& counters,
+                       analysis_sources& sources);
 
 /// Each thread-traced kernel's stall summary, matched to the report's kernels by kernel_key of
 /// the demangled name or the symbol; its dominant stall stands in for the warp stalls where

@@ -1,5 +1,6 @@
 #include "stages/analysis/bottleneck.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -51,6 +52,11 @@ std::string next_step(bottleneck_class c, const bottleneck_inputs& in) {
   case bottleneck_class::balanced:
     return "near both roofs at once: only less work (a better algorithm) or less traffic and less "
            "arithmetic together will make it faster";
+  case bottleneck_class::memory_uncoalesced:
+    return "change the access order so that neighbouring threads touch neighbouring addresses: "
+           "swap the loop or index order (thread index on the fastest-moving dimension), "
+           "transpose through LDS/shared memory, or change the data layout (array of structures "
+           "to structure of arrays); more blocks will not help";
   }
   return {};
 }
@@ -92,6 +98,10 @@ json measured_of(const bottleneck_inputs& in) {
   if (!in.stall_source.empty())
     m["stall_source"] = in.stall_source;
   put("top_stall_share", in.top_stall_share);
+  put("sectors_per_request", in.sectors_per_request);
+  put("coalescing_pct", in.coalescing_pct);
+  put("l1_pct", in.l1_pct);
+  put("l2_pct", in.l2_pct);
   return m;
 }
 
@@ -180,6 +190,47 @@ std::string stall_detail(const bottleneck_inputs& in, const bottleneck_threshold
   return text + ")";
 }
 
+/// "the L1 fetches 32.0 sectors per global request (> 16.0)" when the accesses are uncoalesced.
+std::optional<std::string> uncoalesced_because(const bottleneck_inputs& in,
+                                               const bottleneck_thresholds& t) {
+  std::string why;
+  if (in.sectors_per_request && *in.sectors_per_request > t.uncoalesced_min_sectors_per_request)
+    why = "the L1 fetches " + number(*in.sectors_per_request) +
+          " sectors of 32 B per global request (> " +
+          number(t.uncoalesced_min_sectors_per_request) +
+          "; a warp's 4-byte accesses to consecutive addresses need 4)";
+  else if (in.coalescing_pct && *in.coalescing_pct < t.uncoalesced_max_coalescing_pct)
+    why = "vL1D coalescing " + number(*in.coalescing_pct) + " % (< " +
+          number(t.uncoalesced_max_coalescing_pct) + " %; 100 % is one vL1D access per four lanes)";
+  else
+    return std::nullopt;
+  // Compute near its peak and ahead of every memory level limits first.
+  const double memory_top =
+      std::max({in.memory_pct.value_or(0), in.l1_pct.value_or(0), in.l2_pct.value_or(0)});
+  if (in.compute_pct && *in.compute_pct >= t.sol_high_pct && *in.compute_pct > memory_top)
+    return std::nullopt;
+  std::string levels;
+  for (const auto& [name, pct] :
+       {std::pair{"L1", in.l1_pct}, std::pair{"L2", in.l2_pct}, std::pair{"DRAM", in.memory_pct}})
+    if (pct)
+      levels += std::string(levels.empty() ? "" : ", ") + name + " " + number(*pct) + " %";
+  if (!levels.empty())
+    why += "; throughput of peak: " + levels;
+  return why;
+}
+
+/// "L2 at 88.7 % of its peak" when a cache level, not the DRAM, is where the bytes move.
+std::optional<std::string> cache_level_because(const bottleneck_inputs& in,
+                                               const bottleneck_thresholds& t) {
+  const bool l1 = in.l1_pct && *in.l1_pct >= t.sol_high_pct;
+  const bool l2 = in.l2_pct && *in.l2_pct >= t.sol_high_pct;
+  if (!l1 && !l2)
+    return std::nullopt;
+  const bool l2_top = l2 && (!l1 || *in.l2_pct >= *in.l1_pct);
+  return std::string(l2_top ? "L2" : "L1") + " at " + number(l2_top ? *in.l2_pct : *in.l1_pct) +
+         " % of its peak (>= " + number(t.sol_high_pct) + " %): the bytes move between the caches";
+}
+
 double read_value(const json& values, const char* key, double fallback) {
   if (!values.contains(key))
     return fallback;
@@ -203,6 +254,7 @@ std::string_view to_string(bottleneck_class c) {
   case bottleneck_class::divergence_limited: return "divergence limited";
   case bottleneck_class::launch_overhead_bound: return "launch-overhead bound";
   case bottleneck_class::balanced: return "balanced";
+  case bottleneck_class::memory_uncoalesced: return "memory: uncoalesced";
   }
   return "?";
 }
@@ -216,6 +268,7 @@ std::string_view to_id(bottleneck_class c) {
   case bottleneck_class::divergence_limited: return "divergence_limited";
   case bottleneck_class::launch_overhead_bound: return "launch_overhead_bound";
   case bottleneck_class::balanced: return "balanced";
+  case bottleneck_class::memory_uncoalesced: return "memory_uncoalesced";
   }
   return "unknown";
 }
@@ -236,6 +289,10 @@ bottleneck_thresholds bottleneck_thresholds::from_json(const json& config) {
       read_value(v, "divergence_min_active_fraction", t.divergence_min_active_fraction);
   t.launch_idle_share = read_value(v, "launch_idle_share", t.launch_idle_share);
   t.stall_share = read_value(v, "stall_share", t.stall_share);
+  t.uncoalesced_min_sectors_per_request =
+      read_value(v, "uncoalesced_min_sectors_per_request", t.uncoalesced_min_sectors_per_request);
+  t.uncoalesced_max_coalescing_pct =
+      read_value(v, "uncoalesced_max_coalescing_pct", t.uncoalesced_max_coalescing_pct);
   return t;
 }
 
@@ -265,6 +322,15 @@ bottleneck_label classify(const bottleneck_inputs& in, const bottleneck_threshol
                       " us dispatch; >= " + number(t.launch_idle_share * 100) + " %)",
                   {{"launch_idle_share", t.launch_idle_share}}, measured, in);
     }
+  }
+
+  // 1b. Accesses that fetch far more than they use: the access order is the fix.
+  if (const auto why = uncoalesced_because(in, t)) {
+    return make(bottleneck_class::memory_uncoalesced, "memory.uncoalesced", *why,
+                {{"uncoalesced_min_sectors_per_request", t.uncoalesced_min_sectors_per_request},
+                 {"uncoalesced_max_coalescing_pct", t.uncoalesced_max_coalescing_pct},
+                 {"sol_high_pct", t.sol_high_pct}},
+                measured, in);
   }
 
   if (!in.compute_pct || !in.memory_pct) {
@@ -317,6 +383,11 @@ bottleneck_label classify(const bottleneck_inputs& in, const bottleneck_threshol
   if (compute < t.sol_low_pct && memory < t.sol_low_pct) {
     json thresholds = {{"sol_low_pct", t.sol_low_pct}};
     const std::string because = both + " (both < " + number(t.sol_low_pct) + " %)";
+    if (const auto why = cache_level_because(in, t)) {
+      thresholds["sol_high_pct"] = t.sol_high_pct;
+      return make(bottleneck_class::memory_bandwidth_bound, "sol.both_low.cache_level",
+                  because + "; " + *why, thresholds, measured, in);
+    }
     if (const auto why = under_occupied_because(in, t)) {
       thresholds["min_waves_per_cu"] = t.min_waves_per_cu;
       thresholds["under_occupied_max_occupancy"] = t.under_occupied_max_occupancy;

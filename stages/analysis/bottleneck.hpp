@@ -22,6 +22,9 @@ enum class bottleneck_class {
   divergence_limited,
   launch_overhead_bound,
   balanced,
+  /// Global accesses that fetch far more than the threads use (memory_access.hpp): the L1/L2
+  /// traffic, not the DRAM bandwidth or the block count, is what to fix.
+  memory_uncoalesced,
 };
 
 /// "memory-bandwidth bound", "launch-overhead bound", ...
@@ -39,6 +42,11 @@ struct bottleneck_thresholds {
   double divergence_min_active_fraction = 0.75;
   double launch_idle_share = 0.5;
   double stall_share = 0.3;
+  /// NVIDIA: more sectors per global request than this (16: a warp's 16-byte accesses to
+  /// consecutive addresses; 4-byte ones fill 4) is uncoalesced.
+  double uncoalesced_min_sectors_per_request = 16;
+  /// AMD: rocprof-compute's vL1D Coalescing under this (%) is uncoalesced.
+  double uncoalesced_max_coalescing_pct = 50;
 
   /// The embedded configs/analysis/bottleneck.json (throws std::runtime_error naming the key when
   /// a value is missing or not a number: a broken build, not a user error).
@@ -79,6 +87,12 @@ struct bottleneck_inputs {
   /// (stages/trace/thread_trace.hpp: vmem_wait, lds_smem_wait, barrier, mfma, ...; a share of the
   /// traced waves' cycles).
   std::string stall_source;
+  /// Global accesses (memory_access.hpp): NVIDIA L1 sectors per request, AMD vL1D coalescing
+  /// (%), and the cache levels' throughput (% of their peak) where counted.
+  std::optional<double> sectors_per_request;
+  std::optional<double> coalescing_pct;
+  std::optional<double> l1_pct;
+  std::optional<double> l2_pct;
 };
 
 /// One kernel's class with its evidence, or no class and the reason (too little was measured).
@@ -94,14 +108,18 @@ struct bottleneck_label {
 
 /// Classifies one kernel. Rules, first match wins:
 ///  1. launch-overhead bound: idle before dispatches / (idle + duration) >= launch_idle_share.
+///  1b. memory: uncoalesced: sectors per request > uncoalesced_min_sectors_per_request or vL1D
+///     coalescing < uncoalesced_max_coalescing_pct, unless compute runs near its peak
+///     (>= sol_high_pct) ahead of every memory level.
 ///  2. Without compute_pct and memory_pct: under-occupied when waves < min_waves_per_cu or
 ///     occupancy <= under_occupied_max_occupancy; otherwise no label (counters needed).
 ///  3. max(compute, memory) >= sol_high_pct: compute-throughput bound (compute >= memory;
 ///  divergence
 ///     limited instead when active_thread_fraction < divergence_min_active_fraction) or
 ///     memory-bandwidth bound.
-///  4. both < sol_low_pct: under-occupied (small grid or low occupancy, as in 2), else divergence
-///     limited (as in 3), else latency bound.
+///  4. both < sol_low_pct: memory-bandwidth bound at a cache level when the L1 or L2 throughput is
+///     >= sol_high_pct (the DRAM is not where the bytes move), else under-occupied (small grid or
+///     low occupancy, as in 2), else divergence limited (as in 3), else latency bound.
 ///  5. |compute - memory| >= sol_gap_pct: the higher one's class, as in 3.
 ///  6. balanced.
 bottleneck_label classify(const bottleneck_inputs& in, const bottleneck_thresholds& t);

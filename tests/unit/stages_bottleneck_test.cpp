@@ -32,6 +32,73 @@ TEST(stages_bottleneck, the_embedded_thresholds_are_the_documented_ones) {
   EXPECT_EQ(t.divergence_min_active_fraction, 0.75);
   EXPECT_EQ(t.launch_idle_share, 0.5);
   EXPECT_EQ(t.stall_share, 0.3);
+  EXPECT_EQ(t.uncoalesced_min_sectors_per_request, 16);
+  EXPECT_EQ(t.uncoalesced_max_coalescing_pct, 50);
+}
+
+TEST(stages_bottleneck, a_row_gather_is_uncoalesced_not_under_occupied) {
+  // The H100 case: DRAM half idle, L2 busy, few resident warps; the old rules said
+  // under-occupied ("launch more blocks").
+  auto in = sol(12, 45);
+  in.occupancy = 0.2;
+  in.occupancy_limiter = "registers";
+  EXPECT_EQ(class_of(in), bottleneck_class::under_occupied);
+  in.sectors_per_request = 32;
+  in.l1_pct = 61;
+  in.l2_pct = 88.7;
+  const auto label = classify(in, bottleneck_thresholds{});
+  ASSERT_TRUE(label.label);
+  EXPECT_EQ(*label.label, bottleneck_class::memory_uncoalesced);
+  EXPECT_EQ(label.rule, "memory.uncoalesced");
+  EXPECT_EQ(to_id(*label.label), "memory_uncoalesced");
+  EXPECT_EQ(to_string(*label.label), "memory: uncoalesced");
+  EXPECT_NE(label.because.find("32.0 sectors of 32 B per global request (> 16.0"),
+            std::string::npos)
+      << label.because;
+  EXPECT_NE(label.because.find("L1 61.0 %, L2 88.7 %, DRAM 45.0 %"), std::string::npos)
+      << label.because;
+  EXPECT_NE(label.next_step.find("access order"), std::string::npos);
+  EXPECT_EQ(label.next_step.find("launch more blocks"), std::string::npos);
+  EXPECT_EQ(label.measured["sectors_per_request"], 32);
+  // 16 sectors per request is a warp of coalesced 16-byte loads: not flagged.
+  in.sectors_per_request = 16;
+  EXPECT_NE(classify(in, bottleneck_thresholds{}).rule, "memory.uncoalesced");
+}
+
+TEST(stages_bottleneck, amd_coalescing_under_half_is_uncoalesced) {
+  auto in = sol(5, 30);
+  in.coalescing_pct = 25; // rocprof-compute's 16.1 Coalescing of a stride-4 access
+  EXPECT_EQ(class_of(in), bottleneck_class::memory_uncoalesced);
+  EXPECT_NE(classify(in, bottleneck_thresholds{}).because.find("vL1D coalescing 25.0 % (< 50.0"),
+            std::string::npos);
+  in.coalescing_pct = 100;
+  EXPECT_EQ(class_of(in), bottleneck_class::latency_bound);
+  // Without a roofline the access pattern is still a class.
+  bottleneck_inputs bare;
+  bare.coalescing_pct = 12.5;
+  EXPECT_EQ(class_of(bare), bottleneck_class::memory_uncoalesced);
+}
+
+TEST(stages_bottleneck, compute_at_its_peak_wins_over_an_uncoalesced_side_load) {
+  auto in = sol(92, 20);
+  in.sectors_per_request = 24;
+  in.l2_pct = 30;
+  EXPECT_EQ(class_of(in), bottleneck_class::compute_throughput_bound);
+}
+
+TEST(stages_bottleneck, a_busy_cache_level_with_a_quiet_dram_is_memory_bound_not_occupancy) {
+  auto in = sol(20, 25);
+  in.waves_per_cu = 0.5; // would be "launch more blocks"
+  in.l2_pct = 86;
+  in.l1_pct = 40;
+  in.sectors_per_request = 4; // coalesced
+  const auto label = classify(in, bottleneck_thresholds{});
+  ASSERT_TRUE(label.label);
+  EXPECT_EQ(*label.label, bottleneck_class::memory_bandwidth_bound);
+  EXPECT_EQ(label.rule, "sol.both_low.cache_level");
+  EXPECT_NE(label.because.find("L2 at 86.0 % of its peak"), std::string::npos) << label.because;
+  in.l2_pct = 50; // no level busy: the occupancy rule as before
+  EXPECT_EQ(class_of(in), bottleneck_class::under_occupied);
 }
 
 TEST(stages_bottleneck, a_latency_bound_kernel_names_its_dominant_stall_when_counted) {
@@ -176,6 +243,16 @@ TEST(stages_bottleneck, the_same_inputs_always_give_the_same_label_and_json) {
   EXPECT_EQ(first.at("class"), "compute_throughput_bound");
   EXPECT_EQ(first.at("name"), "compute-throughput bound");
   EXPECT_FALSE(first.at("next_step").get<std::string>().empty());
+}
+
+TEST(stages_bottleneck, thresholds_from_a_file_override_the_coalescing_limits) {
+  const auto t = bottleneck_thresholds::from_json(
+      json{{"values", {{"uncoalesced_min_sectors_per_request", {{"value", 8}}}}}});
+  EXPECT_EQ(t.uncoalesced_min_sectors_per_request, 8);
+  EXPECT_EQ(t.uncoalesced_max_coalescing_pct, 50);
+  auto in = sol(10, 20);
+  in.sectors_per_request = 9;
+  EXPECT_EQ(classify(in, t).rule, "memory.uncoalesced");
 }
 
 TEST(stages_bottleneck, thresholds_from_a_file_override_only_what_they_name) {

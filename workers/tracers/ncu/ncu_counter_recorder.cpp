@@ -46,6 +46,15 @@ std::vector<std::string> ncu_roofline_metrics(const std::string& target) {
       "sm__throughput.avg.pct_of_peak_sustained_elapsed",
       "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
       "launch__waves_per_multiprocessor", "sm__warps_active.avg.pct_of_peak_sustained_active",
+      // Coalescing and the memory levels (memory_access.hpp): the L1's sectors per global request
+      // and each level's throughput.
+      "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+      "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+      "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+      "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+      "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
+      "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+      "dram__throughput.avg.pct_of_peak_sustained_elapsed",
       "smsp__thread_inst_executed_per_inst_executed.ratio", "dram__bytes.sum.per_second",
       // Issue and warp stalls (§4.1 IssueSlotUtilization and CPIStall): the cycles an
       // instruction issued, the warp latency per issued instruction and each stall's part.

@@ -19,7 +19,9 @@ std::vector<std::vector<std::string>> rocm_roofline_passes(const std::string& ta
           {"SQ_INSTS_VALU_ADD_F64", "SQ_INSTS_VALU_MUL_F64", "SQ_INSTS_VALU_FMA_F64",
            "SQ_INSTS_VALU_TRANS_F64", "SQ_INSTS_VALU_MFMA_MOPS_F16", "SQ_INSTS_VALU_MFMA_MOPS_BF16",
            "SQ_INSTS_VALU_MFMA_MOPS_F32", "SQ_INSTS_VALU_MFMA_MOPS_F64"},
-          hbm};
+          hbm,
+          // rocprof-compute's vL1D Coalescing (memory_access.hpp).
+          {"TA_TOTAL_WAVEFRONTS_sum", "TCP_TOTAL_ACCESSES_sum"}};
 }
 
 rocprofv3_counter_recorder::rocprofv3_counter_recorder(rocprofv3_options options,
