@@ -86,6 +86,7 @@ int run_cli(int argc, char** argv) {
   verbs.push_back(commands::make_autotune_command());
   verbs.push_back(commands::make_profile_command());
   verbs.push_back(commands::make_analyze_command());
+  verbs.push_back(commands::make_compare_command());
   verbs.push_back(commands::make_inspect_command());
   verbs.push_back(commands::make_worker_command());
   verbs.push_back(commands::make_export_command());

@@ -31,6 +31,7 @@ using command_ptr = std::unique_ptr<command>;
 command_ptr make_autotune_command();
 command_ptr make_profile_command();
 command_ptr make_analyze_command();
+command_ptr make_compare_command();
 command_ptr make_inspect_command();
 command_ptr make_worker_command();
 command_ptr make_export_command();

@@ -122,7 +122,8 @@ void scan_dispatches(const rocpd::reader& reader,
                      rocpd::timeline_builder* timeline,
                      std::size_t timeline_first,
                      rocpd::counter_collector* counters,
-                     const std::vector<std::size_t>& run_of_database) {
+                     const std::vector<std::size_t>& run_of_database,
+                     const std::function<void(const rocpd::dispatch_row&)>& also) {
   scan.per_run_user_ns.assign(run_of_database.empty() ? 0 : run_of_database.back() + 1, 0);
   rocpd::runtime_accumulator accumulator(reader);
   shape_finder find_shape(scan.shapes);
@@ -150,6 +151,8 @@ void scan_dispatches(const rocpd::reader& reader,
             timeline->add(renumbered);
           }
         }
+        if (also)
+          also(row);
         if (counters != nullptr)
           counters->add(row);
       },
@@ -175,10 +178,11 @@ trace_scan scan_trace(const std::vector<std::filesystem::path>& paths,
                       rocpd::timeline_builder* timeline,
                       std::size_t timeline_first,
                       rocpd::counter_collector* counters,
-                      const std::vector<std::size_t>& run_of_database) {
+                      const std::vector<std::size_t>& run_of_database,
+                      const std::function<void(const rocpd::dispatch_row&)>& also) {
   trace_scan scan;
   const auto reader = rocpd::reader::open(paths);
-  scan_dispatches(reader, scan, timeline, timeline_first, counters, run_of_database);
+  scan_dispatches(reader, scan, timeline, timeline_first, counters, run_of_database, also);
   for (const auto& p : reader.paths()) {
     scan.databases.push_back(p.string());
   }
@@ -285,7 +289,8 @@ struct joined {
 report_and_timeline build(const std::vector<std::vector<std::filesystem::path>>& runs,
                           const report_context& context,
                           bool with_timeline,
-                          bool side_thread) {
+                          bool side_thread,
+                          const std::function<void(const rocpd::dispatch_row&)>& also) {
   std::vector<std::filesystem::path> all_paths;
   std::vector<std::size_t> run_of_database; // for stability across runs
   std::vector<std::string> partial_reasons;
@@ -335,7 +340,7 @@ report_and_timeline build(const std::vector<std::vector<std::filesystem::path>>&
   // All runs together: the per-kernel table, with the dispatch shapes seen on the way, each run's
   // GPU total (stability across runs) and the last run's timeline ops.
   trace_scan scan = scan_trace(all_paths, timeline ? &*timeline : nullptr, last_run_first,
-                               counters ? &*counters : nullptr, run_of_database);
+                               counters ? &*counters : nullptr, run_of_database, also);
   // The counter rows the side thread has not taken yet, shared with it from here on.
   if (counters)
     counters->read_counter_rows();
@@ -385,14 +390,15 @@ report_and_timeline build(const std::vector<std::vector<std::filesystem::path>>&
 
 profile_report build_profile_report(const std::vector<std::vector<std::filesystem::path>>& runs,
                                     const report_context& context) {
-  return build(runs, context, false, false).report;
+  return build(runs, context, false, false, {}).report;
 }
 
 report_and_timeline
 build_profile_report_and_timeline(const std::vector<std::vector<std::filesystem::path>>& runs,
                                   const report_context& context,
-                                  bool side_thread) {
-  return build(runs, context, true, side_thread);
+                                  bool side_thread,
+                                  const std::function<void(const rocpd::dispatch_row&)>& also) {
+  return build(runs, context, true, side_thread, also);
 }
 
 profile_report timing_profile_report(std::vector<std::string> command,

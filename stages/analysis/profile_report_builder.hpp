@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -59,10 +60,14 @@ struct report_and_timeline {
 /// tables (copies, synchronization) are read on a second thread while the dispatches are scanned
 /// (the commands do; on 2 cores that hides most of their cost). Throws as build_profile_report
 /// does, and rocpd::rocpd_error for a file whose copies or synchronization cannot be read.
+/// `also`, when set, sees every dispatch row of every run as the scan reads it (its `database`
+/// indexes the runs' files in order, directories expanded), for a caller that keeps more per
+/// dispatch than the report does (compare keeps each launch shape's durations).
 report_and_timeline
 build_profile_report_and_timeline(const std::vector<std::vector<std::filesystem::path>>& runs,
                                   const report_context& context,
-                                  bool side_thread = false);
+                                  bool side_thread = false,
+                                  const std::function<void(const rocpd::dispatch_row&)>& also = {});
 
 /// The timing backend's report: `wall_ns` holds one process wall time per run; no kernels, and a
 /// note that says these are not kernel times.

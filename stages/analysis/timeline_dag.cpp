@@ -551,27 +551,47 @@ double replay_span(const replay_plan& plan,
   return span;
 }
 
+/// The replay's plan and inputs in start order (durations, name indices) and the span replayed
+/// unchanged, which every what-if question compares against.
+struct replay_inputs {
+  replay_plan plan;
+  std::vector<double> duration_ns;
+  std::vector<std::int32_t> name;
+  std::vector<double> new_end; ///< scratch
+  double before_ns = 0;
+};
+
+replay_inputs prepare_replay(const timeline& t, const dag& g) {
+  replay_inputs in{plan_replay(t, g), {}, {}, {}, 0};
+  const std::size_t n = t.ops.size();
+  in.duration_ns.resize(n);
+  in.name.resize(n);
+  for (std::uint32_t p = 0; p < n; ++p) {
+    in.duration_ns[p] = duration(t, g.order[p]);
+    in.name[p] = t.ops[g.order[p]].name;
+  }
+  in.before_ns = replay_span(in.plan, in.duration_ns, in.name, -1, 1.0, in.new_end);
+  return in;
+}
+
+/// The saving if every op named `target` (an index into t.names) were `pct` % shorter.
+double saving(replay_inputs& in, std::int32_t target, double pct) {
+  return in.before_ns -
+         replay_span(in.plan, in.duration_ns, in.name, target, 1.0 - pct / 100.0, in.new_end);
+}
+
 /// result[k][p]: the saving if every op named targets[k] (an index into t.names) were
 /// percents[p] % shorter.
 std::vector<std::vector<double>> savings(const timeline& t,
                                          const dag& g,
                                          const std::vector<std::int32_t>& targets,
                                          const std::vector<double>& percents) {
-  const replay_plan plan = plan_replay(t, g);
-  const std::size_t n = t.ops.size();
-  std::vector<double> original(n), new_end;
-  std::vector<std::int32_t> name(n);
-  for (std::uint32_t p = 0; p < n; ++p) {
-    original[p] = duration(t, g.order[p]);
-    name[p] = t.ops[g.order[p]].name;
-  }
-  const double before = replay_span(plan, original, name, -1, 1.0, new_end);
+  replay_inputs in = prepare_replay(t, g);
   std::vector<std::vector<double>> out;
   for (const std::int32_t target : targets) {
     out.emplace_back();
     for (const double pct : percents)
-      out.back().push_back(before -
-                           replay_span(plan, original, name, target, 1.0 - pct / 100.0, new_end));
+      out.back().push_back(saving(in, target, pct));
   }
   return out;
 }
@@ -695,6 +715,19 @@ std::vector<std::vector<double>> what_if_savings(const timeline& t,
   for (const auto& name : names)
     targets.push_back(name_index(t, name));
   return savings(t, g, targets, percents);
+}
+
+std::vector<double> what_if_each(const timeline& t,
+                                 const std::vector<std::string>& names,
+                                 const std::vector<double>& percents) {
+  if (names.empty() || t.ops.empty())
+    return std::vector<double>(names.size(), 0.0);
+  const dag g = build(t);
+  replay_inputs in = prepare_replay(t, g);
+  std::vector<double> out;
+  for (std::size_t k = 0; k < names.size() && k < percents.size(); ++k)
+    out.push_back(saving(in, name_index(t, names[k]), percents[k]));
+  return out;
 }
 
 double what_if_saving(const timeline& t, const std::string& name, double faster_pct) {

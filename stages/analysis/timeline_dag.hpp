@@ -79,6 +79,13 @@ std::vector<std::vector<double>> what_if_savings(const rocpd::timeline& t,
                                                  const std::vector<std::string>& names,
                                                  const std::vector<double>& percents);
 
+/// Paired: result[k] is the saving if every op named names[k] were percents[k] % shorter (one DAG
+/// and one replay per kernel; compare asks each changed kernel about its own change). A name the
+/// timeline lacks saves 0.
+std::vector<double> what_if_each(const rocpd::timeline& t,
+                                 const std::vector<std::string>& names,
+                                 const std::vector<double>& percents);
+
 /// dag.json: {"schema_version", "notes", "path_ns", "busy_ns", "makespan_ns", "segments",
 /// "tracks", "kernels", "edges" (the stream waits), "critical_ops" (at most `max_ops` of them, in
 /// time order: name, track, start_ns, end_ns)}. Not every op is listed: a million-op DAG's nodes

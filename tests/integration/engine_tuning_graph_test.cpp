@@ -153,7 +153,7 @@ public:
   std::atomic<bool> observing_{false};
 };
 
-messages::compile_reply fake_build(const messages::compile_request& request) {
+messages::compile_reply graph_fake_build(const messages::compile_request& request) {
   auto reply = fake_compile_service::ok_with_argv_artifact(request);
   if (request.argv.back() == "--fail") {
     reply.status = messages::compile_status::failed;
@@ -177,7 +177,7 @@ TEST(engine_tuning_graph, every_candidate_is_recorded_once_and_failed_builds_ski
   const std::size_t n = 40;
   const auto medians = medians_for(n);
   recording_policy policy(n, {3, 17, 29});
-  fake_compile_service compiler(fake_build);
+  fake_compile_service compiler(graph_fake_build);
   std::vector<std::unique_ptr<lane_worker>> lanes;
   std::vector<testing::fake_lane*> fakes;
   for (int i = 0; i < 2; ++i) {
@@ -214,7 +214,7 @@ TEST(engine_tuning_graph, candidates_the_static_screen_refuses_are_invalid_and_s
   const std::size_t n = 12;
   recording_policy policy(n, {4});
   policy.refuse_screen_ = {2, 4, 7}; // 4 fails to build first: never screened
-  fake_compile_service compiler(fake_build);
+  fake_compile_service compiler(graph_fake_build);
   std::vector<std::unique_ptr<lane_worker>> lanes;
   auto lane = make_fake_lane("fake0", medians_for(n));
   auto* fake = lane.get();
@@ -244,7 +244,7 @@ TEST(engine_tuning_graph, a_slow_store_holds_replacements_back_and_records_every
   const std::size_t n = 30;
   recording_policy policy(n, {});
   policy.record_delay_ = std::chrono::milliseconds(3);
-  fake_compile_service compiler(fake_build);
+  fake_compile_service compiler(graph_fake_build);
   std::vector<std::unique_ptr<lane_worker>> lanes;
   lanes.push_back(std::make_unique<lane_worker>(make_fake_lane("fake0", medians_for(n)), -1));
   {

@@ -37,6 +37,7 @@ INSTANTIATE_TEST_SUITE_P(commands,
                                            std::vector<std::string>{"export"},
                                            std::vector<std::string>{"profile"},
                                            std::vector<std::string>{"analyze"},
+                                           std::vector<std::string>{"compare"},
                                            std::vector<std::string>{"optimize"},
                                            std::vector<std::string>{"worker", "propose"}));
 

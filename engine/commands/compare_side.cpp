@@ -1,0 +1,156 @@
+#include "engine/commands/compare_side.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <system_error>
+#include <thread>
+
+#include "stages/analysis/profile_report_builder.hpp"
+#include "stages/compare/launch_collector.hpp"
+#include "stages/sqlite/sqlite_statement.hpp"
+#include "stages/trace/counter_passes.hpp"
+#include "stages/trace/rocpd_schema.hpp"
+
+namespace rpl::engine::commands {
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace rocpd = stages::rocpd;
+
+const char* const input_fix = "fix: give a rocpd file, a folder of them (rocprofv3 -d DIR) or a "
+                              "`rocm-perf profile --out DIR` folder";
+
+/// Whether `path` is an SQLite file holding the results store's tables (autotune, optimize).
+bool is_results_store(const fs::path& path) {
+  char header[16] = {};
+  {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr)
+      return false;
+    const std::size_t read = std::fread(header, 1, sizeof header, f);
+    std::fclose(f);
+    if (read != sizeof header || std::string(header, 15) != "SQLite format 3")
+      return false;
+  }
+  try {
+    const stages::sqlite::connection db(path, SQLITE_OPEN_READONLY);
+    stages::sqlite::statement q(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
+                                    "name IN ('candidates', 'runs', 'candidate_intervals')");
+    return q.step() && q.column_int64(0) == 3;
+  } catch (const std::exception&) {
+    return false; // the rocpd reader names what is wrong with it
+  }
+}
+
+/// A `profile --out` folder's runs: traces/run-1, run-2, ... in number order, and its counters.
+bool profile_out_runs(const fs::path& dir,
+                      std::vector<std::vector<fs::path>>& runs,
+                      std::vector<fs::path>& counters) {
+  const fs::path traces = dir / "traces";
+  if (!fs::exists(dir / "profile.json") || !fs::is_directory(traces))
+    return false;
+  std::vector<std::pair<long, fs::path>> numbered;
+  for (const auto& entry : fs::directory_iterator(traces)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && name.rfind("run-", 0) == 0)
+      numbered.emplace_back(std::strtol(name.c_str() + 4, nullptr, 10), entry.path());
+  }
+  std::sort(numbered.begin(), numbered.end());
+  for (const auto& [n, path] : numbered)
+    runs.push_back({path});
+  if (fs::is_directory(traces / "counters"))
+    counters.push_back(traces / "counters");
+  return true;
+}
+
+/// The runs of the side: each input one run, a profile --out folder its runs.
+std::vector<std::vector<fs::path>> resolve_runs(const std::string& label,
+                                                const std::vector<fs::path>& inputs,
+                                                std::vector<fs::path>& counter_inputs) {
+  std::vector<std::vector<fs::path>> runs;
+  for (const auto& input : inputs) {
+    std::error_code ec;
+    if (!fs::exists(input, ec))
+      throw compare_input_error(label + ": " + input.string() + ": no such file or folder; " +
+                                input_fix);
+    if (fs::is_directory(input)) {
+      const std::size_t before = runs.size();
+      if (profile_out_runs(input, runs, counter_inputs)) {
+        if (runs.size() == before)
+          throw compare_input_error(label + ": " + input.string() +
+                                    ": a profile --out folder without traces/run-N folders (was "
+                                    "it written with --out by an older rocm-perf?); fix: profile "
+                                    "again with --out, or give the rocpd files");
+        continue;
+      }
+    } else if (is_results_store(input)) {
+      throw compare_input_error(
+          label + ": " + input.string() +
+          ": an autotune/optimize results store; a store is not supported yet; fix: compare "
+          "the application's profiles instead (rocm-perf profile --out DIR before and after, "
+          "then rocm-perf compare DIR_BEFORE DIR_AFTER)");
+    }
+    runs.push_back({input});
+  }
+  return runs;
+}
+
+/// Sorts each run's files into timeline and counter passes; adds the counters to `counters`.
+std::vector<std::vector<fs::path>> timeline_runs(const std::vector<std::vector<fs::path>>& runs,
+                                                 std::vector<fs::path>& counters) {
+  std::vector<std::vector<fs::path>> out;
+  for (const auto& run : runs) {
+    auto roles = rocpd::split_counter_passes(run);
+    out.push_back(roles.timeline);
+    if (!roles.timeline_from_counter_passes)
+      counters.insert(counters.end(), roles.counters.begin(), roles.counters.end());
+  }
+  return out;
+}
+
+} // namespace
+
+compare_side read_compare_side(const std::string& label,
+                               const std::vector<fs::path>& inputs,
+                               const std::string& arch) {
+  compare_side side;
+  try {
+    std::vector<fs::path> counter_inputs;
+    const auto given = resolve_runs(label, inputs, counter_inputs);
+    std::vector<fs::path> counters;
+    if (!counter_inputs.empty())
+      counters = rocpd::split_counter_passes(counter_inputs).counters;
+    const auto runs = timeline_runs(given, counters);
+    std::vector<std::size_t> run_of_database;
+    for (std::size_t r = 0; r < runs.size(); ++r)
+      run_of_database.resize(run_of_database.size() + runs[r].size(), r);
+    stages::compare::launch_collector collector(run_of_database);
+    stages::report_context context;
+    context.backend = "rocpd";
+    context.arch = arch;
+    auto built = stages::build_profile_report_and_timeline(
+        runs, context, /*side_thread=*/true,
+        [&collector](const rocpd::dispatch_row& row) { collector.add(row); });
+    side.report = std::move(built.report);
+    side.timeline = std::move(built.timeline);
+    side.launches = collector.finish();
+    side.path = stages::analysis::critical_path(side.timeline);
+    if (!counters.empty())
+      side.counters = rocpd::read_kernel_counters(counters);
+    for (const auto& i : inputs)
+      side.summary.inputs.push_back(i.string());
+    side.summary.databases = side.report.databases;
+    for (const auto& c : counters)
+      side.summary.databases.push_back(c.string());
+    side.summary.runs = runs.size();
+    side.summary.counters = !side.counters.empty();
+  } catch (const rocpd::rocpd_error& error) {
+    throw compare_input_error(label + ": " + error.what());
+  } catch (const stages::report_error& error) {
+    throw compare_input_error(label + ": " + error.what());
+  }
+  return side;
+}
+
+} // namespace rpl::engine::commands

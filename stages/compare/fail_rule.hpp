@@ -1,0 +1,26 @@
+#pragma once
+/// compare's CI gate, `--fail-on slower:5%`: the run fails (exit 1) when some kernel's verdict is
+/// `slower` and the low end of its ratio's interval is above 1 + 5 % (so it is slower by more than
+/// 5 % with the stated confidence, not merely in the point estimate). `slower` alone (or
+/// `slower:0%`) fails on any `slower` verdict.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stages/compare/comparison.hpp"
+
+namespace rpl::stages::compare {
+
+struct fail_rule {
+  double slower_than = 0; ///< a fraction: 0.05 for "slower:5%"
+};
+
+/// Parses "slower", "slower:5%" or "slower:5" (percent); nullopt with `error` set (naming the
+/// text and the accepted forms) otherwise.
+std::optional<fail_rule> parse_fail_rule(const std::string& text, std::string& error);
+
+/// The kernels that trip `rule`: "name (ratio 1.103, interval 1.081-1.126)".
+std::vector<std::string> tripped(const comparison& c, const fail_rule& rule);
+
+} // namespace rpl::stages::compare
