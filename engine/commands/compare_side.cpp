@@ -97,14 +97,15 @@ std::vector<std::vector<fs::path>> resolve_runs(const std::string& label,
 }
 
 /// Sorts each run's files into timeline and counter passes; adds the counters to `counters`.
+/// A run whose every file is a counter pass (rocprofv3 --pmc on every dispatch) is its own
+/// timeline, and its counters are read in the same pass as its dispatches.
 std::vector<std::vector<fs::path>> timeline_runs(const std::vector<std::vector<fs::path>>& runs,
                                                  std::vector<fs::path>& counters) {
   std::vector<std::vector<fs::path>> out;
   for (const auto& run : runs) {
     auto roles = rocpd::split_counter_passes(run);
     out.push_back(roles.timeline);
-    if (!roles.timeline_from_counter_passes)
-      counters.insert(counters.end(), roles.counters.begin(), roles.counters.end());
+    counters.insert(counters.end(), roles.counters.begin(), roles.counters.end());
   }
   return out;
 }
@@ -129,6 +130,8 @@ compare_side read_compare_side(const std::string& label,
     stages::report_context context;
     context.backend = "rocpd";
     context.arch = arch;
+    // Counter passes among the runs' files are read in the same pass as the dispatches.
+    context.counter_files = counters;
     auto built = stages::build_profile_report_and_timeline(
         runs, context, /*side_thread=*/true,
         [&collector](const rocpd::dispatch_row& row) { collector.add(row); });
@@ -136,13 +139,17 @@ compare_side read_compare_side(const std::string& label,
     side.timeline = std::move(built.timeline);
     side.launches = collector.finish();
     side.path = stages::analysis::critical_path(side.timeline);
-    if (!counters.empty())
+    if (built.counters)
+      side.counters = std::move(*built.counters);
+    else if (!counters.empty())
       side.counters = rocpd::read_kernel_counters(counters);
     for (const auto& i : inputs)
       side.summary.inputs.push_back(i.string());
     side.summary.databases = side.report.databases;
     for (const auto& c : counters)
-      side.summary.databases.push_back(c.string());
+      if (std::find(side.summary.databases.begin(), side.summary.databases.end(), c.string()) ==
+          side.summary.databases.end())
+        side.summary.databases.push_back(c.string());
     side.summary.runs = runs.size();
     side.summary.counters = !side.counters.empty();
   } catch (const rocpd::rocpd_error& error) {
