@@ -43,7 +43,7 @@ INSTANTIATE_TEST_SUITE_P(
         argument_case{
             "unknown_verb",
             {"nosuchverb"},
-            {"'nosuchverb' is not a verb", "autotune, profile, analyze, inspect, worker"}},
+            {"'nosuchverb' is not a verb", "autotune, profile, analyze, compare, inspect, worker"}},
         argument_case{"misspelt_verb", {"profil", "x"}, {"did you mean 'profile'?"}},
         argument_case{"autotune_unknown_option",
                       {"autotune", "--bogus"},
