@@ -21,7 +21,9 @@ std::uint32_t be32(const std::uint8_t* p) {
 }
 
 /// The varint at `p` (1 to 9 bytes, none at or past `end`); `p` moves past it.
-std::uint64_t varint(const std::uint8_t*& p, const std::uint8_t* end) {
+inline std::uint64_t varint(const std::uint8_t*& p, const std::uint8_t* end) {
+  if (p < end && *p < 0x80) // one byte: most serial types and small sizes
+    return *p++;
   std::uint64_t v = 0;
   for (int i = 0; i < 8; ++i) {
     if (p >= end)
@@ -215,6 +217,9 @@ table_pages::cursor::cursor(const table_pages& pages, std::size_t leaf, std::vec
     : pages_(pages), leaf_(leaf), columns_(std::move(columns)), values_(columns_.size()) {
   for (const int c : columns_)
     last_column_ = std::max(last_column_, c);
+  asked_.assign(static_cast<std::size_t>(last_column_) + 1, -1);
+  for (std::size_t i = 0; i < columns_.size(); ++i)
+    asked_[static_cast<std::size_t>(columns_[i])] = static_cast<int>(i);
 }
 
 bool table_pages::cursor::enter_leaf() {
@@ -224,16 +229,19 @@ bool table_pages::cursor::enter_leaf() {
   const std::uint32_t number = leaves[leaf_];
   if (number < block_first_ || number - block_first_ >= block_pages_) {
     // The run of consecutive pages the next leaves are (a table written in one go is mostly
-    // one), up to 64 pages, in one read.
+    // one), up to 1 MiB, in one read (mapping them instead cost more here: a fault or a page
+    // table fill per page, and the unmapping).
     std::size_t run = 1;
-    while (run < 64 && leaf_ + run < leaves.size() && leaves[leaf_ + run] == number + run)
+    const std::size_t most = (std::size_t{1} << 20) / pages_.page_size_;
+    while (run < most && leaf_ + run < leaves.size() && leaves[leaf_ + run] == number + run)
       ++run;
     buffer_.resize(run * pages_.page_size_);
     pages_.read(number, run, buffer_.data());
+    block_ = buffer_.data();
     block_first_ = number;
     block_pages_ = run;
   }
-  page_ = buffer_.data() + static_cast<std::size_t>(number - block_first_) * pages_.page_size_;
+  page_ = block_ + static_cast<std::size_t>(number - block_first_) * pages_.page_size_;
   const std::uint8_t* h = page_ + (number == 1 ? 100 : 0);
   if (h[0] != 0x0D)
     throw unreadable{};
@@ -276,9 +284,8 @@ bool table_pages::cursor::next() {
     const std::size_t length = serial_length(t);
     if (length > static_cast<std::size_t>(record_end - data))
       throw unreadable{};
-    for (std::size_t i = 0; i < columns_.size(); ++i)
-      if (columns_[i] == c)
-        values_[i] = decode(t, data);
+    if (const int i = asked_[static_cast<std::size_t>(c)]; i >= 0)
+      values_[static_cast<std::size_t>(i)] = decode(t, data);
     data += length;
   }
   return true;

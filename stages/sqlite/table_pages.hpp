@@ -56,11 +56,12 @@ public:
   /// The rows from leaf `leaf` on, in rowid order to the table's end, with the columns at
   /// `columns` (indices in the table's declaration; a rowid alias column reads as NULL there, its
   /// value is rowid()). Any number of cursors may read one table_pages at once, each with its own
-  /// buffer: runs of consecutive leaf pages are read with one pread each (no mapping: memory stays
-  /// at the buffer's size whatever the table's).
+  /// buffer: runs of consecutive leaf pages are read with one pread each (up to 1 MiB; no mapping:
+  /// memory stays at the buffer's size whatever the table's).
   class cursor {
   public:
     cursor(const table_pages& pages, std::size_t leaf, std::vector<int> columns);
+
     /// The next row: false past the table's last. Throws unreadable.
     bool next();
     std::int64_t rowid() const { return rowid_; }
@@ -69,7 +70,8 @@ public:
   private:
     const table_pages& pages_;
     std::vector<std::uint8_t> buffer_;
-    std::uint32_t block_first_ = 0; ///< the first page in buffer_
+    const std::uint8_t* block_ = nullptr; ///< the pages held (in buffer_)
+    std::uint32_t block_first_ = 0;       ///< the first page held
     std::size_t block_pages_ = 0;
     std::size_t leaf_;
     std::size_t cell_ = 0;
@@ -77,6 +79,7 @@ public:
     const std::uint8_t* page_ = nullptr;
     const std::uint8_t* pointers_ = nullptr;
     std::vector<int> columns_;
+    std::vector<int> asked_; ///< by column index: its index in columns_, or -1
     int last_column_ = 0;
     std::int64_t rowid_ = 0;
     std::vector<value> values_;
