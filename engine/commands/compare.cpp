@@ -194,7 +194,8 @@ public:
                      "between runs widens it");
     cmd_->add_option("--fail-on", options_.fail_on,
                      "Exit 1 when a kernel is slower by more than this at its interval's low "
-                     "end: slower:5% (or slower: any slower verdict)");
+                     "end: slower:5% (slower: any slower verdict), or when NEW's critical path "
+                     "is longer by more than this: critical-path:2%");
     cmd_->add_option("--arch", options_.arch, "Target for occupancy (default: the agent's)");
   }
 

@@ -12,8 +12,9 @@ namespace rpl::stages::compare {
 
 namespace {
 
-/// An effect smaller than this share of the critical path is "nothing".
-constexpr double negligible_share = 0.001;
+/// An effect on the critical path under this share of the kernel's own change of GPU time is
+/// "nothing": slack absorbed the change.
+constexpr double negligible_share = 0.01;
 
 void fill_summary(side_summary& s, const side_input& in) {
   s.gpu_time_ns = in.report->stability.median_ns;
@@ -197,20 +198,19 @@ void apply_side(comparison& c,
     const double saved = std::max(0.0, savings[i]);
     k.critical_path_effect_ns = slower ? saved : -saved;
     const double time_change = std::abs(k.new_total_ns - k.base_total_ns);
-    if (path <= 0 || saved <= negligible_share * path) {
+    if (saved <= negligible_share * time_change) {
       k.critical_path_note = std::string(slower ? "costs" : "gains") +
                              " the application ~nothing: off the critical path (its " +
                              milliseconds_text(time_change) + " of GPU time " +
                              (slower ? "went into slack" : "was slack") + ")";
     } else {
-      char share[32];
-      std::snprintf(share, sizeof share, "%.1f %%", 100.0 * saved / path);
-      k.critical_path_note = std::string(slower ? "costs NEW's critical path "
-                                                : "shortened the "
-                                                  "critical path "
-                                                  "by ") +
-                             milliseconds_text(saved) + " (" + share + " of " +
-                             (slower ? "it" : "BASE's") + ")";
+      char share[96];
+      std::snprintf(share, sizeof share, " (%.2f %% of %s; %.0f %% of its GPU time change)",
+                    path > 0 ? 100.0 * saved / path : 0.0, slower ? "it" : "BASE's",
+                    time_change > 0 ? 100.0 * saved / time_change : 0.0);
+      k.critical_path_note =
+          std::string(slower ? "costs NEW's critical path " : "shortened the critical path by ") +
+          milliseconds_text(saved) + share;
     }
   }
 }

@@ -132,6 +132,9 @@ TEST(cli_compare, table_markdown_and_fail_on) {
   EXPECT_NE(tripped.output.find("--fail-on slower:5%: scale_k"), std::string::npos)
       << tripped.output;
   EXPECT_EQ(run_rocm_perf({"compare", a, b, "--fail-on", "slower:25%"}).exit_code, 0);
+  // The critical path grew by about 150 us of 9 ms: 1.7 %.
+  EXPECT_EQ(run_rocm_perf({"compare", a, b, "--fail-on", "critical-path:1%"}).exit_code, 1);
+  EXPECT_EQ(run_rocm_perf({"compare", a, b, "--fail-on", "critical-path:5%"}).exit_code, 0);
   // Two runs per side, as --base/--new: the measured noise joins the band.
   const auto runs =
       run_rocm_perf({"compare", "--base", a, "--base", a, "--new", b, "--new", b, "--json"});

@@ -209,9 +209,18 @@ TEST(compare_fail_rule, parses_and_trips_on_the_interval_low_end) {
   k.verdict = cmp::kernel_verdict::slower;
   k.interval = cmp_interval(1.10, 1.04, 1.16);
   c.kernels.push_back(k);
-  EXPECT_TRUE(cmp::tripped(c, {0.05}).empty());
-  ASSERT_EQ(cmp::tripped(c, {0.03}).size(), 1u);
-  EXPECT_EQ(cmp::tripped(c, {0.03})[0], "gemm (ratio 1.100, interval 1.040-1.160)");
+  const cmp::fail_rule at5{0.05}, at3{0.03};
+  EXPECT_TRUE(cmp::tripped(c, at5).empty());
+  ASSERT_EQ(cmp::tripped(c, at3).size(), 1u);
+  EXPECT_EQ(cmp::tripped(c, at3)[0], "gemm (ratio 1.100, interval 1.040-1.160)");
+  // The critical path: 10 ms -> 10.3 ms trips at 2 %, not at 5 %.
+  const auto path = cmp::parse_fail_rule("critical-path:2%", error);
+  ASSERT_TRUE(path);
+  c.base.critical_path_ns = 10e6;
+  c.next.critical_path_ns = 10.3e6;
+  ASSERT_EQ(cmp::tripped(c, *path).size(), 1u);
+  EXPECT_EQ(cmp::tripped(c, *path)[0], "critical path 10.000 ms -> 10.300 ms (+3.0 %)");
+  EXPECT_TRUE(cmp::tripped(c, *cmp::parse_fail_rule("critical-path:5%", error)).empty());
 }
 
 TEST(compare_collector, keeps_shapes_and_runs_apart_and_skips_helpers) {
