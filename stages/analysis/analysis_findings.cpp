@@ -53,10 +53,11 @@ void add_memory_access(const profile_report& report,
                        const std::map<std::string, rocpd::kernel_counters>& counters,
                        analysis_sources& sources) {
   for (const auto& kernel : report.kernels) {
-    const auto it = counters.find(rocpd::kernel_key(kernel.runtime.name));
-    if (it == counters.end())
+    const rocpd::kernel_counters* found =
+        rocpd::find_kernel_counters(counters, kernel.runtime.name);
+    if (found == nullptr)
       continue;
-    const memory_access access = memory_access_of(it->second);
+    const memory_access access = memory_access_of(*found);
     if (!access.empty())
       sources.kernels[kernel.runtime.name].access = access;
   }

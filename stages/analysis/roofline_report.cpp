@@ -37,8 +37,8 @@ roofline_kernel kernel_entry(const kernel_report& kernel,
                              roofline_report& out) {
   roofline_kernel entry;
   entry.name = kernel.runtime.name;
-  const auto it = counters.find(rocpd::kernel_key(entry.name));
-  if (it == counters.end()) {
+  const rocpd::kernel_counters* found = rocpd::find_kernel_counters(counters, entry.name);
+  if (found == nullptr) {
     entry.missing = !context.counter_passes
                         ? "no counter pass: record one with `rocm-perf profile --counters "
                           "roofline`"
@@ -50,7 +50,7 @@ roofline_kernel kernel_entry(const kernel_report& kernel,
     return entry;
   }
   entry.computed = true;
-  auto outcome = compute_roofline(it->second, *out.roofs,
+  auto outcome = compute_roofline(*found, *out.roofs,
                                   kernel.runtime.count > 0 ? std::optional(kernel.runtime.mean_ns)
                                                            : std::nullopt);
   out.notes.insert(out.notes.end(), outcome.problems.begin(), outcome.problems.end());
@@ -61,7 +61,7 @@ roofline_kernel kernel_entry(const kernel_report& kernel,
         outcome.problems.empty() ? outcome.missing : "inconsistent counters (see the notes)";
   }
   entry.problems = std::move(outcome.problems);
-  entry.dispatches = dispatch_rooflines(it->second, *out.roofs);
+  entry.dispatches = dispatch_rooflines(*found, *out.roofs);
   return entry;
 }
 

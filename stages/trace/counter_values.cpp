@@ -12,23 +12,64 @@ std::string kernel_key(const std::string& name) {
   std::string base = name;
   if (base.rfind("void ", 0) == 0)
     base.erase(0, 5);
-  // The argument list starts at the first '(' outside template brackets.
-  int depth = 0;
-  for (std::size_t i = 0; i < base.size(); ++i) {
-    if (base[i] == '<')
-      ++depth;
-    else if (base[i] == '>')
-      --depth;
-    else if (base[i] == '(' && depth <= 0) {
-      base.erase(i);
-      break;
+  // The argument list is the balanced parenthesized group that ends the name (a name may start
+  // with one too: "(anonymous namespace)::scale(float*)"; template arguments may hold others).
+  std::size_t end = base.find_last_not_of(' ');
+  if (end != std::string::npos && base[end] == ')') {
+    int depth = 0;
+    for (std::size_t i = end + 1; i-- > 0;) {
+      if (base[i] == ')')
+        ++depth;
+      else if (base[i] == '(' && --depth == 0) {
+        base.erase(i);
+        break;
+      }
     }
   }
   std::string key;
   for (const char c : base)
     if (c != ' ')
       key += c;
+  // Tools spell the anonymous namespace two ways: c++filt's "(anonymous namespace)" (CUPTI,
+  // rocprofv3) and "<unnamed>" (some demanglers).
+  static const std::string unnamed = "<unnamed>::";
+  for (auto at = key.find(unnamed); at != std::string::npos; at = key.find(unnamed, at))
+    key.replace(at, unnamed.size(), "(anonymousnamespace)::");
   return key;
+}
+
+namespace {
+
+/// "row_gather" of "(anonymousnamespace)::row_gather" or "ns::row_gather<4>": a key without its
+/// scopes and template arguments.
+std::string bare_name(const std::string& key) {
+  std::string name = key;
+  if (const auto open = name.find('<'); open != std::string::npos && name.back() == '>')
+    name.erase(open);
+  if (const auto scope = name.rfind("::"); scope != std::string::npos)
+    name.erase(0, scope + 2);
+  return name;
+}
+
+} // namespace
+
+const kernel_counters* find_kernel_counters(const std::map<std::string, kernel_counters>& counters,
+                                            const std::string& name) {
+  const std::string key = kernel_key(name);
+  if (const auto it = counters.find(key); it != counters.end())
+    return &it->second;
+  const std::string bare = bare_name(key);
+  if (bare.empty())
+    return nullptr;
+  const kernel_counters* found = nullptr;
+  for (const auto& [other, k] : counters) {
+    if (bare_name(other) != bare)
+      continue;
+    if (found != nullptr)
+      return nullptr; // several kernels share the bare name: not told apart
+    found = &k;
+  }
+  return found;
 }
 
 std::map<std::string, kernel_counters>

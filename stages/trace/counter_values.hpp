@@ -50,4 +50,11 @@ read_kernel_counters(const std::vector<std::filesystem::path>& paths,
 /// kernel, as ncu and the CUPTI tracer print them differently). Overloads then share a key.
 std::string kernel_key(const std::string& name);
 
+/// The counters of the kernel named `name` in `counters` (keyed by kernel_key): by its key, else
+/// by its bare function name ("row_gather" for "(anonymous namespace)::row_gather(float*)" or
+/// "ns::row_gather<4>(float*)") when exactly one entry has that bare name on either side: Nsight
+/// Compute's CSV names a kernel by its function name alone. nullptr when none or several match.
+const kernel_counters* find_kernel_counters(const std::map<std::string, kernel_counters>& counters,
+                                            const std::string& name);
+
 } // namespace rpl::stages::rocpd

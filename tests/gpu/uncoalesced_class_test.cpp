@@ -54,7 +54,8 @@ TEST(uncoalesced_class_gpu, a_row_gather_is_uncoalesced_and_a_copy_is_not) {
   ASSERT_NE(gather, nullptr) << analysis.dump(2);
   ASSERT_NE(copy, nullptr) << analysis.dump(2);
   const auto& g = (*gather)["bottleneck"];
-  EXPECT_EQ(g["class"], "memory_uncoalesced") << g.dump(2);
+  EXPECT_EQ(g["class"], "memory_uncoalesced") << g.dump(2) << "\nprofile's output:\n"
+                                              << run.outcome.output;
   ASSERT_TRUE(g["measured"].contains("sectors_per_request")) << g.dump(2);
   EXPECT_GT(g["measured"]["sectors_per_request"].get<double>(), 16) << g.dump(2);
   const auto& c = (*copy)["bottleneck"];
