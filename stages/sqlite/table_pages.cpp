@@ -39,7 +39,7 @@ inline std::uint64_t varint(const std::uint8_t*& p, const std::uint8_t* end) {
 }
 
 /// The bytes a value of serial type `t` takes in a record.
-std::size_t serial_length(std::uint64_t t) {
+inline std::size_t serial_length(std::uint64_t t) {
   static constexpr std::size_t fixed[] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0};
   if (t < 10)
     return fixed[t];
@@ -48,15 +48,37 @@ std::size_t serial_length(std::uint64_t t) {
   return static_cast<std::size_t>((t - 12) / 2);
 }
 
+/// The big-endian value of the `n` bytes at `p` (1 to 8), read with whole loads where they fit.
+inline std::uint64_t big_endian(const std::uint8_t* p, std::size_t n) {
+  switch (n) {
+  case 1: return p[0];
+  case 2: return be16(p);
+  case 3: return std::uint64_t{be16(p)} << 8 | p[2];
+  case 4: return be32(p);
+  case 6: return std::uint64_t{be16(p)} << 32 | be32(p + 2);
+  default: {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, p, sizeof bits);
+    return __builtin_bswap64(bits);
+  }
+  }
+}
+
 /// The value of serial type `t` at `p` (an integer or real; text and blobs are unreadable).
-table_pages::value decode(std::uint64_t t, const std::uint8_t* p) {
+inline table_pages::value decode(std::uint64_t t, const std::uint8_t* p) {
   table_pages::value v;
+  if (t - 1 < 6) {
+    // A big-endian two's-complement integer of 1, 2, 3, 4, 6 or 8 bytes, sign-extended.
+    const std::size_t n = serial_length(t);
+    const unsigned shift = static_cast<unsigned>(64 - 8 * n);
+    v.kind = table_pages::value::type::integer;
+    v.integer = static_cast<std::int64_t>(big_endian(p, n) << shift) >> shift;
+    return v;
+  }
   switch (t) {
   case 0: return v;
   case 7: {
-    std::uint64_t bits = 0;
-    for (int i = 0; i < 8; ++i)
-      bits = bits << 8 | p[i];
+    const std::uint64_t bits = big_endian(p, 8);
     v.kind = table_pages::value::type::real;
     std::memcpy(&v.real, &bits, sizeof v.real);
     return v;
@@ -66,18 +88,8 @@ table_pages::value decode(std::uint64_t t, const std::uint8_t* p) {
     v.kind = table_pages::value::type::integer;
     v.integer = static_cast<std::int64_t>(t - 8);
     return v;
-  default: break;
+  default: throw table_pages::unreadable{};
   }
-  if (t > 6)
-    throw table_pages::unreadable{};
-  // A big-endian two's-complement integer of 1, 2, 3, 4, 6 or 8 bytes.
-  const std::size_t n = serial_length(t);
-  std::uint64_t bits = p[0] & 0x80 ? ~std::uint64_t{0} : 0;
-  for (std::size_t i = 0; i < n; ++i)
-    bits = bits << 8 | p[i];
-  v.kind = table_pages::value::type::integer;
-  v.integer = static_cast<std::int64_t>(bits);
-  return v;
 }
 
 bool holds_data(const std::filesystem::path& path) {
@@ -213,8 +225,12 @@ std::int64_t table_pages::first_rowid(std::size_t leaf) const {
   return static_cast<std::int64_t>(varint(cell, p + usable_));
 }
 
-table_pages::cursor::cursor(const table_pages& pages, std::size_t leaf, std::vector<int> columns)
-    : pages_(pages), leaf_(leaf), columns_(std::move(columns)), values_(columns_.size()) {
+table_pages::cursor::cursor(const table_pages& pages,
+                            std::size_t leaf,
+                            std::vector<int> columns,
+                            std::vector<std::uint8_t> buffer)
+    : pages_(pages), buffer_(std::move(buffer)), leaf_(leaf), columns_(std::move(columns)),
+      values_(columns_.size()) {
   for (const int c : columns_)
     last_column_ = std::max(last_column_, c);
   asked_.assign(static_cast<std::size_t>(last_column_) + 1, -1);
@@ -235,7 +251,8 @@ bool table_pages::cursor::enter_leaf() {
     const std::size_t most = (std::size_t{1} << 20) / pages_.page_size_;
     while (run < most && leaf_ + run < leaves.size() && leaves[leaf_ + run] == number + run)
       ++run;
-    buffer_.resize(run * pages_.page_size_);
+    if (buffer_.size() < run * pages_.page_size_)
+      buffer_.resize(run * pages_.page_size_);
     pages_.read(number, run, buffer_.data());
     block_ = buffer_.data();
     block_first_ = number;

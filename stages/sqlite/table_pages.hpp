@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stages/sqlite/sqlite_statement.hpp"
@@ -60,7 +61,20 @@ public:
   /// memory stays at the buffer's size whatever the table's).
   class cursor {
   public:
-    cursor(const table_pages& pages, std::size_t leaf, std::vector<int> columns);
+    /// `buffer`: one an earlier cursor gave back (take_buffer), to read into without allocating
+    /// and faulting in a fresh one per cursor.
+    cursor(const table_pages& pages,
+           std::size_t leaf,
+           std::vector<int> columns,
+           std::vector<std::uint8_t> buffer = {});
+
+    /// The read buffer, for the next cursor; this one is spent.
+    std::vector<std::uint8_t> take_buffer() {
+      page_ = block_ = nullptr;
+      block_pages_ = 0;
+      leaf_ = pages_.leaves_.size();
+      return std::move(buffer_);
+    }
 
     /// The next row: false past the table's last. Throws unreadable.
     bool next();
@@ -69,7 +83,7 @@ public:
 
   private:
     const table_pages& pages_;
-    std::vector<std::uint8_t> buffer_;
+    std::vector<std::uint8_t> buffer_;    ///< its size only grows: the largest run read so far
     const std::uint8_t* block_ = nullptr; ///< the pages held (in buffer_)
     std::uint32_t block_first_ = 0;       ///< the first page held
     std::size_t block_pages_ = 0;

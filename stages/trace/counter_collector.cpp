@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -80,16 +81,14 @@ public:
       event_ = event;
       open_ = true;
     }
-    if (!slots_.empty() && slots_.back() == slot) {
-      sums_.back() += value; // the next instance of the same counter
+    if (slot >= position_.size())
+      position_.resize(std::size_t{slot} + 1, absent);
+    std::uint32_t& at = position_[slot];
+    if (at != absent) {
+      sums_[at] += value; // the next instance of a counter
       return;
     }
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-      if (slots_[i] == slot) {
-        sums_[i] += value;
-        return;
-      }
-    }
+    at = static_cast<std::uint32_t>(slots_.size());
     slots_.push_back(slot);
     sums_.push_back(value);
   }
@@ -115,9 +114,14 @@ public:
       if (found == out_.signatures.end())
         out_.signatures.push_back(std::move(sorted));
     }
-    out_.runs.push_back({event_, out_.values.size(), signature_});
-    for (const std::uint32_t i : order_)
-      out_.values.push_back(sums_[i]);
+    const std::size_t first = out_.values.size();
+    out_.runs.push_back({event_, first, signature_});
+    out_.values.resize(first + order_.size());
+    double* values = out_.values.data() + first;
+    for (std::size_t i = 0; i < order_.size(); ++i)
+      values[i] = sums_[order_[i]];
+    for (const std::uint32_t slot : slots_)
+      position_[slot] = absent;
     slots_.clear();
     sums_.clear();
   }
@@ -126,8 +130,10 @@ private:
   row_range& out_;
   bool open_ = false;
   std::int64_t event_ = 0;
+  static constexpr std::uint32_t absent = ~std::uint32_t{0};
   std::vector<std::uint32_t> slots_; ///< the open event's counters, in the order first seen
   std::vector<double> sums_;
+  std::vector<std::uint32_t> position_; ///< by slot: its index in slots_, or absent
   std::vector<std::uint32_t> last_slots_, order_;
   std::uint32_t signature_ = 0;
 };
@@ -175,8 +181,16 @@ private:
 /// table_pages::unreadable where only SQL gives it right (a real event or counter id, ...).
 class page_rows {
 public:
-  page_rows(const sqlite::table_pages& pages, std::size_t leaf, const std::array<int, 3>& columns)
-      : rows_(pages, leaf, {columns[0], columns[1], columns[2]}) {}
+  page_rows(const sqlite::table_pages& pages,
+            std::size_t leaf,
+            const std::array<int, 3>& columns,
+            std::vector<std::uint8_t>& buffer)
+      : rows_(pages, leaf, {columns[0], columns[1], columns[2]}, std::move(buffer)),
+        buffer_(buffer) {}
+  page_rows(const page_rows&) = delete;
+  page_rows& operator=(const page_rows&) = delete;
+  /// Gives the read buffer back, for the next range's rows.
+  ~page_rows() { buffer_ = rows_.take_buffer(); }
   bool step() { return rows_.next(); }
   std::int64_t rowid() const { return rows_.rowid(); }
   std::optional<std::int64_t> event() const {
@@ -202,6 +216,7 @@ public:
 
 private:
   sqlite::table_pages::cursor rows_;
+  std::vector<std::uint8_t>& buffer_;
 };
 
 /// Reads one range from `rows` (positioned at its first rowid): its rows, and past its last rowid
@@ -286,6 +301,37 @@ private:
   std::vector<event_values> events_; ///< sorted by event, each once
   std::int64_t base_ = 0;
   std::vector<std::uint32_t> dense_; ///< event - base_ -> index + 1 (0: none)
+};
+
+/// Writes an event's values into a dispatch's map by counter name in the names' order, each
+/// insertion hinted by the one before (a million dispatches' maps: the name comparisons of
+/// unhinted insertions were much of finish()). The order is found once per list of slots.
+class name_ordered_writer {
+public:
+  void write(const std::vector<std::uint32_t>& slots,
+             const double* values,
+             const std::vector<std::string>& names,
+             std::map<std::string, double>& into) {
+    if (&slots != slots_ || &names != names_) {
+      slots_ = &slots;
+      names_ = &names;
+      order_.resize(slots.size());
+      for (std::size_t i = 0; i < order_.size(); ++i)
+        order_[i] = static_cast<std::uint32_t>(i);
+      // Stable: of two counters of one name, the later slot's value stays (as before).
+      std::stable_sort(order_.begin(), order_.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return names[slots[a]] < names[slots[b]];
+      });
+    }
+    auto hint = into.begin();
+    for (const std::uint32_t v : order_)
+      hint = std::next(into.insert_or_assign(hint, names[slots[v]], values[v]));
+  }
+
+private:
+  const std::vector<std::uint32_t>* slots_ = nullptr;
+  const std::vector<std::string>* names_ = nullptr;
+  std::vector<std::uint32_t> order_;
 };
 
 } // namespace
@@ -508,6 +554,7 @@ void counter_collector::read_counter_rows() {
   state& st = *state_;
   // Connections of this call's own, one per file it reads.
   std::vector<std::optional<sqlite::connection>> connections(st.files.databases().size());
+  std::vector<std::uint8_t> buffer; // the pages read, reused range after range
   for (std::size_t i = st.next_range++; i < st.ranges.size(); i = st.next_range++) {
     row_range& range = st.ranges[i];
     const pass_info& pass = st.passes[range.pass];
@@ -525,7 +572,7 @@ void counter_collector::read_counter_rows() {
           // At most a row per 40 bytes of a leaf (a pmc row takes more): no regrowth.
           range.values.reserve(range.leaf_count * pass.pages->page_bytes() / 40);
           range.runs.reserve(range.values.capacity() / 8);
-          page_rows rows(*pass.pages, range.first_leaf, pass.columns);
+          page_rows rows(*pass.pages, range.first_leaf, pass.columns, buffer);
           read_range(rows, pass, range, skip);
           read = true;
         } catch (const sqlite::table_pages::unreadable&) {
@@ -551,6 +598,10 @@ void counter_collector::read_counter_rows() {
 std::vector<event_values>
 counter_collector::state::index_events(std::size_t pass, std::vector<row_range>& merged) const {
   std::vector<event_values> events;
+  std::size_t runs = 0;
+  for (const row_range& range : ranges)
+    runs += range.pass == pass ? range.runs.size() : 0;
+  events.reserve(runs);
   for (const row_range& range : ranges) {
     if (range.pass != pass)
       continue;
@@ -616,6 +667,7 @@ std::map<std::string, kernel_counters> counter_collector::finish() {
   };
   std::map<std::string, kernel_entry> entries;
   std::vector<kernel_entry*> entry_of_name(st.names.size(), nullptr);
+  name_ordered_writer by_name;
   for (std::size_t p = 0; p < st.passes.size(); ++p) {
     const pass_info& pass = st.passes[p];
     if (!st.indexes[p]) // a pass without ranges
@@ -663,9 +715,9 @@ std::map<std::string, kernel_counters> counter_collector::finish() {
           total = &k.counters[pass.names[slot]];
         total->sum += values.values[v];
         ++total->dispatches;
-        if (current != nullptr)
-          current->counters[pass.names[slot]] = values.values[v];
       }
+      if (current != nullptr)
+        by_name.write(*values.slots, values.values, pass.names, current->counters);
     }
   }
   return out;
