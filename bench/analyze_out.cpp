@@ -35,6 +35,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench/child_timing.hpp"
 #include "bench/rocpd_amd/rocprofv3_trace.hpp"
 #include "stages/sqlite/sqlite_statement.hpp"
 #include "stages/trace/rocpd_writer.hpp"
@@ -157,29 +158,9 @@ void write_our_trace(const std::filesystem::path& path,
   w.commit();
 }
 
-struct child_run {
-  int status = -1;
-  double wall_s = 0;
-  double cpu_s = 0; ///< user + system: the run's own cost, which a busy machine barely changes
-  double peak_rss_mb = 0;
-};
-
-/// Runs `body` in a child process and returns how it ended, its wall time and its own peak RSS.
-child_run in_child(const std::function<int()>& body) {
-  std::fflush(stdout); // the child must not print what this process has buffered
-  const auto start = clock_type::now();
-  const pid_t pid = fork();
-  if (pid == 0)
-    _exit(body());
-  child_run r;
-  rusage usage{};
-  wait4(pid, &r.status, 0, &usage);
-  r.wall_s = std::chrono::duration<double>(clock_type::now() - start).count();
-  r.peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
-  r.cpu_s = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-            static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-  return r;
-}
+using rpl::bench::child_run;
+using rpl::bench::in_child;
+using rpl::bench::median;
 
 /// Runs `argv` (stdout to /dev/null).
 child_run run(const std::vector<std::string>& argv) {
@@ -218,11 +199,6 @@ int amd_kernel_summary(const std::vector<std::filesystem::path>& files, std::siz
     return 1;
   }
   return calls == static_cast<std::int64_t>(dispatches) && sink != 0 ? 0 : 1;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 /// Faster, slower or the same as the baseline: the same when the medians differ by less than

@@ -22,6 +22,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/child_timing.hpp"
 #include "bench/rocpd_amd/rocprofv3_trace.hpp"
 #include "stages/sqlite/sqlite_statement.hpp"
 
@@ -30,30 +31,6 @@ namespace {
 namespace fs = std::filesystem;
 namespace amd = rpl::bench::rocpd_amd;
 using clock_type = std::chrono::steady_clock;
-
-struct cmp_child {
-  int status = -1;
-  double wall_s = 0;
-  double cpu_s = 0;
-  double peak_rss_mb = 0;
-};
-
-/// Runs `body` in a child process: how it ended, its wall and CPU time and its own peak RSS.
-cmp_child cmp_in_child(const std::function<int()>& body) {
-  std::fflush(stdout);
-  const auto start = clock_type::now();
-  const pid_t pid = fork();
-  if (pid == 0)
-    _exit(body());
-  cmp_child r;
-  rusage usage{};
-  wait4(pid, &r.status, 0, &usage);
-  r.wall_s = std::chrono::duration<double>(clock_type::now() - start).count();
-  r.peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
-  r.cpu_s = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-            static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-  return r;
-}
 
 /// AMD's kernel_summary view of every file, stepped to the end (exit 0 when rows came back).
 int cmp_kernel_summary(const std::vector<fs::path>& files) {
@@ -116,11 +93,6 @@ bool cmp_write_sets(const std::vector<fs::path>& files,
   return ok;
 }
 
-double cmp_median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -171,8 +143,8 @@ int main(int argc, char** argv) {
   std::vector<double> base_s, base_cpu, cmp_s, cmp_cpu, cmp_mb;
   int failures = 0;
   for (std::size_t r = 1; r <= repeats; ++r) {
-    const auto b = cmp_in_child([&] { return cmp_kernel_summary(files); });
-    const auto c = cmp_in_child([&] {
+    const auto b = rpl::bench::in_child([&] { return cmp_kernel_summary(files); });
+    const auto c = rpl::bench::in_child([&] {
       std::vector<char*> args;
       for (const auto& a : argv_compare)
         args.push_back(const_cast<char*>(a.c_str()));
@@ -207,14 +179,14 @@ int main(int argc, char** argv) {
   }
   std::printf("medians of %zu (wall, CPU, the child's peak RSS):\n", repeats);
   std::printf("  baseline: AMD's kernel_summary view, all four files  %6.2f s (CPU %.2f s)\n",
-              cmp_median(base_s), cmp_median(base_cpu));
+              rpl::bench::median(base_s), rpl::bench::median(base_cpu));
   std::printf("  rocm-perf compare BASE NEW --json                     %6.2f s (CPU %.2f s) %.0f "
               "MB  x%.2f the baseline\n",
-              cmp_median(cmp_s), cmp_median(cmp_cpu), cmp_median(cmp_mb),
-              cmp_median(cmp_s) / std::max(cmp_median(base_s), 1e-9));
+              rpl::bench::median(cmp_s), rpl::bench::median(cmp_cpu), rpl::bench::median(cmp_mb),
+              rpl::bench::median(cmp_s) / std::max(rpl::bench::median(base_s), 1e-9));
   std::printf("verdicts: %s (expected: 1 slower, the rest same)\n", verdicts.c_str());
   std::printf("target (issue 38): at most 3 s: %s\n",
-              failures == 0 && cmp_median(cmp_s) <= 3.0 ? "met" : "NOT met");
+              failures == 0 && rpl::bench::median(cmp_s) <= 3.0 ? "met" : "NOT met");
   if (dir_option.empty())
     fs::remove_all(dir);
   else
