@@ -62,10 +62,7 @@ application_analysis build_application_analysis(const analysis_sources& sources,
     in.top_stall = f.top_stall;
     in.top_stall_share = f.top_stall_share;
     in.stall_source = f.stall_source;
-    in.sectors_per_request = f.access.sectors_per_request;
-    in.coalescing_pct = f.access.coalescing_pct;
-    in.l1_pct = f.access.l1_pct;
-    in.l2_pct = f.access.l2_pct;
+    in.access = f.access;
     a.thread_trace = f.thread_trace;
     if (k.occupancy) {
       in.occupancy = k.occupancy->result.occupancy;

@@ -98,10 +98,10 @@ json measured_of(const bottleneck_inputs& in) {
   if (!in.stall_source.empty())
     m["stall_source"] = in.stall_source;
   put("top_stall_share", in.top_stall_share);
-  put("sectors_per_request", in.sectors_per_request);
-  put("coalescing_pct", in.coalescing_pct);
-  put("l1_pct", in.l1_pct);
-  put("l2_pct", in.l2_pct);
+  put("sectors_per_request", in.access.sectors_per_request);
+  put("coalescing_pct", in.access.coalescing_pct);
+  put("l1_pct", in.access.l1_pct);
+  put("l2_pct", in.access.l2_pct);
   return m;
 }
 
@@ -194,24 +194,26 @@ std::string stall_detail(const bottleneck_inputs& in, const bottleneck_threshold
 std::optional<std::string> uncoalesced_because(const bottleneck_inputs& in,
                                                const bottleneck_thresholds& t) {
   std::string why;
-  if (in.sectors_per_request && *in.sectors_per_request > t.uncoalesced_min_sectors_per_request)
-    why = "the L1 fetches " + number(*in.sectors_per_request) +
+  if (in.access.sectors_per_request &&
+      *in.access.sectors_per_request > t.uncoalesced_min_sectors_per_request)
+    why = "the L1 fetches " + number(*in.access.sectors_per_request) +
           " sectors of 32 B per global request (> " +
           number(t.uncoalesced_min_sectors_per_request) +
           "; a warp's 4-byte accesses to consecutive addresses need 4)";
-  else if (in.coalescing_pct && *in.coalescing_pct < t.uncoalesced_max_coalescing_pct)
-    why = "vL1D coalescing " + number(*in.coalescing_pct) + " % (< " +
+  else if (in.access.coalescing_pct && *in.access.coalescing_pct < t.uncoalesced_max_coalescing_pct)
+    why = "vL1D coalescing " + number(*in.access.coalescing_pct) + " % (< " +
           number(t.uncoalesced_max_coalescing_pct) + " %; 100 % is one vL1D access per four lanes)";
   else
     return std::nullopt;
   // Compute near its peak and ahead of every memory level limits first.
-  const double memory_top =
-      std::max({in.memory_pct.value_or(0), in.l1_pct.value_or(0), in.l2_pct.value_or(0)});
+  const double memory_top = std::max(
+      {in.memory_pct.value_or(0), in.access.l1_pct.value_or(0), in.access.l2_pct.value_or(0)});
   if (in.compute_pct && *in.compute_pct >= t.sol_high_pct && *in.compute_pct > memory_top)
     return std::nullopt;
   std::string levels;
   for (const auto& [name, pct] :
-       {std::pair{"L1", in.l1_pct}, std::pair{"L2", in.l2_pct}, std::pair{"DRAM", in.memory_pct}})
+       {std::pair{"L1", in.access.l1_pct}, std::pair{"L2", in.access.l2_pct},
+        std::pair{"DRAM", in.memory_pct}})
     if (pct)
       levels += std::string(levels.empty() ? "" : ", ") + name + " " + number(*pct) + " %";
   if (!levels.empty())
@@ -222,12 +224,13 @@ std::optional<std::string> uncoalesced_because(const bottleneck_inputs& in,
 /// "L2 at 88.7 % of its peak" when a cache level, not the DRAM, is where the bytes move.
 std::optional<std::string> cache_level_because(const bottleneck_inputs& in,
                                                const bottleneck_thresholds& t) {
-  const bool l1 = in.l1_pct && *in.l1_pct >= t.sol_high_pct;
-  const bool l2 = in.l2_pct && *in.l2_pct >= t.sol_high_pct;
+  const bool l1 = in.access.l1_pct && *in.access.l1_pct >= t.sol_high_pct;
+  const bool l2 = in.access.l2_pct && *in.access.l2_pct >= t.sol_high_pct;
   if (!l1 && !l2)
     return std::nullopt;
-  const bool l2_top = l2 && (!l1 || *in.l2_pct >= *in.l1_pct);
-  return std::string(l2_top ? "L2" : "L1") + " at " + number(l2_top ? *in.l2_pct : *in.l1_pct) +
+  const bool l2_top = l2 && (!l1 || *in.access.l2_pct >= *in.access.l1_pct);
+  return std::string(l2_top ? "L2" : "L1") + " at " +
+         number(l2_top ? *in.access.l2_pct : *in.access.l1_pct) +
          " % of its peak (>= " + number(t.sol_high_pct) + " %): the bytes move between the caches";
 }
 

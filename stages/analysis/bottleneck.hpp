@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "stages/analysis/memory_access.hpp"
+
 namespace rpl::stages::analysis {
 
 enum class bottleneck_class {
@@ -88,11 +90,9 @@ struct bottleneck_inputs {
   /// traced waves' cycles).
   std::string stall_source;
   /// Global accesses (memory_access.hpp): NVIDIA L1 sectors per request, AMD vL1D coalescing
-  /// (%), and the cache levels' throughput (% of their peak) where counted.
-  std::optional<double> sectors_per_request;
-  std::optional<double> coalescing_pct;
-  std::optional<double> l1_pct;
-  std::optional<double> l2_pct;
+  /// (%), and the cache levels' throughput (% of their peak) where counted. Its DRAM figure is
+  /// not read here: memory_pct is the DRAM's share of the roof.
+  memory_access access;
 };
 
 /// One kernel's class with its evidence, or no class and the reason (too little was measured).

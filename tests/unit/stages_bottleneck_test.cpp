@@ -43,9 +43,9 @@ TEST(stages_bottleneck, a_row_gather_is_uncoalesced_not_under_occupied) {
   in.occupancy = 0.2;
   in.occupancy_limiter = "registers";
   EXPECT_EQ(class_of(in), bottleneck_class::under_occupied);
-  in.sectors_per_request = 32;
-  in.l1_pct = 61;
-  in.l2_pct = 88.7;
+  in.access.sectors_per_request = 32;
+  in.access.l1_pct = 61;
+  in.access.l2_pct = 88.7;
   const auto label = classify(in, bottleneck_thresholds{});
   ASSERT_TRUE(label.label);
   EXPECT_EQ(*label.label, bottleneck_class::memory_uncoalesced);
@@ -61,43 +61,43 @@ TEST(stages_bottleneck, a_row_gather_is_uncoalesced_not_under_occupied) {
   EXPECT_EQ(label.next_step.find("launch more blocks"), std::string::npos);
   EXPECT_EQ(label.measured["sectors_per_request"], 32);
   // 16 sectors per request is a warp of coalesced 16-byte loads: not flagged.
-  in.sectors_per_request = 16;
+  in.access.sectors_per_request = 16;
   EXPECT_NE(classify(in, bottleneck_thresholds{}).rule, "memory.uncoalesced");
 }
 
 TEST(stages_bottleneck, amd_coalescing_under_half_is_uncoalesced) {
   auto in = sol(5, 30);
-  in.coalescing_pct = 25; // rocprof-compute's 16.1 Coalescing of a stride-4 access
+  in.access.coalescing_pct = 25; // rocprof-compute's 16.1 Coalescing of a stride-4 access
   EXPECT_EQ(class_of(in), bottleneck_class::memory_uncoalesced);
   EXPECT_NE(classify(in, bottleneck_thresholds{}).because.find("vL1D coalescing 25.0 % (< 50.0"),
             std::string::npos);
-  in.coalescing_pct = 100;
+  in.access.coalescing_pct = 100;
   EXPECT_EQ(class_of(in), bottleneck_class::latency_bound);
   // Without a roofline the access pattern is still a class.
   bottleneck_inputs bare;
-  bare.coalescing_pct = 12.5;
+  bare.access.coalescing_pct = 12.5;
   EXPECT_EQ(class_of(bare), bottleneck_class::memory_uncoalesced);
 }
 
 TEST(stages_bottleneck, compute_at_its_peak_wins_over_an_uncoalesced_side_load) {
   auto in = sol(92, 20);
-  in.sectors_per_request = 24;
-  in.l2_pct = 30;
+  in.access.sectors_per_request = 24;
+  in.access.l2_pct = 30;
   EXPECT_EQ(class_of(in), bottleneck_class::compute_throughput_bound);
 }
 
 TEST(stages_bottleneck, a_busy_cache_level_with_a_quiet_dram_is_memory_bound_not_occupancy) {
   auto in = sol(20, 25);
   in.waves_per_cu = 0.5; // would be "launch more blocks"
-  in.l2_pct = 86;
-  in.l1_pct = 40;
-  in.sectors_per_request = 4; // coalesced
+  in.access.l2_pct = 86;
+  in.access.l1_pct = 40;
+  in.access.sectors_per_request = 4; // coalesced
   const auto label = classify(in, bottleneck_thresholds{});
   ASSERT_TRUE(label.label);
   EXPECT_EQ(*label.label, bottleneck_class::memory_bandwidth_bound);
   EXPECT_EQ(label.rule, "sol.both_low.cache_level");
   EXPECT_NE(label.because.find("L2 at 86.0 % of its peak"), std::string::npos) << label.because;
-  in.l2_pct = 50; // no level busy: the occupancy rule as before
+  in.access.l2_pct = 50; // no level busy: the occupancy rule as before
   EXPECT_EQ(class_of(in), bottleneck_class::under_occupied);
 }
 
@@ -251,7 +251,7 @@ TEST(stages_bottleneck, thresholds_from_a_file_override_the_coalescing_limits) {
   EXPECT_EQ(t.uncoalesced_min_sectors_per_request, 8);
   EXPECT_EQ(t.uncoalesced_max_coalescing_pct, 50);
   auto in = sol(10, 20);
-  in.sectors_per_request = 9;
+  in.access.sectors_per_request = 9;
   EXPECT_EQ(classify(in, t).rule, "memory.uncoalesced");
 }
 
