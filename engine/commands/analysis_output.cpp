@@ -1,5 +1,6 @@
 #include "engine/commands/analysis_output.hpp"
 
+#include <future>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -63,21 +64,30 @@ analysis_outputs analyze_application(const stages::profile_report& report,
   if (!read)
     read = std::make_shared<const rocpd::timeline>(rocpd::read_timeline(files));
   const rocpd::timeline& timeline = *read;
+  // The roofline (counters) beside the critical path (timeline): neither reads what the other
+  // writes; their findings are added in the same order as before, once both are done.
+  const std::string product = product_of(files);
+  std::map<std::string, rocpd::kernel_counters> read_here;
+  auto roofline = std::async(std::launch::async, [&] {
+    // The counters the report's scan read, or read here (counter passes outside the report's
+    // runs).
+    if (!inputs.counters_read)
+      read_here = rocpd::read_kernel_counters(inputs.counters);
+    const auto& counters = inputs.counters_read ? *inputs.counters_read : read_here;
+    return analysis::build_roofline_report(
+        report, counters, {product, inputs.peak_overrides, !inputs.counters.empty()});
+  });
   const std::vector<double> percents(std::begin(what_if_percents), std::end(what_if_percents));
   const analysis::critical_path_result path =
       analysis::critical_path(timeline, what_if_kernels, percents);
+  const std::map<std::string, double> idle = analysis::median_idle_before_ns(timeline);
+  out.roofline = roofline.get();
   analysis::add_critical_path(path, sources);
-  analysis::add_stream_idle(analysis::median_idle_before_ns(timeline), sources);
-  // The counters the report's scan read, or read here (counter passes outside the report's runs).
-  std::map<std::string, rocpd::kernel_counters> read_here;
-  if (!inputs.counters_read)
-    read_here = rocpd::read_kernel_counters(inputs.counters);
+  analysis::add_stream_idle(idle, sources);
   if (inputs.counters.empty())
     sources.notes.push_back("no counters: the roofline and the compute and memory classes need a "
                             "counter pass (rocm-perf profile --counters roofline)");
   const auto& counters = inputs.counters_read ? *inputs.counters_read : read_here;
-  out.roofline = analysis::build_roofline_report(
-      report, counters, {product_of(files), inputs.peak_overrides, !inputs.counters.empty()});
   analysis::add_roofline(out.roofline, sources);
   analysis::add_memory_access(report, counters, sources);
   if (!inputs.thread_traces.empty()) {

@@ -1,8 +1,11 @@
 #include "stages/analysis/kernel_roofline.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
+#include <initializer_list>
+#include <string_view>
 
 namespace rpl::stages::analysis {
 
@@ -24,10 +27,38 @@ std::optional<double> number(const json& values, const char* key) {
   return v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt;
 }
 
+/// A counter name put together from parts without allocating (every name here is short): a
+/// dispatch's roofline looks up about forty of them, for tens of thousands of dispatches.
+class counter_name {
+public:
+  counter_name(std::initializer_list<std::string_view> parts) {
+    for (const std::string_view part : parts) {
+      const std::size_t n = std::min(part.size(), text_.size() - size_);
+      std::copy_n(part.data(), n, text_.data() + size_);
+      size_ += n;
+      complete_ = complete_ && n == part.size();
+    }
+  }
+  /// The whole name, or nullopt if it did not fit (then no counter has it: see below).
+  std::optional<std::string_view> view() const {
+    return complete_ ? std::optional<std::string_view>(std::string_view(text_.data(), size_))
+                     : std::nullopt;
+  }
+
+private:
+  std::array<char, 192> text_{};
+  std::size_t size_ = 0;
+  bool complete_ = true;
+};
+
 /// A counter's value per dispatch: NAME_sum (derived) or NAME (instances summed), averaged over
 /// the dispatches that recorded it.
-std::optional<double> counter(const rocpd::kernel_counters& k, const std::string& name) {
-  for (const std::string& key : {name + "_sum", name}) {
+std::optional<double> counter(const rocpd::kernel_counters& k, std::string_view name) {
+  const counter_name derived{name, "_sum"};
+  // A name longer than the buffer is looked up as a string (no counter name is that long).
+  const std::string long_derived = derived.view() ? std::string() : std::string(name) + "_sum";
+  for (const std::string_view key :
+       {derived.view() ? *derived.view() : std::string_view(long_derived), name}) {
     const auto it = k.counters.find(key);
     if (it != k.counters.end() && it->second.dispatches > 0)
       return it->second.sum / static_cast<double>(it->second.dispatches);
@@ -38,11 +69,21 @@ std::optional<double> counter(const rocpd::kernel_counters& k, const std::string
 struct reader {
   const rocpd::kernel_counters& k;
   std::vector<std::string> missing;
-  double operator()(const std::string& name) {
+  double operator()(std::string_view name) {
     const auto v = counter(k, name);
     if (!v)
-      missing.push_back(name);
+      missing.emplace_back(name);
     return v.value_or(0);
+  }
+  double operator()(std::initializer_list<std::string_view> parts) {
+    const counter_name name(parts);
+    return name.view() ? (*this)(*name.view()) : (*this)(join_parts(parts));
+  }
+  static std::string join_parts(std::initializer_list<std::string_view> parts) {
+    std::string out;
+    for (const std::string_view part : parts)
+      out += part;
+    return out;
   }
 };
 
@@ -142,14 +183,13 @@ roofline_outcome compute_roofline(const rocpd::kernel_counters& k,
   reader get{k, {}};
   const bool amd = k.target.rfind("gfx", 0) == 0;
   if (amd) {
-    for (const char* type : {"F16", "F32", "F64"}) {
-      const std::string t(type);
-      r.flops["valu_" + lower(t)] =
-          64 * (get("SQ_INSTS_VALU_ADD_" + t) + get("SQ_INSTS_VALU_MUL_" + t) +
-                get("SQ_INSTS_VALU_TRANS_" + t) + 2 * get("SQ_INSTS_VALU_FMA_" + t));
+    for (const std::string_view t : {"F16", "F32", "F64"}) {
+      r.flops["valu_" + lower(std::string(t))] =
+          64 * (get({"SQ_INSTS_VALU_ADD_", t}) + get({"SQ_INSTS_VALU_MUL_", t}) +
+                get({"SQ_INSTS_VALU_TRANS_", t}) + 2 * get({"SQ_INSTS_VALU_FMA_", t}));
     }
-    for (const char* type : {"F16", "BF16", "F32", "F64"})
-      r.flops["mfma_" + lower(type)] = 512 * get(std::string("SQ_INSTS_VALU_MFMA_MOPS_") + type);
+    for (const std::string_view t : {"F16", "BF16", "F32", "F64"})
+      r.flops["mfma_" + lower(std::string(t))] = 512 * get({"SQ_INSTS_VALU_MFMA_MOPS_", t});
     if (const auto f8 = counter(k, "SQ_INSTS_VALU_MFMA_MOPS_F8"))
       r.flops["mfma_f8"] = 512 * *f8;
     double bytes = 0;
@@ -180,13 +220,13 @@ roofline_outcome compute_roofline(const rocpd::kernel_counters& k,
     r.dram_bytes = bytes;
   } else {
     auto op = [&](const char* name) {
-      return get(std::string("smsp__sass_thread_inst_executed_op_") + name + "_pred_on.sum");
+      return get({"smsp__sass_thread_inst_executed_op_", name, "_pred_on.sum"});
     };
     r.flops["fp32"] = op("fadd") + op("fmul") + 2 * op("ffma");
     r.flops["fp64"] = op("dadd") + op("dmul") + 2 * op("dfma");
     r.flops["fp16"] = 2 * op("hadd") + 2 * op("hmul") + 4 * op("hfma");
     auto tensor = [&](const char* name) {
-      return get(std::string("sm__ops_path_tensor_op_") + name + "_sparsity_off.sum");
+      return get({"sm__ops_path_tensor_op_", name, "_sparsity_off.sum"});
     };
     // wgmma (hgmma) exists on Hopper (sm_90) only; mma.sync (hmma) everywhere.
     const bool hopper = k.target == "sm_90";
@@ -269,15 +309,29 @@ roofline_outcome compute_roofline(const rocpd::kernel_counters& k,
 std::vector<std::optional<kernel_roofline>>
 dispatch_rooflines(const rocpd::kernel_counters& counters, const peaks& roofs) {
   std::vector<std::optional<kernel_roofline>> out;
+  out.reserve(counters.dispatches_by_ordinal.size());
+  // One kernel_counters for all: a kernel's dispatches mostly carry the same counters, whose
+  // values are then written over the last dispatch's (no map built per dispatch).
+  rocpd::kernel_counters one;
+  one.name = counters.name;
+  one.target = counters.target;
+  one.product = counters.product;
+  one.dispatches = 1;
   for (const auto& d : counters.dispatches_by_ordinal) {
-    rocpd::kernel_counters one;
-    one.name = counters.name;
-    one.target = counters.target;
-    one.product = counters.product;
-    one.dispatches = 1;
     one.duration_sum_ns = d.duration_ns;
-    for (const auto& [name, value] : d.counters)
-      one.counters[name] = {value, 1};
+    const bool same_names =
+        one.counters.size() == d.counters.size() &&
+        std::equal(d.counters.begin(), d.counters.end(), one.counters.begin(),
+                   [](const auto& a, const auto& b) { return a.first == b.first; });
+    if (same_names) {
+      auto at = one.counters.begin();
+      for (const auto& entry : d.counters)
+        (at++)->second = {entry.second, 1};
+    } else {
+      one.counters.clear();
+      for (const auto& [name, value] : d.counters)
+        one.counters.emplace_hint(one.counters.end(), name, rocpd::counter_total{value, 1});
+    }
     out.push_back(compute_roofline(one, roofs, std::nullopt).roofline);
   }
   return out;

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <exception>
+#include <future>
 #include <map>
 #include <set>
 #include <string_view>
@@ -379,10 +380,16 @@ report_and_timeline build(const std::vector<std::vector<std::filesystem::path>>&
     side.join();
   if (side_error)
     std::rethrow_exception(side_error);
+  // The counters' join beside the timeline's: neither reads what the other writes (each has its
+  // own reader and connections).
+  std::future<std::map<std::string, rocpd::kernel_counters>> joined_counters;
   if (counters)
-    out.counters = counters->finish();
+    joined_counters = std::async(side_thread ? std::launch::async : std::launch::deferred,
+                                 [&counters] { return counters->finish(); });
   if (timeline)
     out.timeline = timeline->finish();
+  if (counters)
+    out.counters = joined_counters.get();
   return out;
 }
 

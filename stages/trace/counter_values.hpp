@@ -25,7 +25,7 @@ struct kernel_counters {
   std::string product;        ///< the agent's product name, "NVIDIA H200"
   std::size_t dispatches = 0; ///< dispatches with any counter, over all passes
   double duration_sum_ns = 0; ///< their durations as the passes recorded them
-  std::map<std::string, counter_total> counters;
+  std::map<std::string, counter_total, std::less<>> counters; ///< found by string_view too
   /// Per dispatch, in each pass's dispatch order: the n-th dispatch of this kernel in every pass
   /// is taken as the same launch (passes replay the same application), so its counters from all
   /// passes combine. At most `max_dispatches` (read_kernel_counters), each with its counters
