@@ -12,9 +12,11 @@
 #   2. The uncoalesced class on ncu counters: the gpu test uncoalesced_class_gpu.* (a row gather
 #      and a unit-stride copy, profile --counters roofline).
 #   3. With OPTIMIZE_BUDGET_S set (and libclang.tar.xz in CARRY): `optimize --top 4
-#      --time-budget OPTIMIZE_BUDGET_S` on bench/optimize_app (its run_gpu.sh, step one), then
+#      --time-budget OPTIMIZE_BUDGET_S -- ./app APP_ITERS` (default 40 iterations: 40 dispatches
+#      of each kernel per application profile) on bench/optimize_app (its run_gpu.sh, step one), then
 #      compare of the application profiles optimize recorded before (app-profile/) and after
-#      (app-reprofile/), printed beside optimize's own fates.
+#      (app-reprofile/), printed beside optimize's own fates. With --apply: the lines it changed
+#      in the copy of app.cu optimize ran in.
 # CARRY is scripts/devcarry's folder (bundle.tar.xz: rocm-perf, the CUPTI tracer, lib/, tests/).
 # Everything the runs write is under OUT: base1/ base2/ slow/ (profile --out), same.json,
 # slow.json, same.txt, slow.txt, slow.md, gpu_test.log.
@@ -40,7 +42,7 @@ nvcc -O3 -arch="$arch" -DSLOW_PCT=10 -o "$work/app_slow" "$here/gpu_app.cu" || e
 profile() { # NAME APP
   local t0; t0=$(date +%s.%N)
   rocm-perf profile --backend cuda --runs 3 --out "$out/$1" -- "$2" > "$out/$1.log" 2>&1
-  echo "profile $1: exit $? in $(echo "$(date +%s.%N) - $t0" | bc) s"
+  echo "profile $1: exit $? in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s"
 }
 profile base1 "$work/app"
 profile base2 "$work/app"
@@ -51,7 +53,7 @@ compare() { # NAME NEW [options]
   local t0; t0=$(date +%s.%N)
   rocm-perf compare "$out/base1" "$out/$new" --json "$@" > "$out/$name.json" 2> "$out/$name.err"
   local rc=$?
-  echo "compare base1 $new --json: exit $rc in $(echo "$(date +%s.%N) - $t0" | bc) s"
+  echo "compare base1 $new --json: exit $rc in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s"
   rocm-perf compare "$out/base1" "$out/$new" > "$out/$name.txt" 2>&1
   cat "$out/$name.txt"
 }
@@ -85,7 +87,8 @@ echo "gpu test uncoalesced_class_gpu: exit $?"
 tail -60 "$out/gpu_test.log"
 
 if [ -n "${OPTIMIZE_BUDGET_S:-}" ] && [ -f "$carry/libclang.tar.xz" ]; then
-  OPT_ARGS="--time-budget $OPTIMIZE_BUDGET_S" RPL_CALL_BUDGET_S=$((OPTIMIZE_BUDGET_S + 90)) \
+  OPT_ARGS="--time-budget $OPTIMIZE_BUDGET_S --apply" RPL_CALL_BUDGET_S=$((OPTIMIZE_BUDGET_S + 90)) \
+    APP_ITERS=${APP_ITERS:-40} \
     bash "$here/../optimize_app/run_gpu.sh" "$carry" "$out/optimize" one
   runs=/tmp/rpl-optimize-app/runs/one
   rocm-perf compare "$runs/app-profile" "$runs/app-reprofile" > "$out/optimize_compare.txt" 2>&1
@@ -93,4 +96,12 @@ if [ -n "${OPTIMIZE_BUDGET_S:-}" ] && [ -f "$carry/libclang.tar.xz" ]; then
   cat "$out/optimize_compare.txt"
   rocm-perf compare "$runs/app-profile" "$runs/app-reprofile" --json \
     > "$out/optimize_compare.json" 2>/dev/null
+  # --apply wrote every improved kernel's change into the copy of app.cu optimize ran in: that
+  # file built and run beside the original (each kernel's median, CUDA events).
+  grep "applied\|not applied" "$out/optimize/one.log"
+  applied=/tmp/rpl-optimize-app/src/app.cu
+  echo "--apply: $(diff "$here/../optimize_app/app.cu" "$applied" | grep -c '^[<>]') lines differ"
+  nvcc -O3 -arch="$arch" "$here/../optimize_app/app.cu" -o "$work/app_original" &&
+    nvcc -O3 -arch="$arch" "$applied" -o "$work/app_applied" &&
+    for v in original applied; do echo "== $v"; "$work/app_$v" "${APP_ITERS:-40}"; done
 fi

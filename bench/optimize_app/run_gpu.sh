@@ -17,6 +17,8 @@
 # report.json (python3), both wall times and all/one (issue 37 asks for at most 0.6).
 #
 # Environment:
+#   APP_ITERS          the application's argument, its iterations (default 5, as above): each
+#                      kernel's dispatches in optimize's before/after application profiles
 #   OPT_ARGS           more optimize options, before the -- (e.g. "--time-budget 240" or
 #                      "--source-dir ."); word-split
 #   RPL_BUILD_TEMPLATE the candidates' build template (default "nvcc -cubin -arch=ARCH app.cu -o
@@ -120,7 +122,7 @@ optimize() { # name, then any options for this run (--devices all)
   local t0
   t0=$(date +%s.%N)
   (cd "$src" && timeout -s INT -k 60 "$left" rocm-perf optimize --top 4 "${template[@]}" \
-      --app-build "$app_build" --out "$dir" "$@" "${extra[@]}" -- ./app 5) \
+      --app-build "$app_build" --out "$dir" "$@" "${extra[@]}" -- ./app "${APP_ITERS:-5}") \
     > "$out/$name.log" 2>&1
   local rc=$?
   wall_s[$name]=$(elapsed "$t0")

@@ -387,25 +387,30 @@ std::vector<kernel_target> make_replay_targets(const optimize_options& options,
 }
 
 /// The accepted changes of every kernel, combined per source file: several kernels of one file
-/// each changed their own function, so their diffs against the original apply one after the
-/// other. A diff that does not apply on top of the others is left out and named in `conflicts`.
+/// each changed their own function, each diff against the original, so their hunks go in
+/// together (stages/optimize/unified_diff.hpp, apply_unified_diffs). A diff that does not apply,
+/// or that overlaps an earlier kernel's, is left out and named in `conflicts`.
 std::map<fs::path, std::string> combined_changes(const std::vector<target_result>& results,
                                                  std::vector<std::string>& conflicts) {
-  std::map<fs::path, std::string> texts;
+  std::map<fs::path, std::vector<const target_result*>> by_file;
   for (const auto& r : results) {
-    if (r.status != "improved") {
-      continue;
+    if (r.status == "improved") {
+      by_file[r.source_path].push_back(&r);
     }
-    auto it = texts.find(r.source_path);
-    if (it == texts.end()) {
-      it = texts.emplace(r.source_path, read_input_file(r.source_path, "--source")).first;
+  }
+  std::map<fs::path, std::string> texts;
+  for (const auto& [path, improved] : by_file) {
+    std::vector<std::string> diffs;
+    for (const target_result* r : improved) {
+      diffs.push_back(r->accepted_diff);
     }
-    const auto patched = stages::optimize::apply_unified_diff(it->second, r.accepted_diff);
-    if (patched.ok) {
-      it->second = patched.text;
-    } else {
-      conflicts.push_back(r.kernel + "'s change does not apply on top of the others in " +
-                          r.source_path.string() + ": " + patched.error);
+    auto combined = stages::optimize::apply_unified_diffs(read_input_file(path, "--source"), diffs);
+    for (const auto& [index, why] : combined.left_out) {
+      conflicts.push_back(improved[index]->kernel + "'s change does not go in with the others in " +
+                          path.string() + ": " + why);
+    }
+    if (!combined.applied.empty()) {
+      texts.emplace(path, std::move(combined.text));
     }
   }
   return texts;
@@ -670,15 +675,18 @@ nlohmann::json application_report(const optimize_options& options,
 
 /// --apply: the improved sources written over the user's, with a backup; 1 when it failed.
 int apply_changes(const optimize_options& options, const std::vector<target_result>& results) {
+  // One change per file: every improved kernel of a file, combined.
+  std::vector<std::string> conflicts;
   std::vector<workers::file_change> changes;
-  for (const auto& r : results) {
-    if (r.status == "improved") {
-      changes.push_back(
-          {fs::absolute(r.source_path), read_input_file(r.source_path, "--source"), r.best_source});
-    }
+  for (auto& [path, text] : combined_changes(results, conflicts)) {
+    changes.push_back({fs::absolute(path), read_input_file(path, "--source"), std::move(text)});
+  }
+  for (const auto& conflict : conflicts) {
+    std::fprintf(stderr, "rocm-perf optimize: --apply: not applied: %s (its diff is in %s)\n",
+                 conflict.c_str(), options.out.c_str());
   }
   if (changes.empty()) {
-    return 0;
+    return conflicts.empty() ? 0 : 1;
   }
   const auto applied = workers::apply_with_backup(changes, options.out / "backup");
   if (!applied.ok) {
@@ -686,10 +694,10 @@ int apply_changes(const optimize_options& options, const std::vector<target_resu
     return 1;
   }
   std::fprintf(stderr,
-               "rocm-perf optimize: applied %zu accepted change(s); the originals are in %s; "
-               "undo with: rocm-perf optimize --rollback %s\n",
+               "rocm-perf optimize: applied the accepted changes to %zu file(s); the originals are "
+               "in %s; undo with: rocm-perf optimize --rollback %s\n",
                changes.size(), (options.out / "backup").c_str(), options.out.c_str());
-  return 0;
+  return conflicts.empty() ? 0 : 1;
 }
 
 void print_summary(const std::vector<target_result>& results,

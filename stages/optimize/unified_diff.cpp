@@ -792,20 +792,27 @@ std::optional<diff_hunk> read_hunk(const std::vector<std::string_view>& lines,
   return h;
 }
 
-patch_result apply_unified_diff(std::string_view text, std::string_view diff) {
+namespace {
+
+/// A hunk placed in the file: `old_count` lines from `at` become `new_lines`.
+struct placed_hunk {
+  std::size_t at = 0;
+  std::size_t old_count = 0;
+  std::vector<std::string> new_lines;
+};
+
+/// Places every hunk of `diff` in `file`, in order; nullopt with `error` when one does not match.
+std::optional<std::vector<placed_hunk>>
+place_diff(const std::vector<std::string_view>& file, std::string_view diff, std::string& error) {
   std::string diff_text(diff);
   if (!diff_text.empty() && diff_text.back() != '\n') {
     diff_text += '\n'; // the diff's own last newline, often trimmed; not the file's
   }
   std::vector<diff_hunk> hunks;
-  std::string error;
   if (!parse_hunks(diff_lines_of(diff_text), hunks, error)) {
-    return failure(std::move(error));
+    return std::nullopt;
   }
-
-  const std::vector<std::string_view> file = split_lines(text);
-  std::vector<std::size_t> positions;
-  std::vector<hunk_sides> sides;
+  std::vector<placed_hunk> placed;
   std::size_t stated_end = 0; // where the previous hunk ends, as its header states it
   std::size_t earliest = 0;   // first line the next hunk may start at, as matched
   for (const diff_hunk& h : hunks) {
@@ -813,38 +820,116 @@ patch_result apply_unified_diff(std::string_view text, std::string_view diff) {
     const std::size_t start = h.old_start.value_or(0);
     const std::size_t stated = h.old_count == 0 || start == 0 ? start : start - 1;
     if (h.number > 1 && stated < stated_end) {
-      return failure(hunk_name(h) + ": starts at line " + std::to_string(stated + 1) +
-                     ", before hunk " + std::to_string(h.number - 1) + " ends (line " +
-                     std::to_string(stated_end) +
-                     "); fix: order the hunks by line and merge the ones that overlap");
+      error = hunk_name(h) + ": starts at line " + std::to_string(stated + 1) + ", before hunk " +
+              std::to_string(h.number - 1) + " ends (line " + std::to_string(stated_end) +
+              "); fix: order the hunks by line and merge the ones that overlap";
+      return std::nullopt;
     }
     stated_end = stated + h.old_count;
-    sides.push_back(sides_of(h));
-    const auto found = place_hunk(file, h, sides.back(), stated, earliest, error);
+    hunk_sides sides = sides_of(h);
+    const auto found = place_hunk(file, h, sides, stated, earliest, error);
     if (!found) {
-      return failure(std::move(error));
+      return std::nullopt;
     }
-    positions.push_back(*found);
+    placed.push_back({*found, h.old_count, std::move(sides.new_lines)});
     earliest = *found + h.old_count;
   }
+  return placed;
+}
 
-  patch_result result;
-  result.ok = true;
-  result.text.reserve(text.size());
+/// `file` with `hunks` (in file order, none overlapping) in place.
+std::string splice(const std::vector<std::string_view>& file,
+                   const std::vector<const placed_hunk*>& hunks,
+                   std::size_t size_hint) {
+  std::string text;
+  text.reserve(size_hint);
   std::size_t cursor = 0;
-  for (std::size_t i = 0; i < hunks.size(); ++i) {
-    for (; cursor < positions[i]; ++cursor) {
-      result.text += file[cursor];
+  for (const placed_hunk* h : hunks) {
+    for (; cursor < h->at; ++cursor) {
+      text += file[cursor];
     }
-    for (const auto& line : sides[i].new_lines) {
-      result.text += line;
+    for (const auto& line : h->new_lines) {
+      text += line;
     }
-    cursor = positions[i] + hunks[i].old_count;
+    cursor = h->at + h->old_count;
   }
   for (; cursor < file.size(); ++cursor) {
-    result.text += file[cursor];
+    text += file[cursor];
   }
+  return text;
+}
+
+/// Whether two placed hunks touch the same lines, or insert at the same place (their order would
+/// be a guess).
+bool overlap(const placed_hunk& a, const placed_hunk& b) {
+  if (a.at == b.at) {
+    return true;
+  }
+  const placed_hunk& first = a.at < b.at ? a : b;
+  const placed_hunk& second = a.at < b.at ? b : a;
+  return second.at < first.at + first.old_count;
+}
+
+} // namespace
+
+patch_result apply_unified_diff(std::string_view text, std::string_view diff) {
+  const std::vector<std::string_view> file = split_lines(text);
+  std::string error;
+  const auto placed = place_diff(file, diff, error);
+  if (!placed) {
+    return failure(std::move(error));
+  }
+  std::vector<const placed_hunk*> order;
+  for (const placed_hunk& h : *placed) {
+    order.push_back(&h);
+  }
+  patch_result result;
+  result.ok = true;
+  result.text = splice(file, order, text.size());
   return result;
+}
+
+combined_patch apply_unified_diffs(std::string_view text, const std::vector<std::string>& diffs) {
+  const std::vector<std::string_view> file = split_lines(text);
+  combined_patch out;
+  std::vector<std::vector<placed_hunk>> taken(diffs.size());
+  for (std::size_t d = 0; d < diffs.size(); ++d) {
+    std::string error;
+    auto placed = place_diff(file, diffs[d], error);
+    if (!placed) {
+      out.left_out.push_back({d, std::move(error)});
+      continue;
+    }
+    std::optional<std::string> clash;
+    for (std::size_t e = 0; e < d && !clash; ++e) {
+      for (const placed_hunk& mine : *placed) {
+        const auto other = std::find_if(taken[e].begin(), taken[e].end(),
+                                        [&](const placed_hunk& h) { return overlap(mine, h); });
+        if (other != taken[e].end()) {
+          clash = "its change at line " + std::to_string(mine.at + 1) +
+                  " overlaps the change of diff " + std::to_string(e + 1) + " at line " +
+                  std::to_string(other->at + 1);
+          break;
+        }
+      }
+    }
+    if (clash) {
+      out.left_out.push_back({d, *clash});
+      continue;
+    }
+    taken[d] = std::move(*placed);
+    out.applied.push_back(d);
+  }
+  std::vector<const placed_hunk*> order;
+  for (const auto& hunks : taken) {
+    for (const placed_hunk& h : hunks) {
+      order.push_back(&h);
+    }
+  }
+  std::sort(order.begin(), order.end(),
+            [](const placed_hunk* a, const placed_hunk* b) { return a->at < b->at; });
+  out.text = splice(file, order, text.size());
+  return out;
 }
 
 } // namespace rpl::stages::optimize

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace rpl::stages::optimize {
@@ -33,6 +34,18 @@ struct patch_result {
 /// Each hunk must match exactly at its stated line or, nearest first, within 50 lines of it, after
 /// the previous hunk; CRLF lines match only CRLF lines.
 patch_result apply_unified_diff(std::string_view text, std::string_view diff);
+
+/// Several diffs made against the same `text` (each kernel's accepted change to one source file),
+/// applied together: each diff's hunks placed in `text` as apply_unified_diff places them, and the
+/// text with all of them in line order. A diff that does not apply, or that touches a line another
+/// diff before it in `diffs` changes (or inserts where it inserts), is left out whole.
+struct combined_patch {
+  std::string text;                 ///< `text` with the applied diffs
+  std::vector<std::size_t> applied; ///< indices into `diffs`, in order
+  /// Indices into `diffs` left out, each with why.
+  std::vector<std::pair<std::size_t, std::string>> left_out;
+};
+combined_patch apply_unified_diffs(std::string_view text, const std::vector<std::string>& diffs);
 
 // ---- reading hunks: apply_unified_diff's reader, shared with llm_answer's -----------------------
 

@@ -403,5 +403,64 @@ TEST(unified_diff, read_hunk_checks_stated_counts_and_recounts_a_models) {
   EXPECT_NE(error.find("hunk 2: header `@@ ... @@` is not"), std::string::npos) << error;
 }
 
+/// Lines 1..400 with line `at` (1-based) replaced by `with` (several lines).
+std::string changed_at(const std::string& text, int at, const std::string& with) {
+  const std::string line = "line " + std::to_string(at) + "\n";
+  std::string out = text;
+  out.replace(out.find(line), line.size(), with);
+  return out;
+}
+
+TEST(unified_diff, combines_diffs_made_against_one_text_however_far_one_moves_the_other) {
+  // Two kernels of one file, each changed against the original: the first adds 80 lines above
+  // the second's change, past apply_unified_diff's 50-line search (how optimize's application
+  // rebuild lost a second kernel's change on an H200, 2026-11-29).
+  const std::string original = numbered_lines(1, 400);
+  std::string many;
+  for (int i = 0; i < 80; ++i)
+    many += "added " + std::to_string(i) + "\n";
+  const std::string first = changed_at(original, 100, many);
+  const std::string second = changed_at(original, 200, "changed 200\n");
+  const std::vector<std::string> diffs = {make_unified_diff(original, first, "app.cu"),
+                                          make_unified_diff(original, second, "app.cu")};
+  // Applied one after the other, the second does not apply: the reason for combining.
+  const auto one = apply_unified_diff(original, diffs[0]);
+  ASSERT_TRUE(one.ok);
+  EXPECT_FALSE(apply_unified_diff(one.text, diffs[1]).ok);
+
+  const auto both = apply_unified_diffs(original, diffs);
+  EXPECT_EQ(both.applied, (std::vector<std::size_t>{0, 1}));
+  EXPECT_TRUE(both.left_out.empty());
+  EXPECT_EQ(both.text, changed_at(first, 200, "changed 200\n"));
+  // In either order.
+  const auto reversed = apply_unified_diffs(original, {diffs[1], diffs[0]});
+  EXPECT_EQ(reversed.text, both.text);
+  // One diff: what apply_unified_diff gives.
+  EXPECT_EQ(apply_unified_diffs(original, {diffs[0]}).text, one.text);
+}
+
+TEST(unified_diff, leaves_out_a_diff_that_overlaps_an_earlier_one_or_does_not_apply) {
+  const std::string original = numbered_lines(1, 100);
+  const std::string a = changed_at(original, 50, "a 50\n");
+  const std::string b = changed_at(original, 51, "b 51\n"); // within a's context lines
+  const std::string c = changed_at(original, 90, "c 90\n");
+  const std::vector<std::string> diffs = {
+      make_unified_diff(original, a, "f.cu"), make_unified_diff(original, b, "f.cu"),
+      make_unified_diff("x\ny\n", "x\nz\n", "f.cu"), // made against another text
+      make_unified_diff(original, c, "f.cu")};
+  const auto out = apply_unified_diffs(original, diffs);
+  EXPECT_EQ(out.applied, (std::vector<std::size_t>{0, 3}));
+  ASSERT_EQ(out.left_out.size(), 2u);
+  EXPECT_EQ(out.left_out[0].first, 1u);
+  EXPECT_NE(out.left_out[0].second.find("overlaps the change of diff 1"), std::string::npos)
+      << out.left_out[0].second;
+  EXPECT_EQ(out.left_out[1].first, 2u);
+  EXPECT_EQ(out.text, changed_at(a, 90, "c 90\n"));
+  // Nothing applies: the text as it was.
+  const auto none = apply_unified_diffs(original, {diffs[2]});
+  EXPECT_TRUE(none.applied.empty());
+  EXPECT_EQ(none.text, original);
+}
+
 } // namespace
 } // namespace rpl::stages::optimize
