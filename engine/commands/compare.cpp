@@ -3,6 +3,7 @@
 // once (a thread each), each in one pass over its dispatch tables (compare_side.hpp); the
 // statistics, verdicts and renderings are stages/compare/.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -102,6 +103,41 @@ void add_critical_path_effects(cmp::comparison& c,
   cmp::apply_what_if(c, plan, base_savings, next_savings);
 }
 
+/// The median of one configuration's samples (its lane's figure).
+double median_of(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+/// Results stores: what the rows are, and each side's fastest configuration (the tuning's answer,
+/// by the median of its samples); counters are no question for them.
+void add_store_notes(cmp::comparison& c, const compare_side& base, const compare_side& next) {
+  // No counters, and no runs to give several of: a side is one tuning run's samples.
+  std::erase_if(c.notes, [](const std::string& n) {
+    return n.rfind("counters:", 0) == 0 || n.rfind("one run per side", 0) == 0;
+  });
+  c.notes.insert(c.notes.begin(),
+                 "results stores: each configuration of BASE's run " + base.summary.store_run +
+                     " against the same configuration (by its parameters) of NEW's run " +
+                     next.summary.store_run +
+                     "; its samples are the lane's measurements; no timeline, no critical path");
+  for (const auto* side : {&base, &next}) {
+    const cmp::launch_samples* best = nullptr;
+    double best_ns = 0;
+    for (const auto& l : side->launches) {
+      const double m = median_of(l.durations_ns);
+      if (best == nullptr || m < best_ns) {
+        best = &l;
+        best_ns = m;
+      }
+    }
+    char figure[32];
+    std::snprintf(figure, sizeof figure, "%.3f ms", best_ns / 1e6);
+    c.notes.push_back(std::string(side == &base ? "BASE" : "NEW") +
+                      "'s fastest configuration: " + best->name + " (median " + figure + ")");
+  }
+}
+
 /// "no kernel in common" names a few kernels of each side.
 std::string some_names(const std::vector<cmp::launch_samples>& launches) {
   std::string out;
@@ -151,6 +187,16 @@ int compare(const compare_options& o) {
     return bad(error.what());
   }
   const auto& [a, b] = sides;
+  const bool stores = !a.summary.store_run.empty();
+  if (stores != !b.summary.store_run.empty())
+    return bad(std::string(stores ? "BASE" : "NEW") + " is a results store and " +
+               (stores ? "NEW" : "BASE") +
+               " is a trace: a store's rows are configurations, a trace's are kernels; fix: "
+               "compare two stores (autotune --db) or two traces");
+  if (stores && rule && rule->what == cmp::fail_rule::kind::critical_path)
+    return bad("--fail-on " + o.fail_on +
+               ": results stores have no critical path; fix: "
+               "--fail-on slower:P% for stores");
   cmp::comparison c =
       cmp::build_comparison(input_of(a), input_of(b), {.noise = *noise, .confidence = 0.95});
   if (count(c, cmp::kernel_verdict::added) + count(c, cmp::kernel_verdict::removed) ==
@@ -158,7 +204,10 @@ int compare(const compare_options& o) {
     return bad("BASE and NEW have no kernel in common (BASE: " + some_names(a.launches) +
                "; NEW: " + some_names(b.launches) +
                "); fix: compare two runs of the same application");
-  add_critical_path_effects(c, a, b);
+  if (stores)
+    add_store_notes(c, a, b);
+  else
+    add_critical_path_effects(c, a, b);
   if (o.json)
     std::printf("%s\n", cmp::to_json(c).dump(2).c_str());
   else
@@ -179,7 +228,8 @@ public:
     cmd_ = app.add_subcommand("compare", "Compare two profiles of an application (BASE, NEW): "
                                          "per kernel and on the critical path");
     cmd_->add_option("inputs", options_.positional,
-                     "BASE NEW: rocpd files, folders of them, or profile --out folders")
+                     "BASE NEW: rocpd files, folders of them, profile --out folders, or two "
+                     "results stores (autotune --db)")
         ->expected(0, 2);
     cmd_->add_option("--base", options_.base, "A BASE run (repeatable: several runs)")
         ->expected(1)

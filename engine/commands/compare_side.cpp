@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <exception>
+#include <map>
 #include <system_error>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "stages/analysis/profile_report_builder.hpp"
 #include "stages/compare/launch_collector.hpp"
@@ -85,15 +88,72 @@ std::vector<std::vector<fs::path>> resolve_runs(const std::string& label,
         continue;
       }
     } else if (is_results_store(input)) {
-      throw compare_input_error(
-          label + ": " + input.string() +
-          ": an autotune/optimize results store; a store is not supported yet; fix: compare "
-          "the application's profiles instead (rocm-perf profile --out DIR before and after, "
-          "then rocm-perf compare DIR_BEFORE DIR_AFTER)");
+      throw compare_input_error(label + ": " + input.string() +
+                                ": a results store among other inputs; a store is a side on its "
+                                "own; fix: give one store for each side (rocm-perf compare "
+                                "BASE.db NEW.db), or only traces");
     }
     runs.push_back({input});
   }
   return runs;
+}
+
+/// "block_size_x=64 tile=2": a configuration's parameters in name order.
+std::string configuration_name(const std::string& params_json) {
+  const auto params = nlohmann::json::parse(params_json, nullptr, false);
+  if (!params.is_object())
+    return params_json;
+  std::string out;
+  for (const auto& [name, value] : params.items())
+    out += (out.empty() ? "" : " ") + name + "=" +
+           (value.is_string() ? value.get<std::string>() : value.dump());
+  return out.empty() ? "(no parameters)" : out;
+}
+
+/// A results store's side: its latest run's measured configurations, each with its samples.
+compare_side read_store_side(const std::string& label, const fs::path& path) {
+  compare_side side;
+  try {
+    const stages::sqlite::connection db(path, SQLITE_OPEN_READONLY);
+    stages::sqlite::statement run(db, "SELECT run_id FROM runs ORDER BY started_at DESC, rowid "
+                                      "DESC LIMIT 1");
+    if (!run.step())
+      throw compare_input_error(label + ": " + path.string() +
+                                ": a results store with no run; fix: give the --db of an "
+                                "autotune run that measured something");
+    side.summary.store_run = run.column_text(0);
+    std::map<std::string, std::string> names; // candidate key -> configuration
+    stages::sqlite::statement candidates(
+        db, "SELECT key, params_json FROM candidates WHERE run_id = ?1 ORDER BY space_index");
+    candidates.bind_text(1, side.summary.store_run);
+    while (candidates.step())
+      names[candidates.column_text(0)] = configuration_name(candidates.column_text(1));
+    stages::sqlite::statement samples(db, "SELECT key, duration_ns FROM measurements WHERE "
+                                          "run_id = ?1 ORDER BY key, sample_index");
+    samples.bind_text(1, side.summary.store_run);
+    std::map<std::string, stages::compare::launch_samples> by_key;
+    while (samples.step()) {
+      const std::string key = samples.column_text(0);
+      auto& launch = by_key[key];
+      if (launch.name.empty())
+        launch.name = names.count(key) != 0 ? names[key] : key;
+      launch.durations_ns.push_back(static_cast<double>(samples.column_int64(1)));
+      ++side.summary.dispatches;
+    }
+    for (auto& [key, launch] : by_key)
+      side.launches.push_back(std::move(launch));
+  } catch (const stages::sqlite::sqlite_error& error) {
+    throw compare_input_error(label + ": " + path.string() + ": cannot read the results store (" +
+                              error.what() + "); fix: give a store that autotune --db wrote");
+  }
+  if (side.launches.empty())
+    throw compare_input_error(label + ": " + path.string() + ": run " + side.summary.store_run +
+                              " of the results store has no measured configuration; fix: give "
+                              "the --db of an autotune run that measured something");
+  side.summary.inputs = {path.string()};
+  side.summary.databases = {path.string()};
+  side.summary.runs = 1;
+  return side;
 }
 
 /// Sorts each run's files into timeline and counter passes; adds the counters to `counters`.
@@ -115,6 +175,8 @@ std::vector<std::vector<fs::path>> timeline_runs(const std::vector<std::vector<f
 compare_side read_compare_side(const std::string& label,
                                const std::vector<fs::path>& inputs,
                                const std::string& arch) {
+  if (inputs.size() == 1 && fs::is_regular_file(inputs.front()) && is_results_store(inputs.front()))
+    return read_store_side(label, inputs.front());
   compare_side side;
   try {
     std::vector<fs::path> counter_inputs;

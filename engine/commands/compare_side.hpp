@@ -37,7 +37,8 @@ struct compare_side {
 
 /// Reads the side called `label` ("BASE" or "NEW") from `inputs` (each one run, or a profile
 /// --out folder of several). `arch` overrides the agents' targets for occupancy. Throws
-/// compare_input_error for a missing path, a results store, a profile folder without runs, and
+/// compare_input_error for a missing path, a results store among other inputs (a store alone
+/// is a side: its latest run's configurations), a profile folder without runs, and
 /// (their messages prefixed with the label) rocpd_error and report_error.
 compare_side read_compare_side(const std::string& label,
                                const std::vector<std::filesystem::path>& inputs,

@@ -69,6 +69,9 @@ std::string side_line(const char* label, const side_summary& s) {
   std::string inputs;
   for (const auto& i : s.inputs)
     inputs += (inputs.empty() ? "" : ", ") + i;
+  if (!s.store_run.empty())
+    return std::string(label) + " " + inputs + " (results store, run " + s.store_run + ", " +
+           std::to_string(s.dispatches) + " samples)\n";
   return std::string(label) + " " + inputs + " (" + std::to_string(s.runs) +
          (s.runs == 1 ? " run, " : " runs, ") + std::to_string(s.dispatches) + " dispatches" +
          (s.counters ? ", counters" : "") + ")\n";
@@ -90,7 +93,10 @@ struct app_row {
   std::optional<double> base, next;
 };
 
+/// The application's figures; none for results stores (configurations, no timeline).
 std::vector<app_row> application_rows(const comparison& c) {
+  if (!c.base.store_run.empty() || !c.next.store_run.empty())
+    return {};
   return {{"GPU time (kernels)", c.base.gpu_time_ns, c.next.gpu_time_ns},
           {"critical path", c.base.critical_path_ns, c.next.critical_path_ns},
           {"makespan", c.base.makespan_ns, c.next.makespan_ns}};
@@ -106,9 +112,13 @@ std::string band_text(const comparison& c) {
 std::string to_text(const comparison& c) {
   std::string out = side_line("BASE", c.base) + side_line("NEW ", c.next) + "\n";
   char line[512];
-  std::snprintf(line, sizeof line, "%-22s %14s %14s %9s\n", "application", "BASE", "NEW", "change");
-  out += line;
-  for (const auto& r : application_rows(c)) {
+  const auto rows = application_rows(c);
+  if (!rows.empty()) {
+    std::snprintf(line, sizeof line, "%-22s %14s %14s %9s\n", "application", "BASE", "NEW",
+                  "change");
+    out += line;
+  }
+  for (const auto& r : rows) {
     std::snprintf(line, sizeof line, "  %-20s %14s %14s %9s\n", r.label, duration(r.base).c_str(),
                   duration(r.next).c_str(), change(r.base, r.next).c_str());
     out += line;
@@ -145,8 +155,10 @@ std::string to_markdown(const comparison& c) {
   std::string out = "### rocm-perf compare\n\n";
   out += "**BASE** " + side_line("", c.base).substr(1) + "\n**NEW** " +
          side_line("", c.next).substr(1) + "\n";
-  out += "| application | BASE | NEW | change |\n|---|---:|---:|---:|\n";
-  for (const auto& r : application_rows(c))
+  const auto rows = application_rows(c);
+  if (!rows.empty())
+    out += "| application | BASE | NEW | change |\n|---|---:|---:|---:|\n";
+  for (const auto& r : rows)
     out += std::string("| ") + r.label + " | " + duration(r.base) + " | " + duration(r.next) +
            " | " + change(r.base, r.next) + " |\n";
   out += "\n**Kernels:** " + verdict_counts(c) + " (" + band_text(c) + ")\n\n";

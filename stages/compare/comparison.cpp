@@ -22,7 +22,8 @@ json side_json(const side_summary& s) {
           {"gpu_time_ns", s.gpu_time_ns},
           {"critical_path_ns", optional_number(s.critical_path_ns)},
           {"makespan_ns", optional_number(s.makespan_ns)},
-          {"counters", s.counters}};
+          {"counters", s.counters},
+          {"store_run", s.store_run.empty() ? json(nullptr) : json(s.store_run)}};
 }
 
 json kernel_json(const kernel_change& k) {

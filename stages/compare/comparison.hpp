@@ -26,6 +26,9 @@ struct side_summary {
   std::optional<double> critical_path_ns;
   std::optional<double> makespan_ns;
   bool counters = false; ///< counter passes were read
+  /// A results store's side (autotune --db): the run compared, each configuration a row, its
+  /// samples the lane's measurements; no timeline. Empty for traces.
+  std::string store_run;
 };
 
 /// One kernel launch (a name, or a name with one launch shape) on both sides.

@@ -19,6 +19,11 @@ constexpr double negligible_share = 0.01;
 void fill_summary(side_summary& s, const side_input& in) {
   s.gpu_time_ns = in.report->stability.median_ns;
   s.dispatches = 0;
+  if (!s.store_run.empty()) { // a results store: its samples, no kernels or timeline
+    for (const auto& l : *in.launches)
+      s.dispatches += l.durations_ns.size();
+    return;
+  }
   for (const auto& k : in.report->kernels)
     s.dispatches += k.runtime.count;
   if (in.path != nullptr && !in.path->kernels.empty()) {

@@ -4,6 +4,7 @@
 // critical path and the second `slower` at ~nothing, validate against its schema, print Markdown,
 // trip --fail-on, and refuse bad inputs with exit 2 and a named error.
 #include <random>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -177,13 +178,81 @@ TEST(cli_compare, bad_inputs_exit_2_naming_the_input_and_a_fix) {
   const auto store = files.dir.path() / "store.db";
   rpl::testing::sqlite_db(store).exec(
       "CREATE TABLE candidates(x); CREATE TABLE runs(x); CREATE TABLE candidate_intervals(x)");
-  expect_refused({"compare", store.string(), b}, "a store is not supported yet");
+  expect_refused({"compare", store.string(), b}, "cannot read the results store");
   const auto other = files.dir.path() / "other.db";
   cmp_cli_trace(other, 1.0, 1.0, 3, "other_");
   expect_refused({"compare", other.string(), b}, "no kernel in common");
   expect_refused({"compare", b, b, "--noise", "lots"}, "--noise lots");
   expect_refused({"compare", b, b, "--fail-on", "worse:5%"}, "--fail-on worse:5%");
   expect_refused({"compare", "--base", b}, "no NEW given");
+}
+
+/// tests/fixtures/landscapes/toy.json with 30 samples per configuration (jitter within 0.3 %),
+/// one configuration made `slow` times slower: a Kernel Tuner cache file for autotune --recorded.
+void landscape_with_samples(const std::filesystem::path& path, double slow, unsigned seed) {
+  auto doc = nlohmann::json::parse(
+      rpl::testing::read_text(rpl::testing::source_dir / "tests/fixtures/landscapes/toy.json"));
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<double> jitter(-0.003, 0.003);
+  for (auto& [key, entry] : doc["cache"].items()) {
+    if (!entry["time"].is_number())
+      continue; // a failed configuration stays failed
+    const double time = entry["time"].get<double>() * (key == "64,2,1.0" ? slow : 1.0);
+    entry["times"] = nlohmann::json::array();
+    for (int i = 0; i < 30; ++i)
+      entry["times"].push_back(time * (1.0 + jitter(random)));
+    entry["time"] = time;
+  }
+  rpl::testing::write_file(path, doc.dump());
+}
+
+TEST(cli_compare, two_autotune_stores_compare_configuration_by_configuration) {
+  // Each side the --db of a real autotune run (recorded landscapes: nothing compiled or run).
+  temp_dir dir;
+  for (const auto& [name, slow, seed] :
+       {std::tuple{"base", 1.0, 1u}, std::tuple{"new", 1.10, 2u}}) {
+    landscape_with_samples(dir / (std::string(name) + ".json"), slow, seed);
+    const auto tuned = run_rocm_perf(
+        {"autotune", "--recorded", (dir / (std::string(name) + ".json")).string(), "--db",
+         (dir / (std::string(name) + ".db")).string(), "--strategy", "exhaustive", "--json"});
+    ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
+  }
+  const std::string base = (dir / "base.db").string(), next = (dir / "new.db").string();
+  const auto out = run_rocm_perf({"compare", base, next, "--json"});
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  const auto doc = nlohmann::json::parse(out.output.substr(out.output.find('{')));
+  EXPECT_EQ(rpl::testing::schema_errors(doc, "compare.schema.json"), std::vector<std::string>{});
+  EXPECT_TRUE(doc["base"]["store_run"].is_string());
+  EXPECT_EQ(doc["base"]["dispatches"], 300); // 10 measured configurations x 30 samples
+  EXPECT_EQ(doc["summary"]["slower"], 1);
+  EXPECT_EQ(doc["summary"]["same"], 9);
+  const auto* slow = cmp_cli_kernel(doc, "block_size_x=64 tile=2 unroll=1.0");
+  ASSERT_NE(slow, nullptr) << doc.dump(2);
+  EXPECT_EQ((*slow)["verdict"], "slower");
+  EXPECT_GT((*slow)["interval"]["low"].get<double>(), 1.05);
+  EXPECT_LT((*slow)["interval"]["high"].get<double>(), 1.15);
+  EXPECT_TRUE(doc["application"]["critical_path_ratio"].is_null());
+  EXPECT_NE(doc["notes"].dump().find("NEW's fastest configuration: block_size_x=64 tile=2 "
+                                     "unroll=2.5"),
+            std::string::npos)
+      << doc["notes"].dump();
+  // The table names what the rows are; --fail-on slower trips, critical-path is refused.
+  const auto table = run_rocm_perf({"compare", base, next});
+  EXPECT_NE(table.output.find("(results store, run "), std::string::npos) << table.output;
+  EXPECT_EQ(table.output.find("critical path    "), std::string::npos) << table.output;
+  EXPECT_EQ(run_rocm_perf({"compare", base, next, "--fail-on", "slower:5%"}).exit_code, 1);
+  const auto path_rule = run_rocm_perf({"compare", base, next, "--fail-on", "critical-path:2%"});
+  EXPECT_EQ(path_rule.exit_code, 2) << path_rule.output;
+  EXPECT_NE(path_rule.output.find("no critical path"), std::string::npos) << path_rule.output;
+  // A store against a trace, and a store beside another input on one side: exit 2, named.
+  cmp_cli_files files;
+  const auto mixed = run_rocm_perf({"compare", base, files.next.string()});
+  EXPECT_EQ(mixed.exit_code, 2) << mixed.output;
+  EXPECT_NE(mixed.output.find("BASE is a results store and NEW is a trace"), std::string::npos)
+      << mixed.output;
+  const auto two = run_rocm_perf({"compare", "--base", base, "--base", next, "--new", next});
+  EXPECT_EQ(two.exit_code, 2) << two.output;
+  EXPECT_NE(two.output.find("a store is a side on its own"), std::string::npos) << two.output;
 }
 
 } // namespace
