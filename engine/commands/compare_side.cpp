@@ -77,6 +77,18 @@ std::vector<std::vector<fs::path>> resolve_runs(const std::string& label,
     if (!fs::exists(input, ec))
       throw compare_input_error(label + ": " + input.string() + ": no such file or folder; " +
                                 input_fix);
+    // An optimize --out folder holds rocpd files of two states (before, after) and captures:
+    // never one run. Its before and after are its two application profiles.
+    const fs::path optimize_dir = fs::is_directory(input) ? input : input.parent_path();
+    if ((fs::is_directory(input) || input.filename() == "optimize.sqlite") &&
+        fs::exists(optimize_dir / "optimize.sqlite", ec))
+      throw compare_input_error(
+          label + ": " + input.string() +
+          ": an optimize --out folder (or its journal), which keeps each kernel's medians, not "
+          "one state of the application; fix: compare the application profiles it recorded, "
+          "rocm-perf compare " +
+          (optimize_dir / "app-profile").string() + " " +
+          (optimize_dir / "app-reprofile").string());
     if (fs::is_directory(input)) {
       const std::size_t before = runs.size();
       if (profile_out_runs(input, runs, counter_inputs)) {

@@ -179,6 +179,12 @@ TEST(cli_compare, bad_inputs_exit_2_naming_the_input_and_a_fix) {
   rpl::testing::sqlite_db(store).exec(
       "CREATE TABLE candidates(x); CREATE TABLE runs(x); CREATE TABLE candidate_intervals(x)");
   expect_refused({"compare", store.string(), b}, "cannot read the results store");
+  const auto optimize_out = files.dir.path() / "opt";
+  std::filesystem::create_directories(optimize_out / "app-profile");
+  rpl::testing::sqlite_db(optimize_out / "optimize.sqlite")
+      .exec("CREATE TABLE optimize_targets(x)");
+  expect_refused({"compare", optimize_out.string(), b}, "app-profile");
+  expect_refused({"compare", b, (optimize_out / "optimize.sqlite").string()}, "an optimize --out");
   const auto other = files.dir.path() / "other.db";
   cmp_cli_trace(other, 1.0, 1.0, 3, "other_");
   expect_refused({"compare", other.string(), b}, "no kernel in common");
