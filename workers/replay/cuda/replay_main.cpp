@@ -393,6 +393,19 @@ struct placement {
   std::size_t fillers = 0; ///< allocations the walk made on its way (freed again)
 };
 
+/// What the walk asks cuMemAlloc for a region of `size` bytes: up to 4 KiB more where that stays
+/// inside the same 64 KiB (a region of 2 MiB or more, which the allocator hands out in granules of
+/// at least that: it consumes the same, so every later address is the one the program got). The
+/// bytes asked past the region are its own allocation's, a red zone (walk_zones) where
+/// cuMemGetAddressRange would otherwise report the region's end as the allocation's.
+std::size_t walk_request(std::size_t size) {
+  constexpr std::size_t zone = 4096, granule = 64 * 1024, large = 2 * 1024 * 1024;
+  if (size < large)
+    return size;
+  const std::size_t granule_end = (size + granule - 1) / granule * granule;
+  return std::min(size + zone, granule_end);
+}
+
 /// The allocation walk: each region cuMemAlloc'd, in the program's allocation order, until the
 /// allocator returns its recorded address. What lands elsewhere stays allocated (a filler) so the
 /// allocator moves on, as the program's own freed and internal allocations made it; an
@@ -413,8 +426,9 @@ std::size_t walk_allocations(const cap::capture_directory& c, const std::string&
     const auto& r = c.regions[i];
     while (placed[i] == 0) {
       CUdeviceptr p = 0;
-      check(cuMemAlloc(&p, r.size),
-            "cuMemAlloc(" + std::to_string(r.size) + ") walking to " + sc::hex_address(r.base));
+      check(cuMemAlloc(&p, walk_request(r.size)), "cuMemAlloc(" +
+                                                      std::to_string(walk_request(r.size)) +
+                                                      ") walking to " + sc::hex_address(r.base));
       std::size_t hit = c.regions.size();
       for (std::size_t j = 0; j < c.regions.size(); ++j) {
         if (placed[j] == 0 && c.regions[j].base == p && c.regions[j].size == r.size) {
@@ -530,11 +544,12 @@ std::vector<std::vector<std::uint8_t>> restore_contents(const cap::capture_direc
   return before;
 }
 
-/// The allocation walk's red zones: each region was cuMemAlloc'd at its size, and where the
-/// allocation the driver reports for its base reaches past the region's end (the allocator's
-/// rounding, or a region that is the front of a larger allocation), the bytes between belong to
-/// that allocation and to no other region: they are a zone after the region. Nothing is known
-/// before a region (its neighbour is the allocator's), nor after one the allocation ends with.
+/// The allocation walk's red zones: each region was cuMemAlloc'd at walk_request(size), and where
+/// the allocation the driver reports for its base reaches past the region's end (those extra
+/// bytes, or a region that is the front of a larger allocation), the bytes between belong to that
+/// allocation and to no other region: they are a zone after the region. Nothing is known before a
+/// region (its neighbour is the allocator's), nor after one the allocation ends with (a region
+/// under 2 MiB, or one that ends its 64 KiB granule).
 std::vector<sc::va_range> walk_zones(const cap::capture_directory& c) {
   std::vector<sc::va_range> zones;
   for (const auto& r : c.regions) {
