@@ -3,7 +3,6 @@
 // once (a thread each), each in one pass over its dispatch tables (compare_side.hpp); the
 // statistics, verdicts and renderings are stages/compare/.
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +21,7 @@
 #include "stages/compare/compare_text.hpp"
 #include "stages/compare/comparison_builder.hpp"
 #include "stages/compare/fail_rule.hpp"
+#include "stages/statistics/median_interval.hpp"
 
 namespace rpl::engine::commands {
 
@@ -103,12 +103,6 @@ void add_critical_path_effects(cmp::comparison& c,
   cmp::apply_what_if(c, plan, base_savings, next_savings);
 }
 
-/// The median of one configuration's samples (its lane's figure).
-double median_of(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
 /// Results stores: what the rows are, and each side's fastest configuration (the tuning's answer,
 /// by the median of its samples); counters are no question for them.
 void add_store_notes(cmp::comparison& c, const compare_side& base, const compare_side& next) {
@@ -125,7 +119,7 @@ void add_store_notes(cmp::comparison& c, const compare_side& base, const compare
     const cmp::launch_samples* best = nullptr;
     double best_ns = 0;
     for (const auto& l : side->launches) {
-      const double m = median_of(l.durations_ns);
+      const double m = stages::estimate_median(l.durations_ns, 0.95).median;
       if (best == nullptr || m < best_ns) {
         best = &l;
         best_ns = m;
