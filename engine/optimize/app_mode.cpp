@@ -262,7 +262,7 @@ app_tools default_app_tools() {
     return recorder.record(argv, folder, 1);
   };
   tools.capture = [](const std::vector<std::string>& argv, const std::string& symbol,
-                     const fs::path& out) {
+                     const fs::path& out, const capture_place& where) {
     const auto library = workers::capture::find_cuda_capture_library();
     if (!library) {
       throw optimize_input_error(
@@ -276,11 +276,13 @@ app_tools default_app_tools() {
     options.dispatch = 0;
     options.out = out;
     options.library = *library;
-    options.timeout = app_run_timeout;
+    options.timeout = std::max(where.timeout, std::chrono::milliseconds(1));
+    options.device = where.device;
     std::error_code ec;
     fs::create_directories(out, ec);
-    spdlog::info("capturing the first dispatch of {} (at most {} s)", symbol,
-                 app_run_timeout.count() / 1000);
+    spdlog::info("capturing the first dispatch of {}{} (at most {:.0f} s)", symbol,
+                 where.device ? " on device " + std::to_string(*where.device) : std::string(),
+                 std::chrono::duration<double>(options.timeout).count());
     const auto result = workers::capture::run_capture(options);
     if (result.status == "captured") {
       return std::string();
@@ -317,17 +319,17 @@ std::optional<source_definition> definition_of(kernel_source_index& index,
   return found.front();
 }
 
-/// Captures `kernel`'s first dispatch; empty when captured, else why not.
-std::string capture_kernel(const std::vector<std::string>& app,
-                           const fs::path& out_dir,
-                           const app_tools& tools,
-                           app_kernel& kernel) {
-  kernel.capture_dir = out_dir / "captures" / folder_name(kernel.symbol);
+} // namespace
+
+std::string capture_app_kernel(const std::vector<std::string>& app,
+                               const app_tools& tools,
+                               const capture_place& where,
+                               app_kernel& kernel) {
   std::error_code ec;
   fs::remove_all(kernel.capture_dir, ec);
   fs::create_directories(kernel.capture_dir.parent_path(), ec);
   const auto started = std::chrono::steady_clock::now();
-  const std::string failed = tools.capture(app, kernel.symbol, kernel.capture_dir);
+  const std::string failed = tools.capture(app, kernel.symbol, kernel.capture_dir, where);
   kernel.capture_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (failed.empty()) {
@@ -338,8 +340,6 @@ std::string capture_kernel(const std::vector<std::string>& app,
          "); fix: see rocm-perf isolate --kernel '" + exact_regex(kernel.symbol) + "' -- " +
          joined(app);
 }
-
-} // namespace
 
 app_ranking rank_app_kernels(const std::vector<std::string>& app,
                              const app_source_search& search,
@@ -360,10 +360,14 @@ app_ranking rank_app_kernels(const std::vector<std::string>& app,
   }
   ranking.before = run.profile;
   std::size_t not_reached = 0; // ranked kernels of the top K whose turn never came
+  // Deferred captures keep k spares after the first k (for captures that fail on a device).
+  const std::size_t keep = hooks.defer_captures ? 2 * k : k;
+  std::size_t rank = 0;
   for (const auto* k_analysis : ranked_kernels(run.analysis)) {
-    if (ranking.chosen.size() + not_reached == k) {
+    if (ranking.chosen.size() + not_reached == keep) {
       break;
     }
+    const std::size_t place = rank++;
     const std::string& name = k_analysis->name;
     const auto recorded = run.symbols.find(name);
     const std::string trace_symbol =
@@ -371,6 +375,7 @@ app_ranking rank_app_kernels(const std::vector<std::string>& app,
                                                                          : std::string();
     app_left_out out;
     const auto found = definition_of(index, name, trace_symbol, out);
+    out.rank = place;
     if (!found) {
       ranking.left_out.push_back(std::move(out));
       continue;
@@ -383,6 +388,14 @@ app_ranking rank_app_kernels(const std::vector<std::string>& app,
     kernel.critical_path_share = k_analysis->critical_path_share.value_or(k_analysis->share);
     kernel.bottleneck = bottleneck_of(*k_analysis);
     kernel.analysis_text = analysis_text_of(*k_analysis);
+    kernel.capture_dir = out_dir / "captures" / folder_name(kernel.symbol);
+    kernel.rank = place;
+    if (hooks.defer_captures) {
+      spdlog::info("{}: defined in {} (line {}); captured by the device that takes it", name,
+                   kernel.source.string(), found->line);
+      ranking.chosen.push_back(std::move(kernel));
+      continue;
+    }
     out.source = kernel.source;
     out.name = kernel.function; // as the report names the kernels it tried
     if (const std::string refused = hooks.may_capture ? hooks.may_capture() : std::string();
@@ -393,7 +406,7 @@ app_ranking rank_app_kernels(const std::vector<std::string>& app,
       ranking.left_out.push_back(std::move(out));
       continue;
     }
-    const std::string failed = capture_kernel(app, out_dir, tools, kernel);
+    const std::string failed = capture_app_kernel(app, tools, {}, kernel);
     if (hooks.captured) {
       hooks.captured(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           std::chrono::duration<double>(kernel.capture_seconds)));

@@ -58,6 +58,7 @@ struct app_kernel {
   std::string analysis_text; ///< a few lines: class, counters, occupancy limiter, share
   std::filesystem::path capture_dir; ///< its captured first dispatch, for the replay lane
   double capture_seconds = 0;        ///< the capture's wall time
+  std::size_t rank = 0;              ///< its place in the walk down the ranking (0: first)
 };
 
 /// A ranked kernel left out before its loop: `skipped` (not in the sources, defined twice, its
@@ -68,6 +69,7 @@ struct app_left_out {
   std::string reason; ///< why, and a fix where there is one
   std::filesystem::path source; ///< where it is defined, when known
   double seconds = 0;           ///< spent on it (a failed capture)
+  std::size_t rank = 0;         ///< its place in the walk down the ranking (0: first)
 };
 
 /// One profiled run of the application.
@@ -82,6 +84,12 @@ struct app_profile {
   std::filesystem::path trace; ///< the folder of its rocpd databases
 };
 
+/// Where a capture runs and how long it may take.
+struct capture_place {
+  std::optional<int> device; ///< the GPU it runs on (as the lanes pin theirs); none: the app's
+  std::chrono::milliseconds timeout{std::chrono::seconds(180)};
+};
+
 /// How the application is recorded, captured and built. default_app_tools() gives the CUDA
 /// tracer (librpl_cupti_tracer.so) and capture library (librpl_cuda_capture.so), found when first
 /// used (a missing one is optimize_input_error then); tests replace them with stand-ins.
@@ -91,10 +99,11 @@ struct app_tools {
                                       const std::filesystem::path& folder)>
       record;
   /// Captures the first dispatch of the kernel whose mangled name is `symbol` into `out` (which
-  /// does not exist yet); returns an empty string when captured, else why not.
+  /// does not exist yet), on `where`; returns an empty string when captured, else why not.
   std::function<std::string(const std::vector<std::string>& argv,
                             const std::string& symbol,
-                            const std::filesystem::path& out)>
+                            const std::filesystem::path& out,
+                            const capture_place& where)>
       capture;
   std::string backend = "cuda"; ///< the profile report's backend name ("rocm" for rocprofv3)
   std::chrono::milliseconds build_timeout{std::chrono::hours(1)}; ///< --app-build's command
@@ -110,6 +119,12 @@ struct app_walk_hooks {
   std::function<void(std::chrono::steady_clock::duration)> profiled;
   std::function<std::string()> may_capture;
   std::function<void(std::chrono::steady_clock::duration)> captured; ///< each capture's time
+  /// Several GPUs: the walk captures nothing. It keeps the first `k` kernels defined in the
+  /// sources and up to `k` more after them (spares for captures that fail), each with its
+  /// capture_dir named, and the device that takes a kernel captures it there
+  /// (capture_app_kernel) just before its loop, beside the other devices' loops. may_capture
+  /// and captured are not called then.
+  bool defer_captures = false;
 };
 
 /// rank_app_kernels' outcome.
@@ -137,6 +152,14 @@ app_ranking rank_app_kernels(const std::vector<std::string>& app,
                              const std::filesystem::path& out_dir,
                              const app_tools& tools,
                              const app_walk_hooks& hooks = {});
+
+/// Captures `kernel`'s first dispatch into its capture_dir (emptied first) on `where` and sets
+/// its capture_seconds; returns an empty string when captured, else the reason it is skipped
+/// (with a fix).
+std::string capture_app_kernel(const std::vector<std::string>& app,
+                               const app_tools& tools,
+                               const capture_place& where,
+                               app_kernel& kernel);
 
 /// The sources the --app-build copy is made of: `root` (its tree is copied, less hidden and build
 /// folders and `exclude`; patched files keep their paths under it) or, without a root, `files`

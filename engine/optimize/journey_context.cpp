@@ -35,6 +35,20 @@ std::optional<attempt_finding> lane_check_finding(const messages::measure_result
 
 } // namespace
 
+bool journey_context::knob_text_passed(const std::string& key) const {
+  const std::lock_guard lock(knob_texts_mutex_);
+  return knob_texts_passed_.contains(key);
+}
+
+void journey_context::remember_knob_text(std::string key) const {
+  const std::lock_guard lock(knob_texts_mutex_);
+  knob_texts_passed_.insert(std::move(key));
+}
+
+std::unique_lock<std::mutex> journey_context::knob_guard_lock() const {
+  return std::unique_lock(knob_guard_mutex_);
+}
+
 std::string clip_detail(std::string text, std::size_t limit) {
   if (text.size() > limit) {
     text.resize(limit);

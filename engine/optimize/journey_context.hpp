@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -100,6 +101,15 @@ public:
                                            std::uint32_t rounds,
                                            nlohmann::json& record) const;
 
+  /// The source guard's verdicts shared by a knob search's configurations (source_rules): texts,
+  /// less the knobs' values (stages/optimize/tunable_macros.hpp), that passed it with every knob
+  /// used only inside the target's body. Thread-safe.
+  bool knob_text_passed(const std::string& key) const;
+  void remember_knob_text(std::string key) const;
+  /// Held by source_rules around a knob configuration's check, so that the configurations
+  /// behind the first wait for its verdict instead of each parsing too.
+  std::unique_lock<std::mutex> knob_guard_lock() const;
+
 private:
   const kernel_target& target_;
   const optimizer_settings& settings_;
@@ -112,6 +122,9 @@ private:
   /// optional case it fails goes into dropped_cases_ (by index), which candidates then skip.
   bool validating_original_ = false;
   mutable std::set<std::size_t> dropped_cases_;
+  mutable std::mutex knob_texts_mutex_;
+  mutable std::mutex knob_guard_mutex_;
+  mutable std::set<std::string> knob_texts_passed_;
 };
 
 /// `text` cut to `limit` bytes, marked as cut.

@@ -31,10 +31,16 @@ target_result not_reached_result(const std::string& kernel,
 /// Runs every target in turns (see above). An exception out of `optimize_one` (its lane failed)
 /// fails the kernel that device had taken, naming the device; the kernels not yet taken go to the
 /// other devices (failed, when none is left).
+///
+/// `wanted`: at most that many targets are taken, in order; a result `skipped` (its capture
+/// failed) frees its place for the next target, so the targets after the first `wanted` are
+/// spares. Spares never taken have no result: the vector returned holds the taken targets'
+/// results, in target order.
 std::vector<target_result> run_kernel_turns(const std::vector<kernel_target>& targets,
                                             const std::vector<int>& devices,
                                             const run_budget& budget,
                                             const std::atomic<bool>& stop,
-                                            const optimize_one_fn& optimize_one);
+                                            const optimize_one_fn& optimize_one,
+                                            std::size_t wanted = static_cast<std::size_t>(-1));
 
 } // namespace rpl::engine

@@ -103,6 +103,9 @@ proposal_ticket knob_search::configuration_ticket(std::size_t index, std::string
   t.proposal.diff = opt::make_unified_diff(incumbent_text_, text, name);
   t.proposal.tunables.clear();
   t.knob = index;
+  for (const auto& k : proposal_.proposal.tunables) {
+    t.knob_macros.push_back(k.name);
+  }
   // Its own hash space: the defaults' diff is the proposal's own, whose hash names the
   // proposal's verdict (the summary) on --resume.
   t.diff_hash = text_hash(incumbent_text_ + "\n\x02tuning\n" + t.proposal.diff);

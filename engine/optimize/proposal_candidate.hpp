@@ -29,6 +29,9 @@ struct proposal_ticket {
   /// A configuration of a tunable proposal (knob_search): its index in the knob space; it is
   /// timed alone, not against the incumbent.
   std::optional<std::size_t> knob;
+  /// With `knob`: the search's macro names (the source guard's verdict is shared between
+  /// configurations that differ only in their values inside the kernel's body).
+  std::vector<std::string> knob_macros;
   /// Overrides the attempt's diff hash (a configuration's hash has its own space).
   std::string diff_hash;
   /// An attempt already decided on the proposer side; nothing is checked or measured.

@@ -44,6 +44,8 @@ struct guard_subject {
   const journey_context& journey;
   const std::string& incumbent_text; ///< the source the proposal was made for
   const std::string& diff;
+  /// A knob configuration's macro names (proposal_ticket::knob_macros); none otherwise.
+  const std::vector<std::string>* knob_macros = nullptr;
   /// Filled in by the guard that applies the diff; read by those after it.
   std::string patched_text;
   std::optional<stages::optimize::source_model> patched_model;

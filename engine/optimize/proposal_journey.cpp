@@ -125,6 +125,9 @@ candidate_ptr proposal_journey::next_candidate() {
 std::optional<std::string> proposal_journey::before_compile(candidate_state& c) {
   auto& p = as_proposal(c);
   guard_subject subject{journey_, p.incumbent_text, p.ticket.proposal.diff};
+  if (p.ticket.knob) {
+    subject.knob_macros = &p.ticket.knob_macros;
+  }
   if (auto refusal = run_guards(guard_input::patched_source, subject)) {
     take_refusal(p.attempt, *refusal);
     return std::string(to_string(refusal->finding));

@@ -143,6 +143,10 @@ struct app_run {
   std::vector<app_left_out> left_out;
   std::vector<std::string> notes; ///< how the sources were searched, which file each kernel is in
   std::map<std::string, double> capture_seconds; ///< by kernel (target.kernel)
+  /// Several GPUs (app_walk_hooks::defer_captures): targets[i]'s kernel, captured by the device
+  /// that takes it; the first `wanted` are the top K, the rest spares. Empty: captured already.
+  std::vector<app_kernel> deferred;
+  std::size_t wanted = static_cast<std::size_t>(-1);
 };
 
 /// Where the kernels are looked for: --source narrows; else --source-dir (default: here).
@@ -217,6 +221,8 @@ std::vector<kernel_target> make_app_targets(const optimize_options& options,
   const auto sources = options.sources.empty() ? std::vector<messages::source_file>()
                                                : read_source_files(options.sources);
   app_walk_hooks hooks;
+  // With several GPUs each device captures the kernels it takes, beside the others' loops.
+  hooks.defer_captures = parse_devices(options.devices).size() > 1;
   hooks.profiled = [&budget](std::chrono::steady_clock::duration took) {
     budget.before_profiled(took);
   };
@@ -232,17 +238,49 @@ std::vector<kernel_target> make_app_targets(const optimize_options& options,
       rank_app_kernels(options.app, search_of(options), options.top, options.out, tools, hooks);
   app.before = ranking.before;
   for (const auto& out : ranking.left_out) {
-    spdlog::warn("{}: {}: {}", out.name, out.status, out.reason);
+    if (!hooks.defer_captures) { // else said once the walk's end is known (walk_left_out)
+      spdlog::warn("{}: {}: {}", out.name, out.status, out.reason);
+    }
   }
   app.left_out = std::move(ranking.left_out);
   app.notes = std::move(ranking.notes);
   std::vector<kernel_target> targets;
   for (const auto& k : ranking.chosen) {
-    app.notes.push_back(k.name + ": taken from " + k.source.string());
     app.capture_seconds[k.function] += k.capture_seconds;
     targets.push_back(app_target(options, sources, k));
   }
+  if (hooks.defer_captures) {
+    app.wanted = options.top;
+    app.deferred = std::move(ranking.chosen);
+  } else {
+    for (const auto& k : ranking.chosen) {
+      app.notes.push_back(k.name + ": taken from " + k.source.string());
+    }
+  }
   return targets;
+}
+
+/// Deferred captures: the kernels left out before the last kernel a device took, with the notes
+/// of the kernels taken; those further down the ranking were never reached by the walk.
+void walk_left_out(app_run& app, const std::vector<target_result>& results) {
+  if (app.deferred.empty()) {
+    return;
+  }
+  std::size_t last = 0;
+  for (const auto& r : results) {
+    for (const auto& k : app.deferred) {
+      if (k.function == r.kernel && r.status != "skipped") {
+        app.notes.push_back(k.name + ": taken from " + k.source.string());
+      }
+      if (k.function == r.kernel) {
+        last = std::max(last, k.rank);
+      }
+    }
+  }
+  std::erase_if(app.left_out, [last](const app_left_out& out) { return out.rank > last; });
+  for (const auto& out : app.left_out) {
+    spdlog::warn("{}: {}: {}", out.name, out.status, out.reason);
+  }
 }
 
 /// The kernel's source: the one --source that defines `t.kernel` (libclang); sets its path, text,
@@ -556,6 +594,9 @@ private:
   std::vector<std::string> lines_;
 };
 
+using deferred_capture = std::function<std::string(
+    std::size_t target, int device, std::optional<run_budget::clock::time_point> deadline)>;
+
 /// Every target in turns (kernel_turns.hpp): one thread per device, each kernel's deadline from
 /// the budget, the lane of its device started for it.
 std::vector<target_result> optimize_targets(const std::vector<kernel_target>& targets,
@@ -565,10 +606,23 @@ std::vector<target_result> optimize_targets(const std::vector<kernel_target>& ta
                                             optimize_campaign& campaign,
                                             optimize_journal& journal,
                                             const std::filesystem::path& out,
-                                            const std::atomic<bool>& stop) {
+                                            const std::atomic<bool>& stop,
+                                            const deferred_capture& capture,
+                                            std::size_t wanted) {
   const auto optimize_one = [&](std::size_t i, std::size_t d,
                                 std::optional<run_budget::clock::time_point> deadline) {
     const auto& target = targets[i];
+    if (capture) {
+      if (std::string failed = capture(i, devices[d], deadline); !failed.empty()) {
+        target_result skipped;
+        skipped.kernel = target.kernel;
+        skipped.source_path = target.source_path;
+        skipped.status = "skipped";
+        skipped.reason = std::move(failed);
+        spdlog::warn("{}: skipped: {}", target.kernel, skipped.reason);
+        return skipped;
+      }
+    }
     optimizer_services services;
     services.compiler = &campaign.compiler();
     rule_notes notes;
@@ -600,7 +654,33 @@ std::vector<target_result> optimize_targets(const std::vector<kernel_target>& ta
     }
     return result;
   };
-  return run_kernel_turns(targets, devices, budget, stop, optimize_one);
+  return run_kernel_turns(targets, devices, budget, stop, optimize_one, wanted);
+}
+
+/// Deferred captures (several GPUs): captures targets[i]'s kernel on `device` within the turn's
+/// deadline (180 s at most); empty when captured, else why it is skipped.
+deferred_capture
+capture_in_turn(const optimize_options& options, const app_tools& tools, app_run& app) {
+  if (app.deferred.empty()) {
+    return {};
+  }
+  return [&options, &tools, &app](std::size_t i, int device,
+                                  std::optional<run_budget::clock::time_point> deadline) {
+    capture_place where;
+    where.device = device;
+    if (deadline) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          *deadline - run_budget::clock::now());
+      where.timeout = std::clamp(left, std::chrono::milliseconds(1), where.timeout);
+    }
+    auto& kernel = app.deferred[i];
+    std::string failed = capture_app_kernel(options.app, tools, where, kernel);
+    if (failed.empty()) {
+      spdlog::info("{}: captured on device {} in {:.1f} s", kernel.name, device,
+                   kernel.capture_seconds);
+    }
+    return failed;
+  };
 }
 
 /// -- APP: the before profile, and with --app-build the accepted changes rebuilt and profiled
@@ -790,8 +870,9 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop, const
     auto settings = settings_of(options, kinds);
     // As many candidates in the graph as there are compile workers: a batch builds at once.
     settings.max_in_flight = std::max<std::size_t>(4, default_compile_workers(options));
-    results =
-        optimize_targets(targets, devices, settings, budget, campaign, journal, options.out, stop);
+    results = optimize_targets(targets, devices, settings, budget, campaign, journal, options.out,
+                               stop, capture_in_turn(options, tools, app), app.wanted);
+    walk_left_out(app, results);
     spdlog::info("builds: {} from the artifact cache, {} compiled", campaign.cache_hits(),
                  campaign.cache_misses());
     campaign.stop();

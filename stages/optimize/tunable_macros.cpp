@@ -1,5 +1,7 @@
 #include "stages/optimize/tunable_macros.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <variant>
 
 namespace rpl::stages::optimize {
@@ -74,6 +76,60 @@ bool set_knobs(std::string& text,
       return false;
     }
     text.replace(at, line.size(), "#define " + k.name + " " + to_string(*value) + "\n");
+  }
+  return true;
+}
+
+namespace {
+
+bool word_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+}
+
+} // namespace
+
+std::string without_knob_values(std::string_view text, const std::vector<std::string>& names) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t p = 0;
+  while (p < text.size()) {
+    const std::size_t eol = std::min(text.find('\n', p), text.size());
+    std::string_view line = text.substr(p, eol - p);
+    for (const auto& name : names) {
+      const std::string head = "#define " + name + " ";
+      if (line.substr(0, head.size()) == head) {
+        line = line.substr(0, head.size());
+        out.append(line);
+        out += '?';
+        line = {};
+        break;
+      }
+    }
+    out.append(line);
+    if (eol < text.size()) {
+      out += '\n';
+    }
+    p = eol + 1;
+  }
+  return out;
+}
+
+bool knobs_used_only_within(std::string_view text,
+                            const std::vector<std::string>& names,
+                            std::size_t begin,
+                            std::size_t end) {
+  for (const auto& name : names) {
+    if (name.empty()) {
+      return false;
+    }
+    for (std::size_t p = text.find(name); p != std::string_view::npos; p = text.find(name, p + 1)) {
+      const bool starts = p == 0 || !word_char(text[p - 1]);
+      const std::size_t after = p + name.size();
+      const bool ends = after >= text.size() || !word_char(text[after]);
+      if (starts && ends && (p < begin || after > end)) {
+        return false;
+      }
+    }
   }
   return true;
 }

@@ -45,6 +45,17 @@ bool set_knobs(std::string& text,
                const configuration& config,
                std::string& error);
 
+/// `text` with the value of each `#define NAME value` line of `names` (at a line's start) written
+/// as `?`: two configurations of one knob search give the same text.
+std::string without_knob_values(std::string_view text, const std::vector<std::string>& names);
+
+/// True when every whole-word use of each of `names` in `text` lies in [begin, end) (a kernel's
+/// body): configurations that differ only in the knobs' values then differ only there.
+bool knobs_used_only_within(std::string_view text,
+                            const std::vector<std::string>& names,
+                            std::size_t begin,
+                            std::size_t end);
+
 /// "RPL_A=4, RPL_B=0": a configuration as the report writes it.
 std::string describe(const configuration& config);
 

@@ -3,6 +3,9 @@
 // the capture library by a function that writes a marker. Ranking, mapping to the sources
 // (libclang), skipping, the scratch build and its failure, and bad input. The real tracer and
 // capture run only on an NVIDIA GPU and are not exercised here.
+#include <algorithm>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -72,7 +75,7 @@ app_tools stand_in_tools(seen& log,
     return run;
   };
   tools.capture = [&log, refuse](const std::vector<std::string>&, const std::string& symbol,
-                                 const fs::path& out) {
+                                 const fs::path& out, const engine::capture_place&) {
     log.captured.push_back(symbol);
     if (symbol == refuse)
       return std::string("refused: managed memory is live");
@@ -156,6 +159,51 @@ TEST(engine_optimize_app_mode, stops_at_k_kernels) {
   EXPECT_EQ(chosen[0].name, "delta");
   EXPECT_TRUE(ranking.left_out.empty());
   EXPECT_EQ(log.captured.size(), 1u);
+}
+
+TEST(engine_optimize_app_mode, deferred_captures_keep_spares_and_capture_nothing) {
+  RPL_NEED_LIBCLANG();
+  temp_dir dir;
+  seen log;
+  engine::app_walk_hooks hooks;
+  hooks.defer_captures = true;
+  bool asked = false;
+  hooks.may_capture = [&asked] {
+    asked = true;
+    return std::string();
+  };
+  const auto ranking = engine::rank_app_kernels({"./app"}, named(two_sources(dir)), 1, dir / "out",
+                                                stand_in_tools(log), hooks);
+  // --top 1 keeps delta and one spare (alpha); beta, between them, is not defined.
+  ASSERT_EQ(ranking.chosen.size(), 2u);
+  EXPECT_EQ(ranking.chosen[0].name, "delta");
+  EXPECT_EQ(ranking.chosen[0].rank, 0u);
+  EXPECT_EQ(ranking.chosen[1].name, "alpha");
+  EXPECT_EQ(ranking.chosen[1].rank, 2u);
+  ASSERT_EQ(ranking.left_out.size(), 1u);
+  EXPECT_EQ(ranking.left_out[0].rank, 1u);
+  for (const auto& k : ranking.chosen) {
+    EXPECT_EQ(k.capture_dir, dir / "out" / "captures" / k.symbol);
+    EXPECT_FALSE(fs::exists(k.capture_dir)) << k.name;
+  }
+  EXPECT_TRUE(log.captured.empty());
+  EXPECT_FALSE(asked) << "the device's turn decides, not the walk";
+  // The device that takes a kernel captures it, on its GPU.
+  std::optional<int> device;
+  auto tools = stand_in_tools(log);
+  auto fake = tools.capture;
+  tools.capture = [&](const std::vector<std::string>& argv, const std::string& symbol,
+                      const fs::path& out, const engine::capture_place& where) {
+    device = where.device;
+    return fake(argv, symbol, out, where);
+  };
+  auto kernel = ranking.chosen[0];
+  engine::capture_place where;
+  where.device = 1;
+  EXPECT_EQ(engine::capture_app_kernel({"./app"}, tools, where, kernel), "");
+  EXPECT_EQ(device, 1);
+  EXPECT_TRUE(fs::exists(kernel.capture_dir / "dispatch.json"));
+  EXPECT_EQ(log.captured, (std::vector<std::string>{"_Z5deltaPfi"}));
 }
 
 TEST(engine_optimize_app_mode, a_refused_capture_is_skipped_with_its_reason) {
@@ -436,7 +484,7 @@ engine::app_tools discovery_tools(std::vector<std::string>& captured) {
     return run;
   };
   tools.capture = [&captured](const std::vector<std::string>&, const std::string& symbol,
-                              const fs::path& out) {
+                              const fs::path& out, const engine::capture_place&) {
     captured.push_back(symbol);
     fs::create_directories(out);
     write_file(out / "dispatch.json", "{}");
@@ -774,6 +822,36 @@ TEST(engine_optimize_run_budget, a_free_device_takes_the_next_kernel_while_anoth
       EXPECT_NE(device_of[i], device_of[slow]) << "kernel " << i;
     }
   }
+}
+
+TEST(engine_optimize_run_budget, a_skipped_kernel_frees_its_place_for_a_spare) {
+  rpl::testing::manual_clock clock;
+  run_budget budget(budget_limits(std::chrono::seconds(0), false), clock.function());
+  const auto targets = budget_targets(5); // wanted 2: k2..k4 are spares
+  std::atomic<bool> stop{false};
+  std::mutex mutex;
+  std::vector<std::size_t> ran;
+  const auto results = engine::run_kernel_turns(
+      targets, {0, 1}, budget, stop,
+      [&](std::size_t i, std::size_t, std::optional<run_budget::clock::time_point>) {
+        {
+          const std::lock_guard lock(mutex);
+          ran.push_back(i);
+        }
+        target_result r;
+        r.kernel = targets[i].kernel;
+        r.status = i == 1 ? "skipped" : "unchanged"; // k1's capture failed
+        return r;
+      },
+      2);
+  std::sort(ran.begin(), ran.end());
+  EXPECT_EQ(ran, (std::vector<std::size_t>{0, 1, 2})) << "k2 took k1's place; k3, k4 untouched";
+  ASSERT_EQ(results.size(), 3u) << "spares never taken have no result";
+  EXPECT_EQ(results[0].kernel, "k0");
+  EXPECT_EQ(results[1].kernel, "k1");
+  EXPECT_EQ(results[1].status, "skipped");
+  EXPECT_EQ(results[2].kernel, "k2");
+  EXPECT_EQ(results[2].status, "unchanged");
 }
 
 TEST(engine_optimize_run_budget, the_report_gives_figures_only_for_work_done) {

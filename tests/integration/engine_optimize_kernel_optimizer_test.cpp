@@ -956,8 +956,17 @@ TEST_F(kernel_optimizer_test, tunable_macros_are_searched_and_the_fastest_goes_o
     }
     return reply;
   };
+  // The source guard parses the first configuration; the 7 others differ from it only in the
+  // knobs' values inside the kernel's body and take its verdict.
+  std::atomic<int> knob_parses{0};
+  auto parse = services_.parse;
+  services_.parse = [&](const std::string& text, std::string& error) {
+    knob_parses += text.find("#define RPL_FAKE_KNOB_A") != std::string::npos ? 1 : 0;
+    return parse(text, error);
+  };
   const auto r = run(dir_ / "out");
   ASSERT_EQ(r.status, "improved") << r.error;
+  EXPECT_EQ(knob_parses.load(), 2) << "the first configuration and the tuned change";
   // 8 configurations fit the budget (24): all timed alone, in the journal, not in the history.
   int measured = 0;
   for (const auto& a : r.attempts) {

@@ -66,5 +66,28 @@ TEST(tunable_macros, proposals_carry_their_knobs_over_the_wire) {
   EXPECT_EQ(back.proposals[0].tunables[1].default_value, 1);
 }
 
+TEST(tunable_macros, configurations_compare_equal_without_their_values) {
+  const std::vector<std::string> names = {"RPL_A", "RPL_B"};
+  const std::string a = "x\n#define RPL_A 4\n#define RPL_B 0\n#define RPL_C 1\ny\n";
+  const std::string b = "x\n#define RPL_A 8\n#define RPL_B 2\n#define RPL_C 1\ny\n";
+  const std::string c = "x\n#define RPL_A 8\n#define RPL_B 2\n#define RPL_C 2\ny\n";
+  EXPECT_EQ(without_knob_values(a, names), without_knob_values(b, names));
+  EXPECT_EQ(without_knob_values(a, names),
+            "x\n#define RPL_A ?\n#define RPL_B ?\n#define RPL_C 1\ny\n");
+  EXPECT_NE(without_knob_values(b, names), without_knob_values(c, names))
+      << "a macro that is no knob keeps its value";
+  EXPECT_EQ(without_knob_values("no newline at the end", names), "no newline at the end");
+}
+
+TEST(tunable_macros, knob_uses_must_lie_inside_the_range) {
+  const std::string text = "int g[RPL_AB];\n{ RPL_A; RPL_A_X; }\n";
+  const std::size_t body = text.find('{');
+  EXPECT_TRUE(knobs_used_only_within(text, {"RPL_A"}, body, text.size()))
+      << "RPL_AB and RPL_A_X are other words";
+  EXPECT_FALSE(knobs_used_only_within(text, {"RPL_AB"}, body, text.size()));
+  EXPECT_FALSE(knobs_used_only_within(text, {"RPL_A"}, body, body + 3));
+  EXPECT_FALSE(knobs_used_only_within(text, {""}, 0, text.size()));
+}
+
 } // namespace
 } // namespace rpl::stages::optimize

@@ -27,6 +27,11 @@ capture_run_result run_capture(const capture_run_options& options) {
   child.environment = {{"RPL_CAPTURE_DIR", std::filesystem::absolute(options.out).string()},
                        {"RPL_CAPTURE_KERNEL", options.kernel_regex},
                        {"RPL_CAPTURE_DISPATCH", std::to_string(options.dispatch)}};
+  if (options.device) {
+    child.environment.emplace_back(options.backend == "hsa" ? "ROCR_VISIBLE_DEVICES"
+                                                            : "CUDA_VISIBLE_DEVICES",
+                                   std::to_string(*options.device));
+  }
   if (options.backend == "hsa") {
     // The HSA runtime loads the tools libraries HSA_TOOLS_LIB names and calls their OnLoad.
     child.environment.emplace_back("HSA_TOOLS_LIB", options.library.string());

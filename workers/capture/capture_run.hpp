@@ -28,6 +28,9 @@ struct capture_run_options {
   std::filesystem::path library;
   std::string backend = "cuda";         ///< "cuda" (CUDA_INJECTION64_PATH) or "hsa" (HSA_TOOLS_LIB)
   std::chrono::milliseconds timeout{0}; ///< 0: none
+  /// The GPU the program runs on, as the lanes pin theirs: CUDA_VISIBLE_DEVICES (cuda) or
+  /// ROCR_VISIBLE_DEVICES (hsa) set to it; none: the program's own choice.
+  std::optional<int> device;
 };
 
 struct capture_run_result {
