@@ -143,7 +143,8 @@ struct app_ranking {
 /// source-dir discovery only files whose text holds `__global__` and the kernel's base name are
 /// parsed) is kept and its first dispatch captured into out_dir/captures/<symbol>/; one not
 /// found, defined twice, or whose capture failed is `skipped` with the reason, one whose capture
-/// the hooks refuse `not_reached`, and the walk goes on until `k` are kept. Throws
+/// the hooks refuse `not_reached`, and the walk goes on until `k` are kept (with
+/// hooks.defer_captures: nothing captured, up to `2k` kept). Throws
 /// optimize_input_error for bad input (k = 0, an empty app, a missing --source or --source-dir,
 /// no libclang) and app_run_error when the application fails or leaves no trace.
 app_ranking rank_app_kernels(const std::vector<std::string>& app,
