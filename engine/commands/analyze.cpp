@@ -137,6 +137,9 @@ int analyze(const analyze_options& options) {
       analysis.counters_read =
           std::make_shared<const std::map<std::string, stages::rocpd::kernel_counters>>(
               std::move(*built.counters));
+    // The timeline and the counters (a million ops, a map per sampled dispatch) outlive the verb.
+    keep_until_exit(analysis.timeline_read);
+    keep_until_exit(analysis.counters_read);
     const stages::profile_report& report = built.report;
     const int emitted = emit_report(report, options.report, &analysis);
     if (emitted != exit_code::done || options.replay.empty()) {

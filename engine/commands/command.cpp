@@ -1,6 +1,7 @@
 #include "engine/commands/command.hpp"
 
 #include <cstring>
+#include <mutex>
 #include <signal.h>
 #include <unistd.h>
 
@@ -58,6 +59,13 @@ void setup_logging(bool quiet) {
   spdlog::set_level(quiet ? spdlog::level::warn : spdlog::level::info);
   // SPDLOG_LEVEL=debug (or e.g. "info,rocm-perf=debug") overrides, for diagnosing a run.
   spdlog::cfg::load_env_levels();
+}
+
+void keep_until_exit(std::shared_ptr<const void> object) {
+  static std::mutex mutex;
+  static auto* const kept = new std::vector<std::shared_ptr<const void>>; // never destroyed
+  const std::lock_guard lock(mutex);
+  kept->push_back(std::move(object));
 }
 
 } // namespace rpl::engine::commands

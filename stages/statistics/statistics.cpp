@@ -26,13 +26,17 @@ stability_class classify_cv(double cv) {
 }
 
 sample_stats summarize(std::span<const std::int64_t> samples) {
-  sample_stats stats;
-  stats.n = samples.size();
-  if (samples.empty()) {
-    return stats;
-  }
   std::vector<std::int64_t> sorted(samples.begin(), samples.end());
   std::sort(sorted.begin(), sorted.end());
+  return summarize_sorted(sorted);
+}
+
+sample_stats summarize_sorted(std::span<const std::int64_t> sorted) {
+  sample_stats stats;
+  stats.n = sorted.size();
+  if (sorted.empty()) {
+    return stats;
+  }
   const std::size_t middle = sorted.size() / 2;
   // Averaging in double avoids int64 overflow when adding the two middle samples.
   stats.median =
