@@ -198,6 +198,7 @@ public:
 
   int run() override {
     setup_logging(true);
+    tune_allocator_for_traces();
     return analyze(options_);
   }
 

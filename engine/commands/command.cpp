@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <malloc.h>
 #include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -59,6 +60,12 @@ void setup_logging(bool quiet) {
   spdlog::set_level(quiet ? spdlog::level::warn : spdlog::level::info);
   // SPDLOG_LEVEL=debug (or e.g. "info,rocm-perf=debug") overrides, for diagnosing a run.
   spdlog::cfg::load_env_levels();
+}
+
+void tune_allocator_for_traces() {
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  ::mallopt(M_TOP_PAD, 64 << 20);
 }
 
 void keep_until_exit(std::shared_ptr<const void> object) {

@@ -247,6 +247,7 @@ public:
 
   int run() override {
     setup_logging(true);
+    tune_allocator_for_traces();
     return compare(options_);
   }
 

@@ -403,6 +403,7 @@ public:
 
   int run() override {
     setup_logging(true);
+    tune_allocator_for_traces();
     return profile_main(options_);
   }
 
