@@ -238,11 +238,6 @@ profile_app(const std::vector<std::string>& argv, const fs::path& root, const ap
 
 } // namespace
 
-/// One run of the application under the tracer or the capture library: an application that
-/// waits on itself across streams (a host function holding a stream while another dispatch is
-/// captured) never ends under capture; the kernel is then skipped with the reason.
-constexpr std::chrono::milliseconds app_run_timeout{std::chrono::seconds(180)};
-
 app_tools default_app_tools() {
   app_tools tools;
   tools.record = [](const std::vector<std::string>& argv, const fs::path& folder) {

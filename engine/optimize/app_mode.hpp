@@ -84,10 +84,15 @@ struct app_profile {
   std::filesystem::path trace; ///< the folder of its rocpd databases
 };
 
+/// One run of the application under the tracer or the capture library at most: an application
+/// that waits on itself across streams (a host function holding a stream while another dispatch
+/// is captured) never ends under capture; the kernel is then skipped with the reason.
+inline constexpr std::chrono::milliseconds app_run_timeout{std::chrono::seconds(180)};
+
 /// Where a capture runs and how long it may take.
 struct capture_place {
   std::optional<int> device; ///< the GPU it runs on (as the lanes pin theirs); none: the app's
-  std::chrono::milliseconds timeout{std::chrono::seconds(180)};
+  std::chrono::milliseconds timeout = app_run_timeout;
 };
 
 /// How the application is recorded, captured and built. default_app_tools() gives the CUDA

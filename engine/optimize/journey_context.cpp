@@ -1,5 +1,6 @@
 #include "engine/optimize/journey_context.hpp"
 
+#include <cassert>
 #include <cmath>
 #include <limits>
 
@@ -35,18 +36,20 @@ std::optional<attempt_finding> lane_check_finding(const messages::measure_result
 
 } // namespace
 
-bool journey_context::knob_text_passed(const std::string& key) const {
-  const std::lock_guard lock(knob_texts_mutex_);
+std::unique_lock<std::mutex> journey_context::knob_guard_lock() const {
+  return std::unique_lock(knob_guard_mutex_);
+}
+
+bool journey_context::knob_text_passed([[maybe_unused]] const std::unique_lock<std::mutex>& held,
+                                       const std::string& key) const {
+  assert(held.mutex() == &knob_guard_mutex_ && held.owns_lock());
   return knob_texts_passed_.contains(key);
 }
 
-void journey_context::remember_knob_text(std::string key) const {
-  const std::lock_guard lock(knob_texts_mutex_);
+void journey_context::remember_knob_text([[maybe_unused]] const std::unique_lock<std::mutex>& held,
+                                         std::string key) const {
+  assert(held.mutex() == &knob_guard_mutex_ && held.owns_lock());
   knob_texts_passed_.insert(std::move(key));
-}
-
-std::unique_lock<std::mutex> journey_context::knob_guard_lock() const {
-  return std::unique_lock(knob_guard_mutex_);
 }
 
 std::string clip_detail(std::string text, std::size_t limit) {

@@ -101,14 +101,14 @@ public:
                                            std::uint32_t rounds,
                                            nlohmann::json& record) const;
 
-  /// The source guard's verdicts shared by a knob search's configurations (source_rules): texts,
-  /// less the knobs' values (stages/optimize/tunable_macros.hpp), that passed it with every knob
-  /// used only inside the target's body. Thread-safe.
-  bool knob_text_passed(const std::string& key) const;
-  void remember_knob_text(std::string key) const;
   /// Held by source_rules around a knob configuration's check, so that the configurations
   /// behind the first wait for its verdict instead of each parsing too.
   std::unique_lock<std::mutex> knob_guard_lock() const;
+  /// The source guard's verdicts shared by a knob search's configurations (source_rules): texts,
+  /// less the knobs' values (stages/optimize/tunable_macros.hpp), that passed it with every knob
+  /// used only inside the target's body. Only under `held`, knob_guard_lock()'s lock.
+  bool knob_text_passed(const std::unique_lock<std::mutex>& held, const std::string& key) const;
+  void remember_knob_text(const std::unique_lock<std::mutex>& held, std::string key) const;
 
 private:
   const kernel_target& target_;
@@ -122,9 +122,8 @@ private:
   /// optional case it fails goes into dropped_cases_ (by index), which candidates then skip.
   bool validating_original_ = false;
   mutable std::set<std::size_t> dropped_cases_;
-  mutable std::mutex knob_texts_mutex_;
   mutable std::mutex knob_guard_mutex_;
-  mutable std::set<std::string> knob_texts_passed_;
+  mutable std::set<std::string> knob_texts_passed_; ///< under knob_guard_mutex_
 };
 
 /// `text` cut to `limit` bytes, marked as cut.

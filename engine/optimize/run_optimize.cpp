@@ -205,6 +205,7 @@ kernel_target app_target(const optimize_options& options,
 /// budget reserves the after phase once the profile has run and refuses captures it cannot fit.
 std::vector<kernel_target> make_app_targets(const optimize_options& options,
                                             const app_tools& tools,
+                                            std::size_t devices,
                                             run_budget& budget,
                                             const std::atomic<bool>& stop,
                                             app_run& app) {
@@ -222,7 +223,7 @@ std::vector<kernel_target> make_app_targets(const optimize_options& options,
                                                : read_source_files(options.sources);
   app_walk_hooks hooks;
   // With several GPUs each device captures the kernels it takes, beside the others' loops.
-  hooks.defer_captures = parse_devices(options.devices).size() > 1;
+  hooks.defer_captures = devices > 1;
   hooks.profiled = [&budget](std::chrono::steady_clock::duration took) {
     budget.before_profiled(took);
   };
@@ -237,8 +238,8 @@ std::vector<kernel_target> make_app_targets(const optimize_options& options,
   auto ranking =
       rank_app_kernels(options.app, search_of(options), options.top, options.out, tools, hooks);
   app.before = ranking.before;
-  for (const auto& out : ranking.left_out) {
-    if (!hooks.defer_captures) { // else said once the walk's end is known (walk_left_out)
+  if (!hooks.defer_captures) { // else said once the walk's end is known (walk_left_out)
+    for (const auto& out : ranking.left_out) {
       spdlog::warn("{}: {}: {}", out.name, out.status, out.reason);
     }
   }
@@ -822,6 +823,7 @@ int exit_code_of(const std::vector<target_result>& results, bool stopped, int ap
 /// The targets the options name: --replay's, the application's, or --launch's.
 std::vector<kernel_target> targets_of(const optimize_options& options,
                                       const app_tools& tools,
+                                      std::size_t devices,
                                       run_budget& budget,
                                       const std::atomic<bool>& stop,
                                       app_run& app) {
@@ -829,7 +831,7 @@ std::vector<kernel_target> targets_of(const optimize_options& options,
     return make_replay_targets(options, read_source_files(options.sources));
   }
   if (!options.app.empty()) {
-    return make_app_targets(options, tools, budget, stop, app);
+    return make_app_targets(options, tools, devices, budget, stop, app);
   }
   return make_targets(options, read_source_files(options.sources));
 }
@@ -862,7 +864,7 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop, const
   const run_lease lease = take_out_lease(options);
   run_budget budget(limits_of(options));
   app_run app;
-  const auto targets = targets_of(options, tools, budget, stop, app);
+  const auto targets = targets_of(options, tools, devices.size(), budget, stop, app);
   std::vector<target_result> results;
   if (!targets.empty()) {
     optimize_journal journal(options.out);

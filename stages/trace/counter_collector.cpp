@@ -116,7 +116,7 @@ public:
     }
     out_.runs.push_back({event_, out_.values.size(), signature_});
     for (const std::uint32_t i : order_)
-      out_.values.push_back(sums_[i]); // no zero-fill first: read_range reserved the room
+      out_.values.push_back(sums_[i]); // appended: no zero-fill (read_counter_rows reserves)
     for (const std::uint32_t slot : slots_)
       position_[slot] = absent;
     slots_.clear();
@@ -225,15 +225,6 @@ void read_range(Rows& rows,
                 row_range& range,
                 std::optional<std::int64_t> skip) {
   const bool whole = range.last < range.first;
-  if (!whole) {
-    // Room for a value every other row and a run every fourth (rocprofv3's files: 9 values and 1
-    // run in 21 rows), so that neither vector is copied as it grows there; the pages past what is
-    // written are never touched. The last range ends at the largest rowid: capped.
-    const auto rows_in = static_cast<std::size_t>(std::min<std::uint64_t>(
-        static_cast<std::uint64_t>(range.last - range.first) + 1, 1u << 24));
-    range.values.reserve(rows_in / 2 + 64);
-    range.runs.reserve(rows_in / 4 + 64);
-  }
   run_builder runs(range);
   std::optional<std::int64_t> last_event; // of the last row read within the range
   std::int64_t last_pmc = 0, last_slot = -1;

@@ -51,7 +51,7 @@ public:
     if (s.knob_macros != nullptr && !s.knob_macros->empty()) {
       knob_lock = s.journey.knob_guard_lock();
       knob_key = stages::optimize::without_knob_values(s.patched_text, *s.knob_macros);
-      if (s.journey.knob_text_passed(knob_key)) {
+      if (s.journey.knob_text_passed(knob_lock, knob_key)) {
         return std::nullopt;
       }
     }
@@ -66,7 +66,7 @@ public:
                                        *s.patched_model, s.patched_text, target.kernel);
     if (findings.empty()) {
       if (!knob_key.empty() && knobs_inside_kernel(s, target.kernel)) {
-        s.journey.remember_knob_text(std::move(knob_key));
+        s.journey.remember_knob_text(knob_lock, std::move(knob_key));
       }
       return std::nullopt;
     }
