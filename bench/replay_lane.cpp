@@ -47,7 +47,9 @@ struct lane_figures {
   double first_two_ms = 0;       ///< the first two rounds together (start, loads, checks)
   std::vector<double> round_ms;  ///< later rounds
   std::vector<double> kernel_us; ///< each measurement's median sample
-  std::vector<double> setup_ms, sampling_ms, check_ms; ///< the lane process's own host times
+  std::vector<double> setup_ms, sampling_ms, check_ms,
+      zones_ms;           ///< the lane process's own host times
+  bool had_zones = false; ///< whether the lane process had red zones to check
   std::string error;
 };
 
@@ -80,6 +82,8 @@ lane_figures paired_rounds(const std::string& name,
         out.setup_ms.push_back(static_cast<double>(got->setup_ns) / 1e6);
         out.sampling_ms.push_back(static_cast<double>(got->sampling_ns) / 1e6);
         out.check_ms.push_back(static_cast<double>(got->check_ns + got->red_zone_ns) / 1e6);
+        out.zones_ms.push_back(static_cast<double>(got->red_zone_ns) / 1e6);
+        out.had_zones = got->red_zones;
       }
     }
     const double ms = std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
@@ -101,8 +105,9 @@ void print(const lane_figures& f) {
               median(f.kernel_us));
   if (!f.setup_ms.empty())
     std::printf("%-28s per measurement in the lane process: setup %.2f ms, sampling %.2f ms "
-                "(checks and red zones %.2f ms)\n",
-                "", median(f.setup_ms), median(f.sampling_ms), median(f.check_ms));
+                "(checks and red zones %.2f ms, of which red zones %.3f ms%s)\n",
+                "", median(f.setup_ms), median(f.sampling_ms), median(f.check_ms),
+                median(f.zones_ms), f.had_zones ? "" : ": this lane had none");
 }
 
 /// --check: one candidate on the long-lived replay lane, as optimize's validation asks (one

@@ -25,7 +25,9 @@ namespace {
 namespace fs = std::filesystem;
 using rpl::testing::temp_dir;
 
-fs::path build_stray(const fs::path& dir); // below, with the test that uses it first
+/// gather_scale with one stray write per segment: `out[n]` (a float past the end) by default, or
+/// `stray` (e.g. "seg.out[-1]"). Below, with the test that uses it first.
+fs::path build_stray(const fs::path& dir, const std::string& stray = "seg.out[seg.n]");
 
 class capture_replay : public ::testing::Test {
 protected:
@@ -60,11 +62,13 @@ protected:
   }
 
   /// optimize's replay lane (rpl-replay-cuda --serve) on gather_scale captured at `elements`
-  /// floats, measuring the stray candidate (one write a float past an output): refused as
-  /// memory:out_of_bounds.
-  void expect_stray_write_refused(const std::string& elements) {
+  /// floats, measuring the stray candidate (one write a float past an output, or at `stray`):
+  /// refused as memory:out_of_bounds on `side`; red_zones_ says whether the lane had red zones.
+  void expect_stray_write_refused(const std::string& elements,
+                                  const std::string& stray = "seg.out[seg.n]",
+                                  const std::string& side = "after") {
     temp_dir dir;
-    const auto stray_cubin = build_stray(dir.path());
+    const auto stray_cubin = build_stray(dir.path(), stray);
     if (stray_cubin.empty())
       GTEST_SKIP() << "no /usr/local/cuda/bin/nvcc to build the candidate";
     const auto out = dir / "capture";
@@ -84,9 +88,11 @@ protected:
     const auto refused = lane.measure(request);
     EXPECT_EQ(refused.status, messages::measure_status::wrong_result) << refused.reason;
     EXPECT_EQ(refused.finding, "memory:out_of_bounds") << refused.reason;
-    std::cout << elements << " floats: placement: "
-              << (lane.last_reply().red_zones ? "red zones" : "no red zones") << "; "
-              << refused.reason << "\n";
+    EXPECT_EQ(lane.last_reply().violation.side, side) << refused.reason;
+    std::cout << elements << " floats, " << stray
+              << ": placement: " << (lane.last_reply().red_zones ? "red zones" : "no red zones")
+              << "; " << refused.reason << "\n";
+    red_zones_ = lane.last_reply().red_zones;
   }
 
   static nlohmann::json json_of(const std::string& output) {
@@ -97,6 +103,7 @@ protected:
 
   fs::path rocm_perf_;
   fs::path app_;
+  bool red_zones_ = false;
 };
 
 TEST_F(capture_replay, a_dispatch_replays_bit_exactly_at_its_addresses_and_fails_elsewhere) {
@@ -285,7 +292,7 @@ TEST_F(capture_replay, autotune_times_each_candidate_on_the_captured_dispatch) {
 
 /// gather_scale as pointer_table_kernel.cuh has it (the same bits), and one float more past the
 /// end of every output, built into DIR/stray.cubin; empty when nvcc is missing.
-fs::path build_stray(const fs::path& dir) {
+fs::path build_stray(const fs::path& dir, const std::string& stray) {
   const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
   std::error_code ec;
   if (!fs::exists(nvcc, ec))
@@ -306,17 +313,18 @@ __global__ void gather_scale(const segment* table, int count, float round) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < seg.n; i += gridDim.x * blockDim.x)
       seg.out[i] = device_value_of(seg.in[i], seg.scale) + round;
     if (blockIdx.x == 0 && threadIdx.x == 0)
-      seg.out[seg.n] = 0.0f;
+      )" + stray + R"( = 0.0f;
   }
 }
 )";
-  rpl::testing::write_file(dir / "stray.cu", source);
+  const std::string name = stray == "seg.out[seg.n]" ? "stray" : "stray_before";
+  rpl::testing::write_file(dir / (name + ".cu"), source);
   workers::child_options build;
   build.argv = {nvcc.string(), "-arch=sm_90",
-                "-cubin",      (dir / "stray.cu").string(),
-                "-o",          (dir / "stray.cubin").string()};
+                "-cubin",      (dir / (name + ".cu")).string(),
+                "-o",          (dir / (name + ".cubin")).string()};
   EXPECT_EQ(workers::run_child(build, std::chrono::minutes(2)).exit_code, 0);
-  return dir / "stray.cubin";
+  return dir / (name + ".cubin");
 }
 
 TEST_F(capture_replay, a_candidate_writing_past_an_output_is_found_in_the_red_zones) {
@@ -334,9 +342,11 @@ TEST_F(capture_replay, a_candidate_writing_past_an_output_is_found_in_the_red_zo
   const auto clean = json_of(honest.output);
   ASSERT_TRUE(clean.is_object()) << honest.output;
   // In this process's own reservations the zones are the reserved bytes outside every region;
-  // after the allocation walk (the bytes between allocations are the allocator's), the up to
-  // 4 KiB the walk asks past each region of 2 MiB or more (all four outputs here).
-  std::cout << "placement: " << clean["placement"] << "\n";
+  // after the allocation walk (the bytes between allocations are the allocator's), the walk's
+  // own bytes next to a region: the up to 4 KiB it asks past each region of over 1 MiB (all
+  // eight buffers here), the 512-byte step's rest past the table, the allocations it keeps
+  // beside them (stages/capture/walk_zones.hpp).
+  std::cout << "placement: " << clean["placement"] << ", red zones " << clean["red_zones"] << "\n";
   EXPECT_GT(clean["red_zones"]["zones"].get<int>(), 0) << clean.dump(1);
   EXPECT_TRUE(clean["red_zones"]["violation"].is_null()) << clean.dump(1);
 
@@ -376,6 +386,23 @@ TEST_F(capture_replay, the_long_lived_replay_lane_refuses_a_write_into_an_output
   // driver reports those bytes as the region's allocation and they are a red zone: the write one
   // float past the output lands there (before 2026-11-29 it was accepted: docs/optimize.md).
   expect_stray_write_refused("1000000");
+}
+
+TEST_F(capture_replay, the_long_lived_replay_lane_refuses_a_write_into_a_small_outputs_slack) {
+  // 1,000 floats: 4,000-byte allocations, which the allocator carves in 512-byte steps (4,096
+  // bytes each). The walk asks for the whole step, so the 96 bytes past each output are the
+  // region's own allocation and a red zone (until the walk's zones of 2026-11-29, a write there was
+  // accepted).
+  expect_stray_write_refused("1000");
+  EXPECT_TRUE(red_zones_) << "the walk left red zones";
+}
+
+TEST_F(capture_replay, the_long_lived_replay_lane_refuses_a_write_before_an_output) {
+  // out[-1]: at 1,000 floats it lands in the slack of the input allocated just before (a red
+  // zone); at 1,024 floats (whole 512-byte steps) in that input's last float, the region next
+  // door, which stands in for one.
+  expect_stray_write_refused("1000", "seg.out[-1]", "before");
+  expect_stray_write_refused("1024", "seg.out[-1]", "before");
 }
 
 } // namespace

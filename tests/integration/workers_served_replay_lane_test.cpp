@@ -104,9 +104,26 @@ TEST_F(served_replay_lane_test, a_write_into_the_region_next_door_is_out_of_boun
   const auto oob = lane.measure(request(module("oob", "behavior=oob_write")));
   EXPECT_EQ(oob.finding, "memory:out_of_bounds") << oob.reason;
   EXPECT_NE(oob.reason.find("past its end"), std::string::npos) << oob.reason;
-  EXPECT_NE(oob.reason.find("side by side"), std::string::npos) << oob.reason;
+  EXPECT_NE(oob.reason.find("right beside it"), std::string::npos) << oob.reason;
   // out[1000] = 1.0f over zeros: bytes 4000..4003, of which 4002 is the first that changes.
   EXPECT_EQ(lane.last_reply().violation.offset, 4002);
+  const auto right = lane.measure(request(module("right", "")));
+  EXPECT_EQ(right.status, messages::measure_status::ok) << right.reason;
+}
+
+TEST_F(served_replay_lane_test, a_write_into_the_region_before_is_out_of_bounds_not_a_mismatch) {
+  // `out` preceded at once by a region the dispatch does not write: out[-1] lands in its last
+  // float.
+  auto o = options();
+  o.capture = dir_.path() / "capture-preceded";
+  served_replay_lane lane(o);
+  const auto before = lane.measure(request(module("before", "behavior=oob_before")));
+  EXPECT_EQ(before.finding, "memory:out_of_bounds") << before.reason;
+  EXPECT_NE(before.reason.find("bytes before the start of region"), std::string::npos)
+      << before.reason;
+  EXPECT_EQ(lane.last_reply().violation.side, "before");
+  EXPECT_LT(lane.last_reply().violation.offset, 0);
+  EXPECT_GE(lane.last_reply().violation.offset, -4);
   const auto right = lane.measure(request(module("right", "")));
   EXPECT_EQ(right.status, messages::measure_status::ok) << right.reason;
 }

@@ -9,7 +9,8 @@
 // timed launch, faults and restarts.
 //
 // Usage: fake_replay_lane --serve DIR [N] (N defaults to 1000). A DIR whose name ends in
-// "adjacent" puts a region the dispatch does not write right after `out`, with no zone between.
+// "adjacent" puts a region the dispatch does not write right after `out`, with no zone between;
+// one ending in "preceded", right before it.
 
 #include <algorithm>
 #include <cstdio>
@@ -33,22 +34,34 @@ namespace sc = rpl::stages::capture;
 constexpr std::uint64_t zone_bytes = 4096;
 
 /// A region between two red zones, in host memory that lives as long as the process; with
-/// `neighbour`, a second region of that many bytes right after it (no zone between: the
-/// allocation walk's layout), the zone after that one.
-std::uint64_t
-region_with_zones(std::uint64_t bytes, rs::served_capture& capture, std::uint64_t neighbour = 0) {
-  auto* block = static_cast<std::uint8_t*>(std::calloc(bytes + neighbour + 2 * zone_bytes, 1));
-  const auto base = reinterpret_cast<std::uint64_t>(block) + zone_bytes;
-  for (const sc::va_range zone : {sc::va_range{base - zone_bytes, zone_bytes},
+/// `neighbour`, a second region of that many bytes right after it, and with `leading`, one of
+/// that many bytes right before it (no zone between: the allocation walk's layout), the zones
+/// outside those.
+std::uint64_t region_with_zones(std::uint64_t bytes,
+                                rs::served_capture& capture,
+                                std::uint64_t neighbour = 0,
+                                std::uint64_t leading = 0) {
+  auto* block =
+      static_cast<std::uint8_t*>(std::calloc(leading + bytes + neighbour + 2 * zone_bytes, 1));
+  const auto first = reinterpret_cast<std::uint64_t>(block) + zone_bytes;
+  const auto base = first + leading;
+  for (const sc::va_range zone : {sc::va_range{first - zone_bytes, zone_bytes},
                                   sc::va_range{base + bytes + neighbour, zone_bytes}}) {
     for (std::uint64_t i = 0; i < zone.size; ++i)
       reinterpret_cast<std::uint8_t*>(zone.base)[i] = sc::red_zone_byte(zone.base + i);
     capture.zones.push_back(zone);
   }
+  if (leading > 0)
+    capture.regions.push_back({first, leading, "", "", capture.regions.size()});
   capture.regions.push_back({base, bytes, "", "", capture.regions.size()});
   if (neighbour > 0)
     capture.regions.push_back({base + bytes, neighbour, "", "", capture.regions.size()});
   return base;
+}
+
+bool ends_with(const std::string& text, const std::string& tail) {
+  return text.size() >= tail.size() &&
+         text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
 }
 
 } // namespace
@@ -69,19 +82,27 @@ int main(int argc, char** argv) {
   capture.kernel = "scale";
   capture.placement = "host memory (stand-in)";
   // A DIR named ...adjacent: `out` is followed at once by a 4096-byte region the dispatch does
-  // not write, as the allocation walk places allocations.
+  // not write, as the allocation walk places allocations; ...preceded: such a region comes right
+  // before `out`.
   const std::string dir = argv[2];
-  const bool adjacent = dir.size() >= 8 && dir.compare(dir.size() - 8, 8, "adjacent") == 0;
+  const bool adjacent = ends_with(dir, "adjacent");
+  const bool preceded = ends_with(dir, "preceded");
   const std::uint64_t in = region_with_zones(bytes, capture);
-  const std::uint64_t out = region_with_zones(bytes, capture, adjacent ? zone_bytes : 0);
+  const std::uint64_t out =
+      region_with_zones(bytes, capture, adjacent ? zone_bytes : 0, preceded ? zone_bytes : 0);
   std::vector<float> values(static_cast<std::size_t>(n));
   for (std::int32_t i = 0; i < n; ++i)
     values[static_cast<std::size_t>(i)] = static_cast<float>(i) * 0.5f;
   const auto* raw = reinterpret_cast<const std::uint8_t*>(values.data());
   std::copy(raw, raw + bytes, reinterpret_cast<std::uint8_t*>(in));
-  capture.before = {std::vector<std::uint8_t>(raw, raw + bytes),
-                    std::vector<std::uint8_t>(bytes, 0)};
-  capture.after = {{}, std::vector<std::uint8_t>(raw, raw + bytes)};
+  capture.before = {std::vector<std::uint8_t>(raw, raw + bytes)};
+  capture.after = {{}};
+  if (preceded) {
+    capture.before.emplace_back(zone_bytes, 0);
+    capture.after.emplace_back();
+  }
+  capture.before.emplace_back(bytes, 0);
+  capture.after.emplace_back(raw, raw + bytes);
   if (adjacent) {
     capture.before.emplace_back(zone_bytes, 0);
     capture.after.emplace_back();

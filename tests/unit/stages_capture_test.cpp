@@ -11,6 +11,7 @@
 #include "stages/capture/output_compare.hpp"
 #include "stages/capture/red_zones.hpp"
 #include "stages/capture/va_ranges.hpp"
+#include "stages/capture/walk_zones.hpp"
 #include "support/json_schema.hpp"
 
 namespace rpl::stages::capture {
@@ -268,6 +269,40 @@ TEST(red_zones, are_the_reserved_bytes_outside_every_region) {
   EXPECT_EQ(zones[0], (va_range{0x200000, 4096}));
   EXPECT_EQ(zones[1], (va_range{0x200000 + 5096, 8192 - 5096}));
   EXPECT_EQ(zones[2], (va_range{0x200000 + 16384, 0x200000 - 16384}));
+}
+
+TEST(walk_zones, requests_take_the_allocators_own_steps) {
+  EXPECT_EQ(walk_request(4), 512u);
+  EXPECT_EQ(walk_request(4000), 4096u) << "4000 bytes take 4096 on the H200";
+  EXPECT_EQ(walk_request(4096), 4096u) << "a whole step: no slack";
+  EXPECT_EQ(walk_request(65540), 66048u);
+  EXPECT_EQ(walk_request(1u << 20), 1u << 20);
+  EXPECT_EQ(walk_request(4000000), 4004096u) << "4 KiB more, inside the same 64 KiB";
+  EXPECT_EQ(walk_request(4u << 20), 4u << 20) << "a whole 64 KiB: nothing more";
+  EXPECT_EQ(walk_request((1u << 20) + 4), (1u << 20) + 4 + 4096);
+}
+
+TEST(walk_zones, are_the_replays_own_bytes_next_to_a_region) {
+  const std::vector<memory_region> regions = {{0x10000, 4000, "a", "", 0},
+                                              {0x11000, 4096, "b", "", 1}};
+  const std::vector<va_range> owned = {
+      {0x10000, 4096},  // a's own allocation: 96 bytes of slack
+      {0x11000, 4096},  // b's: none
+      {0x12000, 512},   // a claim right after b
+      {0x12200, 512},   // the next claim, adjacent: its own zone
+      {0xe000, 0x2000}, // a filler ending where a starts: its last 4 KiB
+      {0x40000, 512}};  // a claim far away
+  const auto zones = walk_red_zones(regions, owned);
+  ASSERT_EQ(zones.size(), 4u);
+  EXPECT_EQ(zones[0], (va_range{0xf000, 0x1000})) << "before a";
+  EXPECT_EQ(zones[1], (va_range{0x10000 + 4000, 96})) << "a's slack";
+  EXPECT_EQ(zones[2], (va_range{0x12000, 512})) << "after b";
+  EXPECT_EQ(zones[3], (va_range{0x12200, 512})) << "never merged across allocations";
+  EXPECT_TRUE(within_reach({0x12200, 512}, regions));
+  EXPECT_TRUE(within_reach({0xe000, 0x1001}, regions)) << "its last byte is 4 KiB before a";
+  EXPECT_FALSE(within_reach({0xe000, 0x1000}, regions));
+  EXPECT_FALSE(within_reach({0x40000, 512}, regions));
+  EXPECT_TRUE(within_reach({0x11000, 16}, regions)) << "inside b";
 }
 
 TEST(red_zones, the_first_changed_byte_is_named_by_its_nearest_region) {

@@ -82,6 +82,25 @@ region_check check_regions(const capture::capture_directory& c,
   return check;
 }
 
+nlohmann::json red_zones_json(const std::vector<stages::capture::va_range>& zones,
+                              const std::optional<stages::capture::red_zone_violation>& found,
+                              const std::string& phase) {
+  std::uint64_t bytes = 0;
+  for (const auto& z : zones)
+    bytes += z.size;
+  nlohmann::json out = {{"zones", zones.size()}, {"bytes", bytes}, {"violation", nullptr}};
+  if (found) {
+    out["violation"] = {
+        {"region", stages::capture::hex_address(found->region)},
+        {"side", found->side},
+        {"offset", found->offset},
+        {"changed", found->changed},
+        {"phase", phase},
+        {"message", "memory out of bounds: " + phase + " " + stages::capture::describe(*found)}};
+  }
+  return out;
+}
+
 nlohmann::json verification_json(const region_check& check,
                                  std::size_t regions,
                                  const std::optional<sc::float_tolerance>& tolerance) {

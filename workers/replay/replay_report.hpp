@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stages/capture/output_compare.hpp"
+#include "stages/capture/red_zones.hpp"
 #include "workers/capture/capture_directory.hpp"
 #include "workers/replay/replay_timing.hpp"
 
@@ -60,6 +61,12 @@ region_check check_regions(const capture::capture_directory& capture,
                            const std::vector<std::vector<std::uint8_t>>& before,
                            const std::function<std::vector<std::uint8_t>(std::size_t)>& read_back,
                            const std::optional<stages::capture::float_tolerance>& tolerance);
+
+/// The "red_zones" object of the JSON: how many zones and bytes were checked, and the violation
+/// (null when none: its region, side, offset, changed bytes, phase and message).
+nlohmann::json red_zones_json(const std::vector<stages::capture::va_range>& zones,
+                              const std::optional<stages::capture::red_zone_violation>& found,
+                              const std::string& phase);
 
 /// The "verification" object of the JSON.
 nlohmann::json verification_json(const region_check& check,

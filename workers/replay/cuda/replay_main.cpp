@@ -53,6 +53,7 @@
 
 #include "stages/capture/red_zones.hpp"
 #include "stages/capture/va_ranges.hpp"
+#include "stages/capture/walk_zones.hpp"
 #include "workers/capture/capture_directory.hpp"
 #include "workers/lanes/kernel/process/run_lane.hpp"
 #include "workers/lanes/replay/process/replay_server.hpp"
@@ -390,28 +391,64 @@ replay_device open_device(const options& o, const cap::capture_directory& c) {
 struct placement {
   std::vector<mapping> originals; ///< the virtual memory reservations, when they worked
   std::string how = "virtual memory reservation";
-  std::size_t fillers = 0; ///< allocations the walk made on its way (freed again)
+  std::size_t fillers = 0; ///< allocations the walk made on its way (freed again unless kept)
+  /// After a walk: the bytes of this process's own allocations around the regions (each
+  /// region's slack, the fillers and claims kept next to one), whence its red zones
+  /// (stages/capture/walk_zones.hpp).
+  std::vector<sc::va_range> owned;
 };
 
-/// What the walk asks cuMemAlloc for a region of `size` bytes: up to 4 KiB more where that stays
-/// inside the same 64 KiB (a region of 2 MiB or more, which the allocator hands out in granules of
-/// at least that: it consumes the same, so every later address is the one the program got). The
-/// bytes asked past the region are its own allocation's, a red zone (walk_zones) where
-/// cuMemGetAddressRange would otherwise report the region's end as the allocation's.
-std::size_t walk_request(std::size_t size) {
-  constexpr std::size_t zone = 4096, granule = 64 * 1024, large = 2 * 1024 * 1024;
-  if (size < large)
-    return size;
-  const std::size_t granule_end = (size + granule - 1) / granule * granule;
-  return std::min(size + zone, granule_end);
+/// An allocation the walk made that holds no region.
+struct spare_allocation {
+  CUdeviceptr base = 0;
+  std::uint64_t size = 0;
+};
+
+/// The largest filler kept as a red zone (its first or last bytes are the zone; the rest is held
+/// for nothing).
+constexpr std::uint64_t kept_filler_limit = 64ull << 20;
+
+/// Keeps the spare allocations that lie within reach of a region (their bytes next to it are red
+/// zones, and no later allocation of this process lands there), frees the others.
+void keep_near_regions(std::vector<spare_allocation>& spares,
+                       const cap::capture_directory& c,
+                       placement& out) {
+  for (const auto& s : spares) {
+    if (s.size <= kept_filler_limit && sc::within_reach({s.base, s.size}, c.regions)) {
+      out.owned.push_back({s.base, s.size});
+    } else {
+      cuMemFree(s.base);
+    }
+  }
+  spares.clear();
+}
+
+/// Claims the free bytes after the last regions of the allocator's areas: small allocations,
+/// which it hands out from the lowest free step, made while the walk's fillers still hold the
+/// program's other addresses; keep_near_regions keeps those next to a region.
+void claim_after_regions(std::vector<spare_allocation>& spares, const cap::capture_directory& c) {
+  constexpr std::uint64_t step = 512;
+  const std::size_t claims = std::min<std::size_t>(8 * c.regions.size() + 16, 1024);
+  for (std::size_t i = 0; i < claims; ++i) {
+    CUdeviceptr p = 0;
+    if (cuMemAlloc(&p, step) != CUDA_SUCCESS) {
+      return;
+    }
+    spares.push_back({p, step});
+  }
 }
 
 /// The allocation walk: each region cuMemAlloc'd, in the program's allocation order, until the
-/// allocator returns its recorded address. What lands elsewhere stays allocated (a filler) so the
-/// allocator moves on, as the program's own freed and internal allocations made it; an
-/// allocation that lands on another unplaced region of the same size takes that one. Returns how
-/// many fillers it took (freed again); `vmm_failure` says why the reservations did not work.
-std::size_t walk_allocations(const cap::capture_directory& c, const std::string& vmm_failure) {
+/// allocator returns its recorded address, asking sc::walk_request(size) when `padded` (the
+/// bytes past the region become its own), else its size. What lands elsewhere stays allocated (a
+/// filler) so the allocator moves on, as the program's own freed and internal allocations made
+/// it; an allocation that lands on another unplaced region of the same size takes that one.
+/// Fillers and claims next to a region are kept (placement::owned), the others freed. On failure
+/// everything it allocated is freed again.
+void walk_allocations(const cap::capture_directory& c,
+                      const std::string& vmm_failure,
+                      bool padded,
+                      placement& out) {
   std::vector<std::size_t> order(c.regions.size());
   for (std::size_t i = 0; i < order.size(); ++i) {
     order[i] = i;
@@ -419,16 +456,29 @@ std::size_t walk_allocations(const cap::capture_directory& c, const std::string&
   std::sort(order.begin(), order.end(),
             [&](auto x, auto y) { return c.regions[x].order < c.regions[y].order; });
   std::vector<char> placed(c.regions.size(), 0);
-  std::vector<CUdeviceptr> fillers;
+  std::vector<spare_allocation> spares;
   std::uint64_t filler_bytes = 0;
   const std::uint64_t filler_limit = 64ull << 30;
+  auto give_back = [&] {
+    for (const auto& s : spares) {
+      cuMemFree(s.base);
+    }
+    for (std::size_t j = 0; j < c.regions.size(); ++j) {
+      if (placed[j] != 0) {
+        cuMemFree(c.regions[j].base);
+      }
+    }
+  };
   for (const auto i : order) {
     const auto& r = c.regions[i];
+    const std::uint64_t request = padded ? sc::walk_request(r.size) : r.size;
     while (placed[i] == 0) {
       CUdeviceptr p = 0;
-      check(cuMemAlloc(&p, walk_request(r.size)), "cuMemAlloc(" +
-                                                      std::to_string(walk_request(r.size)) +
-                                                      ") walking to " + sc::hex_address(r.base));
+      if (const CUresult e = cuMemAlloc(&p, request); e != CUDA_SUCCESS) {
+        give_back();
+        check(e,
+              "cuMemAlloc(" + std::to_string(request) + ") walking to " + sc::hex_address(r.base));
+      }
       std::size_t hit = c.regions.size();
       for (std::size_t j = 0; j < c.regions.size(); ++j) {
         if (placed[j] == 0 && c.regions[j].base == p && c.regions[j].size == r.size) {
@@ -438,26 +488,24 @@ std::size_t walk_allocations(const cap::capture_directory& c, const std::string&
       if (hit < c.regions.size()) {
         placed[hit] = 1;
         check(cuMemsetD8(p, 0, r.size), "clearing " + sc::hex_address(p));
+        out.owned.push_back({p, request});
         continue;
       }
-      fillers.push_back(p);
-      filler_bytes += r.size;
-      if (filler_bytes > filler_limit || fillers.size() > 200000) {
-        for (const auto f : fillers) {
-          cuMemFree(f);
-        }
+      spares.push_back({p, request});
+      filler_bytes += request;
+      if (filler_bytes > filler_limit || spares.size() > 200000) {
+        give_back();
         throw replay_failed(vmm_failure + "; and cuMemAlloc, walked with " +
-                            std::to_string(fillers.size()) + " fillers (" +
+                            std::to_string(spares.size()) + " fillers (" +
                             std::to_string(filler_bytes >> 20) + " MiB), never returned " +
                             sc::hex_address(r.base) + " (" + std::to_string(r.size) +
                             " bytes); nothing was replayed");
       }
     }
   }
-  for (const auto f : fillers) {
-    cuMemFree(f);
-  }
-  return fillers.size();
+  out.fillers = spares.size();
+  claim_after_regions(spares, c);
+  keep_near_regions(spares, c, out);
 }
 
 /// 1. The original addresses, inside the driver's pools where it has them. The virtual memory API
@@ -483,7 +531,16 @@ placement place_regions(const cap::capture_directory& c,
     }
     out.originals.clear();
     out.how = "allocation walk";
-    out.fillers = walk_allocations(c, vmm_failure);
+    try {
+      walk_allocations(c, vmm_failure, true, out);
+    } catch (const replay_failed& padded) {
+      // The padded requests moved the allocator off the program's addresses (another driver's
+      // steps): walked again at the regions' own sizes, without their slack.
+      out.owned.clear();
+      std::fprintf(stderr, "rpl-replay-cuda: %s; walking again without red-zone slack\n",
+                   padded.what());
+      walk_allocations(c, vmm_failure, false, out);
+    }
   }
   return out;
 }
@@ -544,37 +601,10 @@ std::vector<std::vector<std::uint8_t>> restore_contents(const cap::capture_direc
   return before;
 }
 
-/// The allocation walk's red zones: each region was cuMemAlloc'd at walk_request(size), and where
-/// the allocation the driver reports for its base reaches past the region's end (those extra
-/// bytes, or a region that is the front of a larger allocation), the bytes between belong to that
-/// allocation and to no other region: they are a zone after the region. Nothing is known before a
-/// region (its neighbour is the allocator's), nor after one the allocation ends with (a region
-/// under 2 MiB, or one that ends its 64 KiB granule).
-std::vector<sc::va_range> walk_zones(const cap::capture_directory& c) {
-  std::vector<sc::va_range> zones;
-  for (const auto& r : c.regions) {
-    CUdeviceptr base = 0;
-    std::size_t size = 0;
-    if (cuMemGetAddressRange(&base, &size, r.base) != CUDA_SUCCESS) {
-      continue;
-    }
-    std::uint64_t end = base + size;
-    for (const auto& other : c.regions) { // never into another region
-      if (other.base >= r.base + r.size && other.base < end) {
-        end = other.base;
-      }
-    }
-    if (end > r.base + r.size) {
-      zones.push_back({r.base + r.size, end - (r.base + r.size)});
-    }
-  }
-  return zones;
-}
-
 /// Red zones (stages/capture/red_zones.hpp), filled with the pattern: the reserved ranges' bytes
 /// outside every region where the regions sit at their own addresses in reservations of this
-/// process; after an allocation walk, only the slack of each region's own allocation
-/// (walk_zones); none with --relocate.
+/// process; after an allocation walk, the bytes of its own allocations within reach of a region
+/// (stages/capture/walk_zones.hpp); none with --relocate.
 std::vector<sc::va_range> fill_red_zones(const placement& placed,
                                          const options& o,
                                          const std::vector<sc::va_range>& ranges,
@@ -582,7 +612,8 @@ std::vector<sc::va_range> fill_red_zones(const placement& placed,
   if (o.relocate) {
     return {};
   }
-  const auto zones = placed.originals.empty() ? walk_zones(c) : sc::red_zones(ranges, c.regions);
+  const auto zones = placed.originals.empty() ? sc::walk_red_zones(c.regions, placed.owned)
+                                              : sc::red_zones(ranges, c.regions);
   std::vector<std::uint8_t> bytes;
   for (const auto& z : zones) {
     bytes.resize(z.size);
@@ -609,25 +640,6 @@ std::optional<sc::red_zone_violation> check_red_zones(const std::vector<sc::va_r
     sc::check_red_zone(z, now, c.regions, found);
   }
   return found;
-}
-
-nlohmann::json red_zones_json(const std::vector<sc::va_range>& zones,
-                              const std::optional<sc::red_zone_violation>& found,
-                              const std::string& phase) {
-  std::uint64_t bytes = 0;
-  for (const auto& z : zones) {
-    bytes += z.size;
-  }
-  nlohmann::json out = {{"zones", zones.size()}, {"bytes", bytes}, {"violation", nullptr}};
-  if (found) {
-    out["violation"] = {{"region", sc::hex_address(found->region)},
-                        {"side", found->side},
-                        {"offset", found->offset},
-                        {"changed", found->changed},
-                        {"phase", phase},
-                        {"message", "memory out of bounds: " + phase + " " + sc::describe(*found)}};
-  }
-  return out;
 }
 
 /// The captured kernel from the code object, allowed the dynamic shared memory it launches with.
@@ -996,7 +1008,7 @@ int run(const options& o) {
        rpl::workers::replay::verification_json(verified, c.regions.size(), o.tolerance)},
       {"timing", nullptr}};
   const auto stray = check_red_zones(zones, c, stream);
-  out["red_zones"] = red_zones_json(zones, stray, "the replayed dispatch");
+  out["red_zones"] = rp::red_zones_json(zones, stray, "the replayed dispatch");
   if (!verified.passed() || stray) {
     rpl::workers::replay::emit(o, out);
     return 3;
@@ -1006,7 +1018,7 @@ int run(const options& o) {
   }
   const auto timed = time_launches(o, c, verified.written, before, homes, stream, launch);
   if (const auto late = check_red_zones(zones, c, stream)) {
-    out["red_zones"] = red_zones_json(zones, late, "the timed launches");
+    out["red_zones"] = rp::red_zones_json(zones, late, "the timed launches");
     rpl::workers::replay::emit(o, out);
     return 3;
   }

@@ -41,20 +41,26 @@ replay_server::~replay_server() {
     api_.release_host(staging_);
 }
 
+device_status replay_server::stage(std::size_t bytes) {
+  if (bytes <= staging_bytes_)
+    return std::nullopt;
+  if (staging_ != nullptr)
+    api_.release_host(staging_);
+  staging_ = nullptr;
+  staging_bytes_ = 0;
+  void* p = nullptr;
+  if (device_status e = api_.allocate_host(bytes, p))
+    return e;
+  staging_ = static_cast<std::uint8_t*>(p);
+  staging_bytes_ = bytes;
+  return std::nullopt;
+}
+
 device_status replay_server::read_back(device_pointer source,
                                        std::size_t bytes,
                                        std::span<const std::uint8_t>& out) {
-  if (bytes > staging_bytes_) {
-    if (staging_ != nullptr)
-      api_.release_host(staging_);
-    staging_ = nullptr;
-    staging_bytes_ = 0;
-    void* p = nullptr;
-    if (device_status e = api_.allocate_host(bytes, p))
-      return e;
-    staging_ = static_cast<std::uint8_t*>(p);
-    staging_bytes_ = bytes;
-  }
+  if (device_status e = stage(bytes))
+    return e;
   out = std::span<const std::uint8_t>(staging_, bytes);
   return api_.copy_to_host(staging_, source, bytes);
 }
@@ -111,14 +117,23 @@ device_status replay_server::restore_written() {
 bool replay_server::zones_clean(const char* phase, messages::kernel_lane_reply& reply) {
   const auto start = clock_type::now();
   std::optional<sc::red_zone_violation> found;
-  std::span<const std::uint8_t> now;
-  for (const auto& z : capture_.zones) {
-    if (const device_status e = read_back(z.base, z.size, now)) {
-      failed(reply, kernel_lane_status::launch_failed, *e, "reading a red zone");
-      return false;
-    }
-    sc::check_red_zone(z, now, capture_.regions, found);
+  // Every zone's copy queued into one staging buffer, one wait (as the kernel lane reads its own).
+  std::size_t total = 0;
+  for (const auto& z : capture_.zones)
+    total += z.size;
+  device_status e = stage(total);
+  for (std::size_t i = 0, at = 0; !e && i < capture_.zones.size(); at += capture_.zones[i++].size)
+    e = api_.copy_to_host_queued(staging_ + at, capture_.zones[i].base, capture_.zones[i].size);
+  if (!e)
+    e = api_.synchronize();
+  if (e) {
+    failed(reply, kernel_lane_status::launch_failed, *e, "reading the red zones");
+    return false;
   }
+  for (std::size_t i = 0, at = 0; i < capture_.zones.size(); at += capture_.zones[i++].size)
+    sc::check_red_zone(capture_.zones[i],
+                       std::span<const std::uint8_t>(staging_ + at, capture_.zones[i].size),
+                       capture_.regions, found);
   reply.red_zone_ns += ns_since(start);
   if (!found)
     return true;
@@ -145,24 +160,37 @@ bool replay_server::out_of_bounds_into(std::size_t changed,
                                        const char* phase,
                                        messages::kernel_lane_reply& reply) {
   const auto& r = capture_.regions[changed];
-  if (first_offset >= neighbour_zone_bytes)
-    return false;
+  const bool near_start = first_offset < neighbour_zone_bytes;
+  const bool near_end = r.size - first_offset <= neighbour_zone_bytes;
   for (std::size_t j = 0; j < capture_.regions.size(); ++j) {
-    const auto& before = capture_.regions[j];
-    if (j == changed || capture_.after[j].empty() || before.base + before.size != r.base)
+    const auto& other = capture_.regions[j];
+    if (j == changed || capture_.after[j].empty())
       continue;
-    reply.violation.buffer = sc::hex_address(before.base);
-    reply.violation.side = "after";
-    reply.violation.offset = static_cast<std::int64_t>(before.size + first_offset);
+    std::string where;
+    if (near_start && other.base + other.size == r.base) {
+      // Past the end of the written region that ends where this one begins.
+      reply.violation.side = "after";
+      reply.violation.offset = static_cast<std::int64_t>(other.size + first_offset);
+      where = "byte " + std::to_string(other.size + first_offset) + " of region " +
+              sc::hex_address(other.base) + ", past its end";
+    } else if (near_end && r.base + r.size == other.base) {
+      // Before the start of the written region that begins where this one ends.
+      const std::uint64_t before = r.size - first_offset;
+      reply.violation.side = "before";
+      reply.violation.offset = -static_cast<std::int64_t>(before);
+      where = std::to_string(before) + " bytes before the start of region " +
+              sc::hex_address(other.base);
+    } else {
+      continue;
+    }
+    reply.violation.buffer = sc::hex_address(other.base);
     reply.violation.changed = 0;
     reply.violation.phase = phase;
     record(reply, kernel_lane_status::out_of_bounds,
-           std::string("memory out of bounds: ") + phase + " wrote byte " +
-               std::to_string(before.size + first_offset) + " of region " +
-               sc::hex_address(before.base) + ", past its end: that byte is byte " +
-               std::to_string(first_offset) + " of region " + sc::hex_address(r.base) +
-               ", which the captured dispatch does not write and which begins where " +
-               sc::hex_address(before.base) + " ends (the allocator placed them side by side)");
+           std::string("memory out of bounds: ") + phase + " wrote " + where +
+               ": that byte is byte " + std::to_string(first_offset) + " of region " +
+               sc::hex_address(r.base) + ", which the captured dispatch does not write and " +
+               "which the allocator placed right beside it");
     return true;
   }
   return false;

@@ -83,9 +83,10 @@ private:
                       bool written_only,
                       messages::kernel_lane_reply& reply);
   /// A region the dispatch does not write, changed within its first neighbour_zone_bytes, that
-  /// begins where a region the dispatch writes ends: the write went past that region's end
-  /// (out_of_bounds, recorded); the allocation walk's regions abut, so the neighbour stands in
-  /// for a red zone.
+  /// begins where a region the dispatch writes ends (the write went past that region's end), or
+  /// changed only within its last neighbour_zone_bytes and ending where a written region begins
+  /// (the write went before that region's start): out_of_bounds, recorded. The allocation walk's
+  /// regions abut, so the neighbour stands in for a red zone.
   bool out_of_bounds_into(std::size_t changed,
                           std::uint64_t first_offset,
                           const char* phase,
@@ -122,6 +123,8 @@ private:
   /// pageable vector of a large region costs more to fill than the copy itself).
   std::uint8_t* staging_ = nullptr;
   std::size_t staging_bytes_ = 0;
+  /// staging_ grown to at least `bytes`.
+  kernel_process::device_status stage(std::size_t bytes);
   /// `bytes` at `source` read back into staging_; the span of them.
   kernel_process::device_status
   read_back(device_pointer source, std::size_t bytes, std::span<const std::uint8_t>& out);
