@@ -23,6 +23,7 @@
 #include "stages/search/command_template.hpp"
 #include "stages/trace/rocpd_reader.hpp"
 #include "workers/capture/capture_run.hpp"
+#include "workers/lanes/kernel/sanitizer_pass.hpp"
 #include "workers/process/child_process.hpp"
 #include "workers/source/clang_source.hpp"
 #include "workers/tracers/cuda/cupti_recorder.hpp"
@@ -283,6 +284,23 @@ app_tools default_app_tools() {
       return std::string();
     }
     return result.status + ": " + result.reason + " (the program " + result.program_end + ")";
+  };
+  tools.sanitizer_missing = [] {
+    return workers::find_compute_sanitizer()
+               ? std::string()
+               : std::string("no compute-sanitizer ($RPL_COMPUTE_SANITIZER, PATH, "
+                             "/usr/local/cuda/bin)");
+  };
+  tools.sanitize = [](const std::vector<std::string>& argv, const std::string& symbol,
+                      const std::string& tool, const fs::path& log_dir, const std::string& log_stem,
+                      int device) {
+    workers::sanitizer_options options;
+    options.sanitizer = workers::find_compute_sanitizer().value_or("compute-sanitizer");
+    options.device = device;
+    options.timeout = app_run_timeout;
+    options.log_dir = log_dir;
+    options.log_stem = log_stem;
+    return workers::run_app_sanitizer(options, tool, argv, "kne=" + symbol);
   };
   return tools;
 }
@@ -551,13 +569,13 @@ std::vector<std::string> built_app(const std::vector<std::string>& app,
 
 } // namespace
 
-app_profile reprofile_app(const std::string& build_command,
-                          const app_build_sources& sources,
-                          const std::map<std::string, std::string>& patched,
-                          const std::vector<std::string>& app,
-                          const fs::path& out_dir,
-                          const app_tools& tools,
-                          std::chrono::milliseconds build_timeout) {
+std::vector<std::string> build_app(const std::string& build_command,
+                                   const app_build_sources& sources,
+                                   const std::map<std::string, std::string>& patched,
+                                   const std::vector<std::string>& app,
+                                   const fs::path& out_dir,
+                                   const app_tools& tools,
+                                   std::chrono::milliseconds build_timeout) {
   check_app(app);
   if (sources.root.empty() && sources.files.empty()) {
     throw optimize_input_error("--app-build copies the sources, and none were given; fix: "
@@ -595,7 +613,25 @@ app_profile reprofile_app(const std::string& build_command,
                         "; fix: make the command build the application from the sources in "
                         "{SRC_DIR}");
   }
-  return profile_app(built_app(app, scratch, copied), out_dir / "app-reprofile", tools).profile;
+  return built_app(app, scratch, copied);
+}
+
+app_profile profile_built_app(const std::vector<std::string>& argv,
+                              const fs::path& out_dir,
+                              const app_tools& tools) {
+  return profile_app(argv, out_dir / "app-reprofile", tools).profile;
+}
+
+app_profile reprofile_app(const std::string& build_command,
+                          const app_build_sources& sources,
+                          const std::map<std::string, std::string>& patched,
+                          const std::vector<std::string>& app,
+                          const fs::path& out_dir,
+                          const app_tools& tools,
+                          std::chrono::milliseconds build_timeout) {
+  return profile_built_app(
+      build_app(build_command, sources, patched, app, out_dir, tools, build_timeout), out_dir,
+      tools);
 }
 
 } // namespace rpl::engine

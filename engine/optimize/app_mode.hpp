@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "workers/lanes/lane_backend.hpp"
 #include "workers/tracers/trace_recorder.hpp"
 
 namespace rpl::engine {
@@ -110,6 +111,18 @@ struct app_tools {
                             const std::filesystem::path& out,
                             const capture_place& where)>
       capture;
+  /// The application pass of the sanitizer (app_sanitizer.hpp): runs `argv` once under
+  /// compute-sanitizer's `tool`, watching only the kernel whose mangled name is `symbol`, on
+  /// `device`, its log named <log_stem>.<tool>.log in `log_dir`.
+  std::function<workers::sanitizer_outcome(const std::vector<std::string>& argv,
+                                           const std::string& symbol,
+                                           const std::string& tool,
+                                           const std::filesystem::path& log_dir,
+                                           const std::string& log_stem,
+                                           int device)>
+      sanitize;
+  /// Why `sanitize` cannot run here (no compute-sanitizer); empty when it can.
+  std::function<std::string()> sanitizer_missing;
   std::string backend = "cuda"; ///< the profile report's backend name ("rocm" for rocprofv3)
   std::chrono::milliseconds build_timeout{std::chrono::hours(1)}; ///< --app-build's command
 };
@@ -186,6 +199,22 @@ struct app_build_sources {
 /// malformed command, an unknown placeholder, two flat sources with one file name, a patched
 /// file that is no source) and app_run_error when the build fails (naming the log) or the
 /// application does.
+/// reprofile_app's first half: the copy made, patched and built as described there; returns
+/// APP's argv to run the build (argv[0] from the scratch folder when the build made it).
+std::vector<std::string> build_app(const std::string& build_command,
+                                   const app_build_sources& sources,
+                                   const std::map<std::string, std::string>& patched,
+                                   const std::vector<std::string>& app,
+                                   const std::filesystem::path& out_dir,
+                                   const app_tools& tools,
+                                   std::chrono::milliseconds build_timeout = {});
+
+/// The built application `argv` profiled into out_dir/app-reprofile/ (reprofile_app's second
+/// half).
+app_profile profile_built_app(const std::vector<std::string>& argv,
+                              const std::filesystem::path& out_dir,
+                              const app_tools& tools);
+
 app_profile reprofile_app(const std::string& build_command,
                           const app_build_sources& sources,
                           const std::map<std::string, std::string>& patched,

@@ -18,6 +18,7 @@
 
 #include "engine/graph/lane_worker.hpp"
 #include "engine/optimize/app_mode.hpp"
+#include "engine/optimize/app_sanitizer.hpp"
 #include "engine/optimize/app_sources.hpp"
 #include "engine/optimize/kernel_optimizer.hpp"
 #include "engine/optimize/kernel_turns.hpp"
@@ -147,6 +148,8 @@ struct app_run {
   /// that takes it; the first `wanted` are the top K, the rest spares. Empty: captured already.
   std::vector<app_kernel> deferred;
   std::size_t wanted = static_cast<std::size_t>(-1);
+  std::map<std::string, std::string> symbols; ///< kernel (target.kernel) -> its mangled name
+  int first_device = 0;                       ///< where the application pass of the sanitizer runs
 };
 
 /// Where the kernels are looked for: --source narrows; else --source-dir (default: here).
@@ -248,6 +251,7 @@ std::vector<kernel_target> make_app_targets(const optimize_options& options,
   std::vector<kernel_target> targets;
   for (const auto& k : ranking.chosen) {
     app.capture_seconds[k.function] += k.capture_seconds;
+    app.symbols.emplace(k.function, k.symbol);
     targets.push_back(app_target(options, sources, k));
   }
   if (hooks.defer_captures) {
@@ -684,11 +688,23 @@ capture_in_turn(const optimize_options& options, const app_tools& tools, app_run
   };
 }
 
+/// The improved kernels' changes combined per file, keyed as --app-build's copy names them;
+/// what does not combine is named in `conflicts`.
+std::map<std::string, std::string> patched_sources(const std::vector<target_result>& results,
+                                                   const app_build_sources& sources,
+                                                   std::vector<std::string>& conflicts) {
+  std::map<std::string, std::string> patched;
+  for (const auto& [path, text] : combined_changes(results, conflicts)) {
+    patched[sources.root.empty() ? path.filename().string() : path.string()] = text;
+  }
+  return patched;
+}
+
 /// -- APP: the before profile, and with --app-build the accepted changes rebuilt and profiled
 /// within what is left of the budget (its reserve at least).
 nlohmann::json application_report(const optimize_options& options,
                                   const app_run& app,
-                                  const std::vector<target_result>& results,
+                                  std::vector<target_result>& results,
                                   const run_budget& budget,
                                   const app_tools& tools,
                                   const std::atomic<bool>& stop) {
@@ -716,16 +732,18 @@ nlohmann::json application_report(const optimize_options& options,
                                  : stop
                                      ? "interrupted: the application was not rebuilt; " + how
                                      : "the application was not rebuilt (no --app-build); " + how;
+    if (accepted && !stop) {
+      application["sanitizer"] = {
+          {"ran", false},
+          {"not_run", "no --app-build: the accepted changes were not run under compute-sanitizer "
+                      "in the application (a replay cannot be); fix: --app-build 'CMD'"}};
+    }
     application_figures(application, app.before, nullptr);
     return application;
   }
-  std::vector<std::string> conflicts;
-  std::map<std::string, std::string> patched;
   const auto sources = build_sources_of(options);
-  for (const auto& [path, text] : combined_changes(results, conflicts)) {
-    patched[sources.root.empty() ? path.filename().string() : path.string()] = text;
-  }
-  application["not_combined"] = conflicts;
+  std::vector<std::string> conflicts;
+  auto patched = patched_sources(results, sources, conflicts);
   try {
     std::chrono::milliseconds build_timeout{0};
     if (budget.bounded()) {
@@ -733,8 +751,28 @@ nlohmann::json application_report(const optimize_options& options,
       build_timeout = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(left),
                                std::chrono::milliseconds(10000));
     }
-    const auto after = reprofile_app(options.app_build, sources, patched, options.app, options.out,
-                                     tools, build_timeout);
+    auto argv = build_app(options.app_build, sources, patched, options.app, options.out, tools,
+                          build_timeout);
+    // The accepted changes under compute-sanitizer in the application (app_sanitizer.hpp); one
+    // it refuses is left out of the build that is profiled (and of --apply).
+    const app_sanitizer_pass pass{argv, app.symbols, options.out / "sanitizer", app.first_device};
+    application["sanitizer"] = sanitize_accepted(results, pass, tools, stop);
+    if (!application["sanitizer"].value("refused", nlohmann::json::object()).empty()) {
+      conflicts.clear();
+      patched = patched_sources(results, sources, conflicts);
+      if (patched.empty() || stop) {
+        application["not_combined"] = conflicts;
+        application["not_rebuilt"] = stop ? "interrupted: the application was not rebuilt"
+                                          : "every accepted change was refused by the sanitizer "
+                                            "pass: the application was not rebuilt";
+        application_figures(application, app.before, nullptr);
+        return application;
+      }
+      argv = build_app(options.app_build, sources, patched, options.app, options.out, tools,
+                       build_timeout);
+    }
+    application["not_combined"] = conflicts;
+    const auto after = profile_built_app(argv, options.out, tools);
     application["after"] = profile_json(after);
     if (after.gpu_share) {
       application["gpu_share_after"] = *after.gpu_share;
@@ -748,6 +786,7 @@ nlohmann::json application_report(const optimize_options& options,
     }
     application_figures(application, app.before, &after);
   } catch (const std::exception& error) {
+    application["not_combined"] = conflicts;
     application["after_error"] = error.what();
     application_figures(application, app.before, nullptr);
   }
@@ -864,6 +903,7 @@ int run_optimize(const optimize_options& options, std::atomic<bool>& stop, const
   const run_lease lease = take_out_lease(options);
   run_budget budget(limits_of(options));
   app_run app;
+  app.first_device = devices.empty() ? 0 : devices.front();
   const auto targets = targets_of(options, tools, devices.size(), budget, stop, app);
   std::vector<target_result> results;
   if (!targets.empty()) {

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <signal.h>
 #include <string>
@@ -216,6 +217,7 @@ protected:
     return text;
   }
 
+public:
   nlohmann::json run(std::vector<std::string> args,
                      int& exit_code,
                      std::vector<std::pair<std::string, std::optional<std::string>>> env = {}) {
@@ -236,10 +238,23 @@ protected:
     return parsed;
   }
 
+public:
+  const std::string& arch() const { return arch_; }
+  const fs::path& rocm_perf() const { return rocm_perf_; }
+  /// A scripted endpoint answering `content` once, for the test's lifetime.
+  void serve(const fs::path& dir, const std::string& content) {
+    server_ =
+        std::make_unique<scripted_server>(dir, nlohmann::json::array({{{"content", content}}}));
+    ASSERT_TRUE(server_->ok());
+  }
+  std::string endpoint() const { return server_ ? server_->endpoint() : std::string(); }
+
+protected:
   fs::path rocm_perf_;
   fs::path examples_;
   std::string gemm_;
   std::string arch_;
+  std::unique_ptr<scripted_server> server_;
 };
 
 TEST_F(OptimizeGpu, rule_proposer_on_gemm_with_a_hung_llm_endpoint) {
@@ -515,6 +530,157 @@ TEST_F(OptimizeGpu, the_padded_panel_is_accepted_after_a_clean_sanitizer_pass) {
     EXPECT_NE(c.value("status", ""), "finding") << c.dump(2);
   }
   std::cout << "padded panel speed-up " << a.value("speedup", 0.0) << "\n";
+}
+
+/// A small application for optimize's application mode: slow_scale iterates acc = acc / 2 + v
+/// 4096 times, where 64 already reach its fixed point (2v, bit for bit), so `body` (the loop and
+/// what follows it) with 64 is the same output, far sooner.
+std::string converging_app(const std::string& body) {
+  return R"(#include <cstdio>
+#include <vector>
+__global__ void slow_scale(const float* in, float* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    const float v = in[i];
+    float acc = 0.0f;
+)" + body +
+         R"(  }
+}
+int main() {
+  const int n = 1 << 20;
+  std::vector<float> host(n);
+  for (int i = 0; i < n; ++i) host[i] = static_cast<float>(i % 1000) / 1000.0f;
+  float* in = nullptr;
+  float* out = nullptr;
+  cudaMalloc(&in, n * sizeof(float));
+  cudaMalloc(&out, n * sizeof(float));
+  cudaMemcpy(in, host.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+  for (int r = 0; r < 4; ++r) slow_scale<<<(n + 255) / 256, 256>>>(in, out, n);
+  cudaMemcpy(host.data(), out, n * sizeof(float), cudaMemcpyDeviceToHost);
+  const bool right = host[999] == 2.0f * (999 / 1000.0f);
+  std::printf("slow_scale: %s\n", right ? "right" : "WRONG");
+  return right && cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+)";
+}
+
+const std::string slow_loop = "    for (int r = 0; r < 4096; ++r) acc = fmaf(acc, 0.5f, v);\n"
+                              "    out[i] = acc;\n";
+
+/// optimize -- ./slow --top 1 --app-build --apply, the scripted LLM proposing `change` (the loop
+/// and what follows it). Returns the report; `source` is the file as the run left it.
+nlohmann::json run_app_mode(OptimizeGpu& test,
+                            const fs::path& dir,
+                            const std::string& change,
+                            std::string& source,
+                            int& exit_code);
+
+TEST_F(OptimizeGpu, a_read_past_the_end_accepted_on_the_replay_is_refused_in_the_application) {
+  // The replay lane cannot run under compute-sanitizer and does not see reads: the faster loop
+  // with a read past `in` is accepted there. The application pass (--app-build: the application
+  // rebuilt with the change, run under memcheck watching slow_scale) finds the read, refuses the
+  // change, and --apply leaves the source as it was.
+  rpl::testing::temp_dir dir;
+  std::string source;
+  int exit_code = -1;
+  const auto report = run_app_mode(*this, dir.path(),
+                                   "    const float rpl_past = in[n + 3];\n"
+                                   "    for (int r = 0; r < 64; ++r) acc = fmaf(acc, 0.5f, v);\n"
+                                   "    out[i] = rpl_past == 12345.0f ? 0.0f : acc;\n",
+                                   source, exit_code);
+  ASSERT_EQ(exit_code, 0) << report.dump(2);
+  EXPECT_EQ(source, converging_app(slow_loop)) << "--apply wrote a change with a finding";
+  const auto& k = report["kernels"][0];
+  EXPECT_EQ(k["status"], "unchanged") << k.dump(2);
+  ASSERT_FALSE(k["attempts"].empty());
+  const auto& a = k["attempts"][0];
+  EXPECT_EQ(a["verdict"], "rejected") << a.dump(2);
+  EXPECT_EQ(a["stage"], "sanitizer") << a.dump(2);
+  EXPECT_EQ(a["guard"], "sanitizer:memcheck") << a.dump(2);
+  EXPECT_NE(a.value("detail", "").find("Invalid __global__ read"), std::string::npos) << a.dump(2);
+  const auto& application = report["application"];
+  EXPECT_TRUE(application["sanitizer"]["refused"].contains("slow_scale")) << application.dump(2);
+  EXPECT_EQ(application.value("not_rebuilt", ""),
+            "every accepted change was refused by the sanitizer pass: the application was not "
+            "rebuilt");
+  std::cout << "refused in the application: " << a.value("detail", "").substr(0, 300) << "\n";
+}
+
+TEST_F(OptimizeGpu, a_right_change_is_sanitizer_checked_in_the_application_and_applied) {
+  rpl::testing::temp_dir dir;
+  std::string source;
+  int exit_code = -1;
+  const std::string fast = "    for (int r = 0; r < 64; ++r) acc = fmaf(acc, 0.5f, v);\n"
+                           "    out[i] = acc;\n";
+  const auto report = run_app_mode(*this, dir.path(), fast, source, exit_code);
+  ASSERT_EQ(exit_code, 0) << report.dump(2);
+  const auto& k = report["kernels"][0];
+  ASSERT_EQ(k["status"], "improved") << k.dump(2);
+  const auto& a = k["attempts"][0];
+  EXPECT_TRUE(a.value("sanitizer_checked", false)) << a.dump(2);
+  for (const auto& c : a["validation"])
+    if (c.value("scope", "") == "application")
+      std::cout << "application pass: " << c.value("case", "") << ": " << c.value("status", "")
+                << " in " << c.value("seconds", 0.0) << " s\n";
+  EXPECT_EQ(source, converging_app(fast)) << "--apply wrote the accepted change";
+  EXPECT_GT(report["application"].value("gpu_time_speedup", 0.0), 1.5)
+      << report["application"].dump(2);
+  std::cout << "application pass: " << report["application"]["sanitizer"].dump() << "\n";
+}
+
+nlohmann::json run_app_mode(OptimizeGpu& test,
+                            const fs::path& dir,
+                            const std::string& change,
+                            std::string& source,
+                            int& exit_code) {
+  const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
+  std::error_code ec;
+  if (!fs::exists(nvcc, ec)) {
+    ADD_FAILURE() << "no " << nvcc << " to build the application";
+    return {};
+  }
+  const fs::path tree = dir / "app";
+  fs::create_directories(tree);
+  const std::string original = converging_app(slow_loop);
+  rpl::testing::write_file(tree / "slow.cu", original);
+  const std::string arch = test.arch();
+  workers::child_options build;
+  build.argv = {nvcc.string(),           "-O3", "-arch=" + arch, (tree / "slow.cu").string(), "-o",
+                (tree / "slow").string()};
+  EXPECT_EQ(workers::run_child(build, std::chrono::minutes(2)).exit_code, 0);
+  test.serve(dir, answer(stages::optimize::make_unified_diff(original, converging_app(change),
+                                                             "slow.cu")));
+  auto report = test.run({test.rocm_perf().string(),
+                          "optimize",
+                          "--top",
+                          "1",
+                          "--source",
+                          (tree / "slow.cu").string(),
+                          "--build-template",
+                          "nvcc -cubin -arch=" + arch + " {SOURCE} -o {OUT}",
+                          "--app-build",
+                          nvcc.string() + " -O3 -arch=" + arch + " slow.cu -o slow",
+                          "--proposer",
+                          "llm",
+                          "--llm-endpoint",
+                          test.endpoint(),
+                          "--llm-model",
+                          "scripted",
+                          "--iterations",
+                          "1",
+                          "--rounds",
+                          "6",
+                          "--runs-per-round",
+                          "3",
+                          "--apply",
+                          "--out",
+                          (dir / "out").string(),
+                          "--json",
+                          "--",
+                          (tree / "slow").string()},
+                         exit_code);
+  source = rpl::testing::read_text(tree / "slow.cu");
+  return report;
 }
 
 TEST_F(OptimizeGpu, an_llm_compile_error_is_repaired_within_two_rounds) {

@@ -7,6 +7,8 @@
 
 #include "messages/codec.hpp"
 #include "workers/lanes/kernel/lane_process.hpp"
+#include "workers/process/child_process.hpp"
+#include "workers/process/exit_description.hpp"
 #include "workers/process/find_program.hpp"
 
 namespace rpl::workers {
@@ -26,13 +28,18 @@ std::string read_all(const fs::path& path) {
   return text.str();
 }
 
+/// compute-sanitizer and its options, before the program it runs.
+std::vector<std::string>
+tool_argv(const sanitizer_options& options, std::string_view tool, const fs::path& log) {
+  return {options.sanitizer.string(), "--tool", std::string(tool), "--error-exitcode",
+          std::to_string(found_errors), "--log-file", log.string(), "--print-limit", "20",
+          // The lane's (or the application's) own API calls are not the candidate's errors.
+          "--report-api-errors", "no"};
+}
+
 std::vector<std::string>
 sanitizer_argv(const sanitizer_options& options, std::string_view tool, const fs::path& log) {
-  std::vector<std::string> argv = {options.sanitizer.string(), "--tool", std::string(tool),
-                                   "--error-exitcode", std::to_string(found_errors), "--log-file",
-                                   log.string(), "--print-limit", "20",
-                                   // The lane's own API calls are not the candidate's errors.
-                                   "--report-api-errors", "no"};
+  std::vector<std::string> argv = tool_argv(options, tool, log);
   argv.push_back(options.lane_program.string());
   argv.push_back("--no-red-zones"); // the tool must see each buffer's true end
   return argv;
@@ -140,6 +147,47 @@ sanitizer_outcome run_sanitizer(const sanitizer_options& options,
     out.first_report = "no report, but compute-sanitizer " + ended;
   if (code == found_errors && report.empty())
     out.first_report += " (it exited with --error-exitcode " + std::to_string(found_errors) + ")";
+  return out;
+}
+
+sanitizer_outcome run_app_sanitizer(const sanitizer_options& options,
+                                    std::string_view tool,
+                                    const std::vector<std::string>& argv,
+                                    const std::string& kernel_filter) {
+  sanitizer_outcome out;
+  out.tool = std::string(tool);
+  out.log = options.log_dir / (options.log_stem + "." + out.tool + ".log");
+  std::error_code ec;
+  fs::remove(out.log, ec); // a stale log must not speak for this run
+  child_options child;
+  child.argv = tool_argv(options, tool, out.log);
+  child.argv.insert(child.argv.end(), {"--kernel-name", kernel_filter});
+  // The application's buffers may abut (whole 2 MiB pages): padding after each allocation makes
+  // an access past one's end an access to no allocation, which memcheck reports.
+  if (tool == "memcheck")
+    child.argv.insert(child.argv.end(), {"--padding", "4096"});
+  child.argv.insert(child.argv.end(), argv.begin(), argv.end());
+  child.environment.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(options.device));
+  child.max_output_bytes = 1 << 20;
+  const child_outcome ran = run_child(child, options.timeout);
+  out.seconds = std::chrono::duration<double>(ran.wall).count();
+  {
+    std::ofstream saved(options.log_dir / (options.log_stem + "." + out.tool + ".out"),
+                        std::ios::binary);
+    saved << ran.output;
+  }
+  const std::string report = first_sanitizer_report(read_all(out.log));
+  out.clean = ran.succeeded() && report.empty();
+  if (out.clean)
+    return out;
+  if (!report.empty())
+    out.first_report = report;
+  else if (ran.launched && !ran.timed_out && ran.exit_code == found_errors)
+    out.first_report = "no report, but compute-sanitizer exited with --error-exitcode " +
+                       std::to_string(found_errors);
+  else
+    out.first_report = "no report, but under " + out.tool + " the application " +
+                       describe_exit(ran, options.timeout);
   return out;
 }
 

@@ -44,6 +44,18 @@ sanitizer_outcome run_sanitizer(const sanitizer_options& options,
                                 std::string_view tool,
                                 const std::vector<messages::kernel_lane_request>& requests);
 
+/// The application pass (optimize -- APP --app-build): the rebuilt application `argv` run once
+/// under `tool`, which watches only the kernels `kernel_filter` selects (compute-sanitizer's
+/// --kernel-name argument: "kne=<mangled name>" for one kernel; memcheck with --padding 4096, as
+/// the application's buffers may abut), pinned to options.device, the
+/// application's own output kept in <log_stem>.<tool>.out beside the log. Clean when the
+/// application exits 0 under the tool and the log holds no report; a report, another end, or no
+/// end within options.timeout is a finding. Never throws for what the application does.
+sanitizer_outcome run_app_sanitizer(const sanitizer_options& options,
+                                    std::string_view tool,
+                                    const std::vector<std::string>& argv,
+                                    const std::string& kernel_filter);
+
 /// The first report in a compute-sanitizer log: the first "========= " line that is neither the
 /// banner, a summary nor an indented detail, with the "at ..." line after it when there is one;
 /// empty when the log holds none.

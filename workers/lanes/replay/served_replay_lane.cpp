@@ -40,9 +40,9 @@ std::vector<sanitizer_outcome> served_replay_lane::sanitize(const sanitizer_plan
   (void)plan;
   unavailable = "no sanitizer pass on a replayed dispatch: compute-sanitizer's own allocations "
                 "take the captured addresses, so the capture cannot be placed under it; the "
-                "replay's own checks (every region against the capture, red zones where the "
-                "placement leaves them, the region next door after the allocation walk) checked "
-                "memory";
+                "replay's own checks (every region against the capture, red zones, the region "
+                "next door) checked memory; with --app-build, each accepted change is run under "
+                "compute-sanitizer in the rebuilt application after the loop";
   return {};
 }
 
