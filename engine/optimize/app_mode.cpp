@@ -23,7 +23,6 @@
 #include "stages/search/command_template.hpp"
 #include "stages/trace/rocpd_reader.hpp"
 #include "workers/capture/capture_run.hpp"
-#include "workers/lanes/kernel/sanitizer_pass.hpp"
 #include "workers/process/child_process.hpp"
 #include "workers/source/clang_source.hpp"
 #include "workers/tracers/cuda/cupti_recorder.hpp"
@@ -291,16 +290,14 @@ app_tools default_app_tools() {
                : std::string("no compute-sanitizer ($RPL_COMPUTE_SANITIZER, PATH, "
                              "/usr/local/cuda/bin)");
   };
-  tools.sanitize = [](const std::vector<std::string>& argv, const std::string& symbol,
-                      const std::string& tool, const fs::path& log_dir, const std::string& log_stem,
-                      int device) {
+  tools.sanitize = [](const app_sanitize_request& request) {
     workers::sanitizer_options options;
     options.sanitizer = workers::find_compute_sanitizer().value_or("compute-sanitizer");
-    options.device = device;
-    options.timeout = app_run_timeout;
-    options.log_dir = log_dir;
-    options.log_stem = log_stem;
-    return workers::run_app_sanitizer(options, tool, argv, "kne=" + symbol);
+    options.device = request.device;
+    options.timeout = request.timeout;
+    options.log_dir = request.log_dir;
+    options.log_stem = request.log_stem;
+    return workers::run_app_sanitizer(options, request.tool, request.argv, request.kernel);
   };
   return tools;
 }

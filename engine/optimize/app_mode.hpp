@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "workers/lanes/kernel/sanitizer_pass.hpp"
 #include "workers/lanes/lane_backend.hpp"
 #include "workers/tracers/trace_recorder.hpp"
 
@@ -96,6 +97,17 @@ struct capture_place {
   std::chrono::milliseconds timeout = app_run_timeout;
 };
 
+/// One run of the application pass of the sanitizer.
+struct app_sanitize_request {
+  std::vector<std::string> argv;
+  workers::app_kernel_watch kernel;
+  std::string tool;
+  std::filesystem::path log_dir;
+  std::string log_stem; ///< the log is <log_stem>.<tool>.log in log_dir
+  int device = 0;
+  std::chrono::milliseconds timeout = app_run_timeout;
+};
+
 /// How the application is recorded, captured and built. default_app_tools() gives the CUDA
 /// tracer (librpl_cupti_tracer.so) and capture library (librpl_cuda_capture.so), found when first
 /// used (a missing one is optimize_input_error then); tests replace them with stand-ins.
@@ -111,16 +123,10 @@ struct app_tools {
                             const std::filesystem::path& out,
                             const capture_place& where)>
       capture;
-  /// The application pass of the sanitizer (app_sanitizer.hpp): runs `argv` once under
-  /// compute-sanitizer's `tool`, watching only the kernel whose mangled name is `symbol`, on
-  /// `device`, its log named <log_stem>.<tool>.log in `log_dir`.
-  std::function<workers::sanitizer_outcome(const std::vector<std::string>& argv,
-                                           const std::string& symbol,
-                                           const std::string& tool,
-                                           const std::filesystem::path& log_dir,
-                                           const std::string& log_stem,
-                                           int device)>
-      sanitize;
+  /// The application pass of the sanitizer (app_sanitizer.hpp): one run of an application
+  /// under one compute-sanitizer tool, watching one kernel
+  /// (workers/lanes/kernel/sanitizer_pass.hpp, run_app_sanitizer).
+  std::function<workers::sanitizer_outcome(const app_sanitize_request&)> sanitize;
   /// Why `sanitize` cannot run here (no compute-sanitizer); empty when it can.
   std::function<std::string()> sanitizer_missing;
   std::string backend = "cuda"; ///< the profile report's backend name ("rocm" for rocprofv3)

@@ -18,8 +18,16 @@ attempt_finding finding_of(const std::string& tool) {
   return attempt_finding::sanitizer_memcheck;
 }
 
-/// Each outcome as a validation case in the kernel's last accepted attempt's record.
-void record_outcomes(target_result& r, const std::vector<workers::sanitizer_outcome>& outcomes) {
+/// One tool's verdict on a kernel's change: the candidate's run, and the original's when the
+/// candidate's was not clean.
+struct tool_verdict {
+  workers::sanitizer_outcome run;
+  std::string status; ///< "clean", "finding", "original_finding", "not_run"
+  std::string reason;
+};
+
+/// Each verdict as a validation case in the kernel's last accepted attempt's record.
+void record_outcomes(target_result& r, const std::vector<tool_verdict>& verdicts) {
   attempt_record* last = nullptr;
   for (auto& a : r.attempts)
     if (a.verdict == attempt_verdict::accepted)
@@ -29,14 +37,54 @@ void record_outcomes(target_result& r, const std::vector<workers::sanitizer_outc
   auto record = nlohmann::json::parse(last->validation, nullptr, false);
   if (!record.is_array())
     record = nlohmann::json::array();
-  for (const auto& o : outcomes)
-    record.push_back({{"case", "sanitizer:" + o.tool},
-                      {"scope", "application"},
-                      {"status", o.clean ? "clean" : "finding"},
-                      {"reason", o.first_report},
-                      {"seconds", o.seconds},
-                      {"log", o.log.string()}});
+  for (const auto& v : verdicts) {
+    nlohmann::json entry = {{"case", "sanitizer:" + v.run.tool},
+                            {"scope", "application"},
+                            {"status", v.status},
+                            {"reason", v.reason},
+                            {"seconds", v.run.seconds},
+                            {"log", v.run.log.string()}};
+    if (!v.run.other_report.empty())
+      entry["not_the_kernels"] = v.run.other_report;
+    record.push_back(entry);
+  }
   last->validation = record.dump();
+}
+
+/// `tool` on the rebuilt application, and on the original where that run is not clean.
+tool_verdict judge(const target_result& r,
+                   const std::string& tool,
+                   const app_sanitizer_pass& pass,
+                   const app_tools& tools) {
+  const auto symbol = pass.symbols.find(r.kernel);
+  app_sanitize_request request;
+  request.argv = pass.argv;
+  request.kernel = {symbol != pass.symbols.end() ? symbol->second : r.kernel, r.kernel};
+  request.tool = tool;
+  request.log_dir = pass.log_dir;
+  request.log_stem = "app." + r.kernel;
+  request.device = pass.device;
+  request.timeout = pass.tool_timeout;
+  tool_verdict v{tools.sanitize(request), "clean", ""};
+  if (v.run.clean)
+    return v;
+  v.reason = v.run.first_report;
+  if (v.run.timed_out && !v.run.reported) {
+    v.status = "not_run";
+    return v;
+  }
+  request.argv = pass.original_argv;
+  request.log_stem = "original." + r.kernel;
+  const auto original = tools.sanitize(request);
+  v.run.seconds += original.seconds;
+  if (original.clean || (original.timed_out && !original.reported)) {
+    v.status = "finding";
+    return v;
+  }
+  v.status = "original_finding";
+  v.reason += "; the original application gives " + original.first_report +
+              " under it too (log: " + original.log.string() + "), so it cannot judge the change";
+  return v;
 }
 
 /// The kernel's change refused by `found`: its accepted attempts rejected at the sanitizer, the
@@ -83,23 +131,20 @@ nlohmann::json sanitize_accepted(std::vector<target_result>& results,
       continue;
     if (stop)
       return {{"ran", false}, {"not_run", "interrupted"}, {"refused", refused}};
-    const auto symbol = pass.symbols.find(r.kernel);
-    const std::string name = symbol != pass.symbols.end() ? symbol->second : r.kernel;
-    std::vector<workers::sanitizer_outcome> outcomes;
+    std::vector<tool_verdict> verdicts;
     for (const auto tool : workers::sanitizer_tools) {
-      outcomes.push_back(tools.sanitize(pass.argv, name, std::string(tool), pass.log_dir,
-                                        "app." + r.kernel, pass.device));
-      seconds += outcomes.back().seconds;
-      spdlog::info("{}: compute-sanitizer {} on the application: {} ({:.1f} s)", r.kernel, tool,
-                   outcomes.back().clean ? "clean" : outcomes.back().first_report,
-                   outcomes.back().seconds);
-      if (!outcomes.back().clean)
+      verdicts.push_back(judge(r, std::string(tool), pass, tools));
+      const auto& v = verdicts.back();
+      seconds += v.run.seconds;
+      spdlog::info("{}: compute-sanitizer {} on the application: {}{} ({:.1f} s)", r.kernel, tool,
+                   v.status, v.reason.empty() ? "" : ": " + v.reason, v.run.seconds);
+      if (v.status == "finding")
         break;
     }
-    record_outcomes(r, outcomes);
-    if (!outcomes.back().clean) {
-      refuse(r, outcomes.back());
-      refused[r.kernel] = "sanitizer:" + outcomes.back().tool + ": " + outcomes.back().first_report;
+    record_outcomes(r, verdicts);
+    if (verdicts.back().status == "finding") {
+      refuse(r, verdicts.back().run);
+      refused[r.kernel] = "sanitizer:" + verdicts.back().run.tool + ": " + verdicts.back().reason;
       spdlog::warn("{}: {}", r.kernel, r.reason);
     }
   }

@@ -6,11 +6,15 @@
 /// improved kernel, the tool watching that kernel alone (by its mangled name). A finding refuses
 /// the kernel's change: its accepted attempts become `rejected` at stage `sanitizer` with
 /// `sanitizer:<tool>` and the tool's first report line, the kernel becomes `unchanged`, and its
-/// diff is dropped, so neither the application's second profile nor `--apply` carries it. Each
-/// tool's outcome goes into the kernel's last accepted attempt's validation record (scope
-/// "application"), so an acceptance all four tools passed is sanitizer-checked in the report.
+/// diff is dropped, so neither the application's second profile nor `--apply` carries it. A report
+/// is the change's only when the original application, run the same way, gives none: where it
+/// does too, the tool cannot judge the change (`original_finding`); a run killed at its deadline
+/// without a report is `not_run`. Each tool's outcome goes into the kernel's last accepted
+/// attempt's validation record (scope "application"), so an acceptance all four tools passed is
+/// sanitizer-checked in the report, and one with `original_finding` or `not_run` is not.
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -25,9 +29,11 @@ namespace rpl::engine {
 
 struct app_sanitizer_pass {
   std::vector<std::string> argv;              ///< the rebuilt application
+  std::vector<std::string> original_argv;     ///< the application as given (-- APP)
   std::map<std::string, std::string> symbols; ///< kernel (target_result::kernel) -> mangled name
   std::filesystem::path log_dir;              ///< OUT/sanitizer (created)
   int device = 0;                             ///< the GPU the application runs on
+  std::chrono::milliseconds tool_timeout = app_run_timeout; ///< one run under one tool
 };
 
 /// Runs the pass over every improved kernel of `results` and refuses those with a finding (see

@@ -755,7 +755,17 @@ nlohmann::json application_report(const optimize_options& options,
                           build_timeout);
     // The accepted changes under compute-sanitizer in the application (app_sanitizer.hpp); one
     // it refuses is left out of the build that is profiled (and of --apply).
-    const app_sanitizer_pass pass{argv, app.symbols, options.out / "sanitizer", app.first_device};
+    app_sanitizer_pass pass{
+        argv,           options.app, app.symbols, options.out / "sanitizer", app.first_device,
+        app_run_timeout};
+    if (budget.bounded()) { // what is left after the second profile, shared by every run
+      const auto improved = std::count_if(results.begin(), results.end(),
+                                          [](const auto& r) { return r.status == "improved"; });
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          budget.left_for_after() - budget.before_profile());
+      pass.tool_timeout = std::clamp(left / std::max<long>(1, 4 * improved),
+                                     std::chrono::milliseconds(10000), app_run_timeout);
+    }
     application["sanitizer"] = sanitize_accepted(results, pass, tools, stop);
     if (!application["sanitizer"].value("refused", nlohmann::json::object()).empty()) {
       conflicts.clear();

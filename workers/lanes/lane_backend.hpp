@@ -21,6 +21,11 @@ struct sanitizer_outcome {
   std::string first_report; ///< the tool's first report line, or why it did not finish
   std::filesystem::path log;
   double seconds = 0.0;
+  bool reported = false;  ///< the tool reported an error of the kernel's (not only a failed run)
+  bool timed_out = false; ///< killed at its deadline
+  /// The application pass: the first report that is not the kernel's (the application's host
+  /// code, another kernel), which does not decide.
+  std::string other_report;
 };
 
 /// What the sanitizer pass runs (lanes/kernel/sanitizer_pass.hpp): memcheck and initcheck over

@@ -84,28 +84,37 @@ std::optional<fs::path> find_compute_sanitizer() {
   return std::nullopt;
 }
 
-std::string first_sanitizer_report(std::string_view log) {
+std::vector<std::string> sanitizer_reports(std::string_view log) {
   constexpr std::string_view prefix = "========= ";
   std::istringstream lines{std::string(log)};
-  std::string report;
+  std::vector<std::string> reports;
+  bool open = false; // the last report may take the location on the line after it
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind(prefix, 0) != 0)
       continue;
     const std::string body = line.substr(prefix.size());
-    if (!report.empty()) { // the line after the report: its location, when it gives one
+    if (open) {
+      open = false;
       const std::size_t at = body.find_first_not_of(' ');
-      if (at != std::string::npos && at > 0 && body.compare(at, 3, "at ") == 0)
-        report += " " + body.substr(at);
-      return report;
+      if (at != std::string::npos && at > 0 && body.compare(at, 3, "at ") == 0) {
+        reports.back() += " " + body.substr(at);
+        continue;
+      }
     }
-    // Also not the tool's notices about itself ("Warning: Maximum number of hazards reached").
+    // Not the tool's notices about itself ("Warning: Maximum number of hazards reached").
     if (body.empty() || body.front() == ' ' || body.rfind("COMPUTE-SANITIZER", 0) == 0 ||
         body.find("SUMMARY") != std::string::npos ||
         body.find("Maximum number of") != std::string::npos)
       continue;
-    report = body;
+    reports.push_back(body);
+    open = true;
   }
-  return report;
+  return reports;
+}
+
+std::string first_sanitizer_report(std::string_view log) {
+  const auto reports = sanitizer_reports(log);
+  return reports.empty() ? std::string() : reports.front();
 }
 
 sanitizer_outcome run_sanitizer(const sanitizer_options& options,
@@ -136,6 +145,8 @@ sanitizer_outcome run_sanitizer(const sanitizer_options& options,
   out.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
   const std::string report = first_sanitizer_report(read_all(out.log));
   const std::optional<int> code = lane.exit_code();
+  out.reported = !report.empty();
+  out.timed_out = failure == "timed out";
   out.clean = failure.empty() && code == 0 && report.empty();
   if (out.clean)
     return out;
@@ -150,10 +161,27 @@ sanitizer_outcome run_sanitizer(const sanitizer_options& options,
   return out;
 }
 
+namespace {
+
+/// Whether an application-pass report is the watched kernel's: not about the host's API calls,
+/// and with initcheck (which watches every kernel) located in the kernel's function.
+bool kernel_report(const std::string& report, std::string_view tool, const std::string& function) {
+  if (report.rfind("Host API", 0) == 0 || report.rfind("Program hit", 0) == 0)
+    return false;
+  if (tool != "initcheck")
+    return true;
+  for (const char after : {'+', '('})
+    if (report.find("at " + function + after) != std::string::npos)
+      return true;
+  return false;
+}
+
+} // namespace
+
 sanitizer_outcome run_app_sanitizer(const sanitizer_options& options,
                                     std::string_view tool,
                                     const std::vector<std::string>& argv,
-                                    const std::string& kernel_filter) {
+                                    const app_kernel_watch& kernel) {
   sanitizer_outcome out;
   out.tool = std::string(tool);
   out.log = options.log_dir / (options.log_stem + "." + out.tool + ".log");
@@ -161,7 +189,8 @@ sanitizer_outcome run_app_sanitizer(const sanitizer_options& options,
   fs::remove(out.log, ec); // a stale log must not speak for this run
   child_options child;
   child.argv = tool_argv(options, tool, out.log);
-  child.argv.insert(child.argv.end(), {"--kernel-name", kernel_filter});
+  if (tool != "initcheck")
+    child.argv.insert(child.argv.end(), {"--kernel-name", "kne=" + kernel.symbol});
   // The application's buffers may abut (whole 2 MiB pages): padding after each allocation makes
   // an access past one's end an access to no allocation, which memcheck reports.
   if (tool == "memcheck")
@@ -171,21 +200,23 @@ sanitizer_outcome run_app_sanitizer(const sanitizer_options& options,
   child.max_output_bytes = 1 << 20;
   const child_outcome ran = run_child(child, options.timeout);
   out.seconds = std::chrono::duration<double>(ran.wall).count();
+  out.timed_out = ran.timed_out;
   {
     std::ofstream saved(options.log_dir / (options.log_stem + "." + out.tool + ".out"),
                         std::ios::binary);
     saved << ran.output;
   }
-  const std::string report = first_sanitizer_report(read_all(out.log));
-  out.clean = ran.succeeded() && report.empty();
-  if (out.clean)
-    return out;
-  if (!report.empty())
-    out.first_report = report;
-  else if (ran.launched && !ran.timed_out && ran.exit_code == found_errors)
-    out.first_report = "no report, but compute-sanitizer exited with --error-exitcode " +
-                       std::to_string(found_errors);
-  else
+  for (const auto& report : sanitizer_reports(read_all(out.log))) {
+    const bool mine = kernel_report(report, tool, kernel.function);
+    std::string& slot = mine ? out.first_report : out.other_report;
+    if (slot.empty())
+      slot = report;
+    out.reported = out.reported || mine;
+  }
+  const bool ended = ran.launched && !ran.timed_out && ran.term_signal == 0 &&
+                     (ran.exit_code == 0 || ran.exit_code == found_errors);
+  out.clean = ended && !out.reported;
+  if (!out.clean && !out.reported)
     out.first_report = "no report, but under " + out.tool + " the application " +
                        describe_exit(ran, options.timeout);
   return out;

@@ -44,17 +44,31 @@ sanitizer_outcome run_sanitizer(const sanitizer_options& options,
                                 std::string_view tool,
                                 const std::vector<messages::kernel_lane_request>& requests);
 
-/// The application pass (optimize -- APP --app-build): the rebuilt application `argv` run once
-/// under `tool`, which watches only the kernels `kernel_filter` selects (compute-sanitizer's
-/// --kernel-name argument: "kne=<mangled name>" for one kernel; memcheck with --padding 4096, as
-/// the application's buffers may abut), pinned to options.device, the
-/// application's own output kept in <log_stem>.<tool>.out beside the log. Clean when the
-/// application exits 0 under the tool and the log holds no report; a report, another end, or no
-/// end within options.timeout is a finding. Never throws for what the application does.
+/// The kernel the application pass watches: its mangled name (what the tool's --kernel-name
+/// filter matches) and its function name (what a report's location names).
+struct app_kernel_watch {
+  std::string symbol;
+  std::string function;
+};
+
+/// The application pass (optimize -- APP --app-build): the application `argv` run once under
+/// `tool`, pinned to options.device, the application's own output kept in
+/// <log_stem>.<tool>.out beside the log. memcheck, racecheck and synccheck watch the kernel alone
+/// (--kernel-name kne=<symbol>; memcheck with --padding 4096, as the application's buffers may
+/// abut). initcheck watches every kernel: memory another kernel wrote looks uninitialized to it
+/// when that kernel is not watched; only its reports located in the watched function count.
+/// Reports about the application's host code (a host API call that reads uninitialized memory)
+/// or other kernels are kept in `other_report` and do not decide. Clean when the application ends
+/// normally under the tool (exit 0, or the tool's error exit for those other reports) and no
+/// report of the kernel's is in the log; killed at options.timeout without one, `timed_out`.
+/// Never throws for what the application does.
 sanitizer_outcome run_app_sanitizer(const sanitizer_options& options,
                                     std::string_view tool,
                                     const std::vector<std::string>& argv,
-                                    const std::string& kernel_filter);
+                                    const app_kernel_watch& kernel);
+
+/// Every report in a compute-sanitizer log, as first_sanitizer_report words each.
+std::vector<std::string> sanitizer_reports(std::string_view log);
 
 /// The first report in a compute-sanitizer log: the first "========= " line that is neither the
 /// banner, a summary nor an indented detail, with the "at ..." line after it when there is one;
