@@ -24,6 +24,7 @@
 #include "support/fake_compile_service.hpp"
 #include "support/manual_clock.hpp"
 #include "support/rocpd_fixtures.hpp"
+#include "support/sanitizers.hpp"
 #include "support/test_support.hpp"
 #include "workers/lanes/lane_backend.hpp"
 #include "workers/replay/replay_run.hpp"
@@ -1031,8 +1032,14 @@ TEST(engine_optimize_run_budget, a_comparison_in_flight_ends_at_the_kernels_dead
       engine::optimize_kernel(target, settings, services, lanes, journal, artifacts, stop);
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  // Before the loop stopped at the deadline, the first comparison alone took 8 s.
-  EXPECT_LT(took, 4.5) << measurements << " measurements";
+  // Before the loop stopped at the deadline, the first comparison alone took 8 s: 400
+  // measurements. Cut at 3 s, it makes at most 150, whatever the machine's load.
+  EXPECT_LT(measurements.load(), 200);
+  // The wall time, too, except under a sanitizer on a loaded machine: there libclang's parses of
+  // the proposals (never interrupted) took 8.0 s with one measurement made, in a cold .ci/run's
+  // TSan stage beside hipcc's tests (2026-11-29; 3.5 s alone).
+  EXPECT_LT(took, rpl::testing::under_asan || rpl::testing::under_tsan ? 15.0 : 4.5)
+      << measurements << " measurements";
   if (result.status == "not_reached") {
     // A slow machine (a sanitizer build): libclang's parses took the turn before a proposal got
     // to the lane. The loop still ended at its deadline, and there is no figure.
