@@ -8,16 +8,6 @@ namespace rpl::engine {
 
 namespace {
 
-attempt_finding finding_of(const std::string& tool) {
-  if (tool == "racecheck")
-    return attempt_finding::sanitizer_racecheck;
-  if (tool == "initcheck")
-    return attempt_finding::sanitizer_initcheck;
-  if (tool == "synccheck")
-    return attempt_finding::sanitizer_synccheck;
-  return attempt_finding::sanitizer_memcheck;
-}
-
 /// One tool's verdict on a kernel's change: the candidate's run, and the original's when the
 /// candidate's was not clean.
 struct tool_verdict {
@@ -99,7 +89,7 @@ void refuse(target_result& r, const workers::sanitizer_outcome& found) {
       continue;
     a.verdict = attempt_verdict::rejected;
     a.stage = attempt_stage::sanitizer;
-    a.guard = finding_of(found.tool);
+    a.guard = sanitizer_finding(found.tool);
     a.detail = why;
   }
   r.status = "unchanged";

@@ -138,4 +138,14 @@ std::span<const attempt_finding> all_findings() {
   return values;
 }
 
+attempt_finding sanitizer_finding(std::string_view tool) {
+  if (tool == "racecheck")
+    return attempt_finding::sanitizer_racecheck;
+  if (tool == "initcheck")
+    return attempt_finding::sanitizer_initcheck;
+  if (tool == "synccheck")
+    return attempt_finding::sanitizer_synccheck;
+  return attempt_finding::sanitizer_memcheck;
+}
+
 } // namespace rpl::engine

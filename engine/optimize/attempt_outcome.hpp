@@ -90,6 +90,10 @@ std::string_view to_string(attempt_verdict verdict);
 /// The finding's name as the journal and report write it ("validation:odd_size", "new_global").
 std::string_view to_string(attempt_finding finding);
 
+/// The finding of a compute-sanitizer tool's report ("racecheck" -> sanitizer_racecheck; memcheck
+/// for any other name).
+attempt_finding sanitizer_finding(std::string_view tool);
+
 std::optional<attempt_stage> parse_stage(std::string_view name);
 std::optional<attempt_verdict> parse_verdict(std::string_view name);
 std::optional<attempt_finding> parse_finding(std::string_view name);

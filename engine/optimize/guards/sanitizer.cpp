@@ -17,19 +17,6 @@ namespace rpl::engine {
 
 namespace {
 
-attempt_finding finding_of_tool(const std::string& tool) {
-  if (tool == "racecheck") {
-    return attempt_finding::sanitizer_racecheck;
-  }
-  if (tool == "initcheck") {
-    return attempt_finding::sanitizer_initcheck;
-  }
-  if (tool == "synccheck") {
-    return attempt_finding::sanitizer_synccheck;
-  }
-  return attempt_finding::sanitizer_memcheck;
-}
-
 class sanitizer_guard final : public proposal_guard {
 public:
   std::string_view name() const override { return "sanitizer"; }
@@ -57,7 +44,7 @@ public:
     }
     for (const auto& o : outcomes) {
       if (!o.clean) {
-        return guard_refusal{attempt_stage::sanitizer, finding_of_tool(o.tool),
+        return guard_refusal{attempt_stage::sanitizer, sanitizer_finding(o.tool),
                              "compute-sanitizer " + o.tool + ": " + o.first_report +
                                  " (log: " + o.log.string() + ")"};
       }
